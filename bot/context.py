@@ -1,0 +1,71 @@
+"""The platform-neutral event the core works on, and whose conversation it belongs to.
+
+Adapters turn a Telegram update, a Discord event or a console line into a ``ChatContext``; the
+core never sees a platform object. ``conversation_key`` answers "whose conversation is this?":
+it always contains the platform and chat id, so one chat's history can never reach another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class ChatType(StrEnum):
+    PRIVATE = "private"
+    GROUP = "group"
+    CHANNEL = "channel"
+
+
+class Scope(StrEnum):
+    """How a group chat's history is shared."""
+
+    CHAT = "chat"  # everyone in the chat shares one history; user turns keep the speaker's name
+    USER = "user"  # one history per user inside the chat
+    THREAD = "thread"  # each topic/thread its own history (falls back to the chat without one)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatContext:
+    """One incoming message's who/where, filled by an adapter."""
+
+    platform: str
+    chat_id: str
+    chat_type: ChatType
+    user_id: str
+    user_name: str = ""
+    thread_id: str | None = None
+    message_id: str | None = None
+    is_admin: bool = False
+    reply_to_message_id: str | None = None
+    extra: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.platform or ":" in self.platform:
+            raise ValueError(f"ChatContext.platform must be a name without ':', got {self.platform!r}")
+        if not self.chat_id or not self.user_id:
+            raise ValueError("ChatContext needs a chat_id and a user_id")
+
+    @property
+    def is_private(self) -> bool:
+        return self.chat_type is ChatType.PRIVATE
+
+    @property
+    def chat_key(self) -> str:
+        """Identifies the chat across all scopes (what ``/clear`` wipes)."""
+        return f"{self.platform}:{self.chat_id}"
+
+    def conversation_key(self, scope: Scope) -> str:
+        """The history this message belongs to under ``scope``.
+
+        Private chats are always per user, whatever the scope says.
+        """
+        if self.is_private or scope is Scope.USER:
+            return f"{self.chat_key}:u:{self.user_id}"
+        if scope is Scope.THREAD and self.thread_id is not None:
+            return f"{self.chat_key}:t:{self.thread_id}"
+        return self.chat_key
+
+    def speaker_shared(self, scope: Scope) -> bool:
+        """Whether several people write into this conversation (so turns keep names)."""
+        return not self.is_private and scope is not Scope.USER

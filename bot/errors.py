@@ -1,0 +1,91 @@
+"""Parlour's exception tree: one root, and a clear line between chat-safe and internal text.
+
+    ParlourError                      root of everything Parlour raises on purpose
+    ├── ConfigError                   invalid config.yaml / environment (names the field)
+    ├── StoreError                    the history database is unusable
+    └── UserFacingError               carries ``chat_text``: safe to show in a chat
+        ├── ContextTooLongError       the newest message cannot fit the model's window
+        └── LLMError                  the model call failed after retries and fallbacks
+            ├── LLMBusyError          rate limited / overloaded: try again shortly
+            ├── LLMQuotaError         quota or billing exhausted (not a rate limit)
+            ├── LLMAuthError          key rejected (401/403)
+            ├── LLMUnavailableError   5xx, timeouts, connection errors, model not found
+            ├── LLMBadRequestError    the provider rejected the request (400/422)
+            └── LLMContextLengthError the provider says the prompt is too long
+
+``str(exc)`` is for logs (ids, status codes; never secrets). ``exc.chat_text`` is what an
+adapter may post in a chat.
+"""
+
+from __future__ import annotations
+
+
+class ParlourError(Exception):
+    """Root of every exception Parlour raises deliberately."""
+
+
+class ConfigError(ParlourError):
+    """The configuration is invalid; the message names the field and the reason."""
+
+
+class StoreError(ParlourError):
+    """The history store cannot be used (bad path, newer schema, corrupt file)."""
+
+
+class UserFacingError(ParlourError):
+    """An error whose ``chat_text`` may be shown to chat users."""
+
+    chat_text: str = "Something went wrong; please try again."
+
+    def __init__(self, message: str = "", *, chat_text: str | None = None) -> None:
+        super().__init__(message or self.chat_text)
+        if chat_text is not None:
+            self.chat_text = chat_text
+
+
+class ContextTooLongError(UserFacingError):
+    """The system prompt plus the newest message exceed the model's budget."""
+
+    chat_text = "Your message is too long for this model. Please send something shorter."
+
+    def __init__(self, message: str = "", *, needed: int = 0, budget: int = 0) -> None:
+        super().__init__(message or f"newest turn needs {needed} tokens, budget is {budget}")
+        self.needed = needed
+        self.budget = budget
+
+
+class LLMError(UserFacingError):
+    """The model call failed for good (after retries and fallbacks)."""
+
+    chat_text = "The AI model could not answer right now."
+
+    def __init__(
+        self, message: str = "", *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class LLMBusyError(LLMError):
+    chat_text = "The AI model is busy right now; please try again shortly."
+
+
+class LLMQuotaError(LLMError):
+    chat_text = "The LLM quota is exhausted (admins: check billing)."
+
+
+class LLMAuthError(LLMError):
+    chat_text = "LLM authentication failed (admins: check the API key)."
+
+
+class LLMUnavailableError(LLMError):
+    chat_text = "The LLM provider is unavailable right now; please try again later."
+
+
+class LLMBadRequestError(LLMError):
+    chat_text = "The LLM provider rejected this request."
+
+
+class LLMContextLengthError(LLMBadRequestError):
+    chat_text = ContextTooLongError.chat_text
