@@ -1,0 +1,1 @@
+"""Platform adapters. Each module exposes ``create_adapter(app)``; config names them."""

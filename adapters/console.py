@@ -1,0 +1,132 @@
+"""The terminal chat: a REPL on stdin/stdout that streams the answer as it arrives.
+
+Works interactively and with piped input (``printf 'hi\\n' | python -m bot chat``): each line
+is one message, answered before the next is read; the session ends at EOF or ``/exit``.
+Commands: ``/help``, ``/reset``, ``/clear``, ``/history``, ``/exit``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import logging
+import sys
+import threading
+from typing import TextIO
+
+from bot.app import App
+from bot.context import ChatContext, ChatType
+from bot.errors import UserFacingError
+from bot.llm.client import TextDelta
+from bot.service import Done, ToolStarted
+
+log = logging.getLogger(__name__)
+
+_EXIT = frozenset({"/exit", "/quit"})
+
+
+class ConsoleAdapter:
+    name = "console"
+
+    def __init__(self, app: App, *, stdin: TextIO | None = None, stdout: TextIO | None = None):
+        self.app = app
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
+        self.interactive = self.stdin.isatty()
+        user = _local_user()
+        self.ctx = ChatContext(
+            platform="console",
+            chat_id="local",
+            chat_type=ChatType.PRIVATE,
+            user_id=user,
+            user_name=user,
+            is_admin=True,  # whoever holds the terminal owns the bot
+        )
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._stopped = asyncio.Event()
+
+    async def run(self) -> None:
+        self._start_reader()
+        if self.interactive:
+            self._write("Parlour console. /help for commands, /exit to leave.\n")
+        while not self._stopped.is_set():
+            if self.interactive:
+                self._write("you> ")
+            line = await self._lines.get()
+            if line is None:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text.lower() in _EXIT:
+                break
+            await self.handle(text)
+
+    async def stop(self) -> None:
+        self._stopped.set()
+        self._lines.put_nowait(None)
+
+    async def handle(self, text: str) -> None:
+        """One line: a command or a message. Never raises; errors are shown and logged."""
+        try:
+            if text.startswith("/"):
+                name, _, args = text[1:].partition(" ")
+                result = await self.app.commands.handle(self.ctx, name, args)
+                self._write(result.text + "\n")
+                return
+            await self._answer(text)
+        except UserFacingError as exc:
+            self._write(f"\n[{exc.chat_text}]\n")
+        except Exception:
+            log.exception("console message failed")
+            self._write("\n[Something went wrong; see the log.]\n")
+
+    async def _answer(self, text: str) -> None:
+        started = False
+        async for event in self.app.service.stream(self.ctx, text):
+            if isinstance(event, TextDelta):
+                if not started:
+                    self._write("bot> " if self.interactive else "")
+                    started = True
+                self._write(event.text)
+            elif isinstance(event, ToolStarted):
+                self._write(f"\n[using {event.call.name}]\n")
+            elif isinstance(event, Done):
+                if not started:
+                    self._write(("bot> " if self.interactive else "") + event.reply.text)
+                if event.reply.truncated:
+                    self._write(" [reply cut at the output limit]")
+                self._write("\n")
+
+    def _write(self, text: str) -> None:
+        self.stdout.write(text)
+        self.stdout.flush()
+
+    def _start_reader(self) -> None:
+        """Read stdin on a daemon thread: a blocked read must never hold up shutdown."""
+        loop = asyncio.get_running_loop()
+
+        def pump() -> None:
+            try:
+                for line in iter(self.stdin.readline, ""):
+                    loop.call_soon_threadsafe(self._lines.put_nowait, line)
+            except (OSError, ValueError):
+                pass
+            finally:
+                try:
+                    loop.call_soon_threadsafe(self._lines.put_nowait, None)
+                except RuntimeError:
+                    pass  # the loop is already closed
+
+        threading.Thread(target=pump, name="console-stdin", daemon=True).start()
+
+
+def _local_user() -> str:
+    try:
+        return getpass.getuser() or "you"
+    except (KeyError, OSError):
+        return "you"
+
+
+def create_adapter(app: App) -> ConsoleAdapter:
+    return ConsoleAdapter(app)

@@ -1,0 +1,142 @@
+"""Command line: ``python -m bot [--config FILE] {chat,run,check-config,history}``.
+
+With no command it runs the platform adapters enabled in config, or the console chat when none
+is. This is the only place that configures logging and installs signal handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from bot.adapter import Adapter, load_adapter
+from bot.app import App, check_llm_settings
+from bot.config import Settings, load_settings, masked_dump, secret_values
+from bot.errors import ConfigError, ParlourError
+from bot.history.sqlite import SQLiteStore
+from bot.redact import Redactor, configure_logging
+
+log = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="parlour", description="Parlour chat bot")
+    parser.add_argument(
+        "--config", help="config file (default: $PARLOUR_CONFIG, else ./config.yaml)"
+    )
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("chat", help="chat in this terminal")
+    sub.add_parser("run", help="run the platform adapters enabled in config")
+    sub.add_parser("check-config", help="validate the config and print it, secrets masked")
+    history = sub.add_parser("history", help="stored conversations")
+    history_sub = history.add_subparsers(dest="history_command", required=True)
+    history_sub.add_parser("list", help="conversation keys and their turn counts")
+    export = history_sub.add_parser("export", help="one conversation as JSON lines")
+    export.add_argument("key", help="conversation key, e.g. telegram:-100123 (see `history list`)")
+    export.add_argument("-o", "--output", help="file to write (default: stdout)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    redactor = Redactor()
+    try:
+        settings = load_settings(args.config)
+        redactor.add(secret_values(settings))
+        configure_logging(settings.logging.level, redactor)
+        return asyncio.run(_dispatch(args, settings))
+    except ConfigError as exc:
+        print(f"error: {redactor(str(exc))}", file=sys.stderr)  # noqa: T201
+        return 2
+    except ParlourError as exc:
+        print(f"error: {redactor(str(exc))}", file=sys.stderr)  # noqa: T201
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    command = args.command
+    if command is None:
+        command = "run" if settings.enabled_platforms() else "chat"
+    if command == "check-config":
+        return _check_config(settings)
+    if command == "history":
+        return await _history(args, settings)
+    if command == "chat":
+        return await _serve(settings, ["console"])
+    platforms = settings.enabled_platforms()
+    if not platforms:
+        raise ConfigError(
+            "no platform is enabled: set telegram.enabled or discord.enabled in the config "
+            "(or use `python -m bot chat` for the console)"
+        )
+    return await _serve(settings, platforms)
+
+
+def _check_config(settings: Settings) -> int:
+    text = yaml.safe_dump(masked_dump(settings), sort_keys=False, allow_unicode=True)
+    sys.stdout.write(text)
+    check_llm_settings(settings)
+    sys.stdout.write("config OK\n")
+    return 0
+
+
+async def _history(args: argparse.Namespace, settings: Settings) -> int:
+    async with SQLiteStore(settings.storage.path) as store:
+        if args.history_command == "list":
+            for key, turns in await store.conversations():
+                sys.stdout.write(f"{key}\t{turns} turns\n")
+            return 0
+        with contextlib.ExitStack() as stack:
+            out = (
+                stack.enter_context(Path(args.output).open("w", encoding="utf-8"))
+                if args.output
+                else sys.stdout
+            )
+            count = 0
+            async for record in store.export(args.key):
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
+        if count == 0:
+            sys.stderr.write(f"no stored messages for {args.key!r} (see `history list`)\n")
+            return 1
+        return 0
+
+
+async def _serve(settings: Settings, names: list[str]) -> int:
+    factories = [load_adapter(name, settings.adapters) for name in names]
+    async with App(settings) as app:
+        adapters: list[Adapter] = [factory(app) for factory in factories]
+        loop = asyncio.get_running_loop()
+
+        def shut_down() -> None:
+            log.info("shutting down: finishing in-flight replies")
+            for adapter in adapters:
+                loop.create_task(adapter.stop())
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, shut_down)
+        try:
+            results = await asyncio.gather(
+                *(adapter.run() for adapter in adapters), return_exceptions=True
+            )
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(sig)
+        failed = [r for r in results if isinstance(r, BaseException)]
+        for adapter, result in zip(adapters, results, strict=True):
+            if isinstance(result, BaseException):
+                log.error("adapter %s stopped with an error", adapter.name, exc_info=result)
+        return 1 if failed else 0

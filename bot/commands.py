@@ -1,0 +1,118 @@
+"""Platform-neutral chat commands. Adapters map their own syntax (``/reset``, slash commands,
+console lines) onto :meth:`Commands.handle` and post the returned text.
+
+Who is an admin is decided in code: the platform's own admin flag that the adapter put on the
+``ChatContext`` (Telegram chat admins, Discord Manage Messages), or a bot admin from config.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from bot.context import ChatContext, Scope
+from bot.service import ChatService
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    text: str
+    ok: bool = True
+    private: bool = False  # adapters show it only to the caller where they can (ephemeral)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandInfo:
+    name: str
+    description: str
+    admin_only: bool = False
+
+
+BUILTIN_COMMANDS: tuple[CommandInfo, ...] = (
+    CommandInfo("help", "Show what I can do"),
+    CommandInfo("reset", "Start a fresh conversation (the old one is kept but forgotten)"),
+    CommandInfo("clear", "Delete this chat's whole history", admin_only=True),
+    CommandInfo("history", "How much I remember here, and my token budget"),
+    CommandInfo("scope", "Share history per chat, per user or per thread", admin_only=True),
+)
+
+Handler = Callable[[ChatContext, str], Awaitable[CommandResult]]
+
+
+class Commands:
+    def __init__(self, service: ChatService) -> None:
+        self.service = service
+        self._handlers: dict[str, Handler] = {
+            "help": self._help,
+            "reset": self._reset,
+            "clear": self._clear,
+            "history": self._history,
+            "scope": self._scope,
+        }
+
+    def is_admin(self, ctx: ChatContext) -> bool:
+        return ctx.is_admin or self.service.settings.is_bot_admin(ctx.platform, ctx.user_id)
+
+    def knows(self, name: str) -> bool:
+        return name.lower() in self._handlers
+
+    async def handle(self, ctx: ChatContext, name: str, args: str = "") -> CommandResult:
+        handler = self._handlers.get(name.lower())
+        if handler is None:
+            return CommandResult(f"Unknown command /{name}. Try /help.", ok=False, private=True)
+        log.info(
+            "command /%s chat=%s user=%s admin=%s", name, ctx.chat_key, ctx.user_id, ctx.is_admin
+        )
+        return await handler(ctx, args.strip())
+
+    async def _help(self, ctx: ChatContext, args: str) -> CommandResult:
+        admin = self.is_admin(ctx) or ctx.is_private
+        lines = ["Talk to me and I answer, remembering this conversation.", ""]
+        for info in BUILTIN_COMMANDS:
+            if info.admin_only and not admin:
+                continue
+            lines.append(f"/{info.name} - {info.description}")
+        return CommandResult("\n".join(lines), private=True)
+
+    async def _reset(self, ctx: ChatContext, args: str) -> CommandResult:
+        await self.service.reset(ctx)
+        return CommandResult("Started a fresh conversation. Earlier messages are no longer used.")
+
+    async def _clear(self, ctx: ChatContext, args: str) -> CommandResult:
+        if not ctx.is_private and not self.is_admin(ctx):
+            return CommandResult(
+                "Only this chat's admins can clear its history.", ok=False, private=True
+            )
+        result = await self.service.clear(ctx)
+        return CommandResult(f"Deleted this chat's history ({result.turns} turns).")
+
+    async def _history(self, ctx: ChatContext, args: str) -> CommandResult:
+        info = await self.service.history_info(ctx)
+        return CommandResult(
+            f"Conversation: {info.scope.value} scope\n"
+            f"Turns stored: {info.turns_stored} ({info.turns_in_context} since the last reset, "
+            f"{info.unanswered} unanswered)\n"
+            f"Tokens in the window: {info.window_tokens} of a {info.budget}-token budget",
+            private=True,
+        )
+
+    async def _scope(self, ctx: ChatContext, args: str) -> CommandResult:
+        current = self.service.scope_for(ctx)
+        if not args:
+            return CommandResult(
+                f"History is shared per {current.value}. Admins: /scope chat|user|thread",
+                private=True,
+            )
+        if ctx.is_private:
+            return CommandResult("Private chats always keep one history per user.", ok=False)
+        if not self.is_admin(ctx):
+            return CommandResult("Only this chat's admins can change the scope.", ok=False)
+        try:
+            scope = Scope(args.split()[0].lower())
+        except ValueError:
+            return CommandResult("Usage: /scope chat|user|thread", ok=False, private=True)
+        await self.service.set_scope(ctx, scope)
+        return CommandResult(f"History is now shared per {scope.value}.")

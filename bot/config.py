@@ -1,0 +1,277 @@
+"""Configuration: ``config.yaml`` + environment, validated by pydantic.
+
+Strings may use ``${VAR}`` (must be set) and ``${VAR:-default}``. Interpolation runs on the parsed
+YAML tree, value by value, so an environment variable can never inject YAML structure. Secrets are
+``SecretStr``: they print as ``**********`` and only :func:`secret_values` hands them to the log
+redactor.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from bot.context import Scope
+from bot.errors import ConfigError
+
+CONFIG_ENV_VAR = "PARLOUR_CONFIG"
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _env_secret(name: str) -> SecretStr | None:
+    value = os.environ.get(name)
+    return SecretStr(value) if value else None
+
+
+class RetrySettings(_Section):
+    """The one retry layer around every LLM call (the SDK's own retries are off)."""
+
+    max_attempts: int = Field(4, ge=1, le=10)
+    base_delay: float = Field(0.5, ge=0)
+    max_delay: float = Field(8.0, ge=0)
+    max_total_wait: float = Field(30.0, ge=0, description="cap on all sleeps of one call")
+
+
+class EndpointSettings(_Section):
+    """One OpenAI-compatible endpoint (the primary, or a fallback)."""
+
+    base_url: str = Field(
+        default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or "", validate_default=True
+    )
+    api_key: SecretStr | None = None
+    model: str = "gpt-4o-mini"
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        value = value.strip()
+        if value and not re.match(r"^https?://", value):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @property
+    def effective_base_url(self) -> str:
+        return self.base_url or OPENAI_DEFAULT_BASE_URL
+
+    @property
+    def needs_key(self) -> bool:
+        """OpenAI itself needs a key; local servers (Ollama, vLLM, the test kit) usually don't."""
+        return "api.openai.com" in self.effective_base_url
+
+
+class LLMSettings(EndpointSettings):
+    api_key: SecretStr | None = Field(default_factory=lambda: _env_secret("OPENAI_API_KEY"))
+    context_window: int = Field(128_000, ge=256)
+    max_output_tokens: int = Field(1024, ge=1)
+    temperature: float | None = Field(0.7, ge=0, le=2)
+    timeout: float = Field(60.0, gt=0, description="seconds for one HTTP attempt")
+    retry: RetrySettings = RetrySettings()
+    fallbacks: tuple[EndpointSettings, ...] = ()
+
+    @model_validator(mode="after")
+    def _reserve_fits(self) -> LLMSettings:
+        if self.max_output_tokens >= self.context_window:
+            raise ValueError("max_output_tokens must be smaller than context_window")
+        return self
+
+
+class ChatSettings(_Section):
+    system_prompt: str = (
+        "You are Parlour, a helpful assistant in a group chat. Several people may talk to you; "
+        "their messages start with their name in brackets. Answer concisely."
+    )
+    default_scope: Scope = Scope.CHAT
+    max_input_chars: int = Field(16_000, ge=1, description="longer messages are refused")
+
+
+class HistorySettings(_Section):
+    max_tokens: int | None = Field(None, ge=1, description="cap on history tokens per request")
+    max_turns: int = Field(50, ge=1, description="turns loaded from the store per request")
+
+
+class StorageSettings(_Section):
+    path: Path = Path("data/parlour.db")
+
+
+class LoggingSettings(_Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+class PlatformSettings(BaseModel):
+    """Adapter sections are owned by their adapters; the core only reads ``enabled``."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    enabled: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hide_secrets(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {
+                k: SecretStr(v) if isinstance(v, str) and _looks_secret(str(k)) else v
+                for k, v in data.items()
+            }
+        return data
+
+
+class Settings(_Section):
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    chat: ChatSettings = ChatSettings()
+    history: HistorySettings = HistorySettings()
+    storage: StorageSettings = StorageSettings()
+    logging: LoggingSettings = LoggingSettings()
+    admins: tuple[str, ...] = Field(
+        (), description='bot admins as "platform:user_id", e.g. "telegram:12345"'
+    )
+    adapters: dict[str, str] = Field(
+        default_factory=lambda: {
+            "console": "adapters.console",
+            "telegram": "adapters.telegram",
+            "discord": "adapters.discord",
+        },
+        description="adapter name -> module; the entry point imports them by name",
+    )
+    telegram: PlatformSettings = PlatformSettings()
+    discord: PlatformSettings = PlatformSettings()
+
+    @field_validator("admins", mode="before")
+    @classmethod
+    def _admins(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return tuple(str(v) for v in value)
+        return value
+
+    def enabled_platforms(self) -> list[str]:
+        return [name for name in ("telegram", "discord") if getattr(self, name).enabled]
+
+    def is_bot_admin(self, platform: str, user_id: str) -> bool:
+        return f"{platform}:{user_id}" in self.admins
+
+
+def interpolate(value: Any, path: str = "") -> Any:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string of a parsed YAML tree."""
+    if isinstance(value, dict):
+        return {k: interpolate(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = os.environ.get(name)
+        if found:
+            return found
+        if default is not None:
+            return default
+        raise ConfigError(f"{path}: environment variable {name} is not set")
+
+    return _VAR.sub(substitute, value)
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "(top level)"
+        lines.append(f"{where}: {item['msg']}")
+    return "invalid config: " + "; ".join(lines)
+
+
+def resolve_path(path: str | Path | None) -> Path | None:
+    """``--config``, else ``$PARLOUR_CONFIG``, else ``./config.yaml`` if present."""
+    if path is not None:
+        return Path(path)
+    if os.environ.get(CONFIG_ENV_VAR):
+        return Path(os.environ[CONFIG_ENV_VAR])
+    default = Path("config.yaml")
+    return default if default.exists() else None
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    """Load and validate the config; every failure is a :class:`ConfigError` naming the field."""
+    resolved = resolve_path(path)
+    raw: Any = {}
+    if resolved is not None:
+        try:
+            raw = yaml.safe_load(resolved.read_text(encoding="utf-8")) or {}
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file not found: {resolved}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{resolved} is not valid YAML: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{resolved}: the top level must be a mapping of sections")
+    return settings_from_mapping(raw)
+
+
+def settings_from_mapping(raw: dict[str, Any]) -> Settings:
+    try:
+        return Settings.model_validate(interpolate(raw))
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+def secret_values(settings: Settings) -> list[str]:
+    """Every secret in the config, for the log redactor."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, SecretStr):
+            if node.get_secret_value():
+                found.append(node.get_secret_value())
+        elif isinstance(node, BaseModel):
+            for name in type(node).model_fields:
+                walk(getattr(node, name))
+            for extra in (node.model_extra or {}).values():
+                walk(extra)
+        elif isinstance(node, list | tuple):
+            for item in node:
+                walk(item)
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                if isinstance(item, str) and _looks_secret(str(key)):
+                    found.append(item)
+                else:
+                    walk(item)
+
+    walk(settings)
+    return [s for s in found if s]
+
+
+def _looks_secret(key: str) -> bool:
+    return any(word in key.lower() for word in ("token", "key", "secret", "password"))
+
+
+def masked_dump(settings: Settings) -> dict[str, Any]:
+    """The effective config as plain data with every secret replaced by ``***``."""
+    data = settings.model_dump(mode="json")
+
+    def mask(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                k: ("***" if v and _looks_secret(k) and isinstance(v, str) else mask(v))
+                for k, v in node.items()
+            }
+        if isinstance(node, list):
+            return [mask(v) for v in node]
+        return node
+
+    masked: dict[str, Any] = mask(data)
+    return masked

@@ -1,0 +1,70 @@
+"""Versioned SQLite schema. ``PRAGMA user_version`` records how many steps have run.
+
+Append a step to add a change; never edit a step that has shipped. A database written by a newer
+Parlour (higher version than we know) is refused rather than silently misread.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: turns, their messages, soft resets, per-chat preferences, the clear audit.
+    """
+    CREATE TABLE turns (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        conv_key TEXT NOT NULL,
+        chat_key TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT NOT NULL DEFAULT '',
+        platform_message_id TEXT,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'answered', 'unanswered')),
+        error TEXT,
+        model TEXT,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        completed_at REAL
+    );
+    CREATE INDEX turns_by_conversation ON turns (conv_key, id);
+    CREATE INDEX turns_by_chat ON turns (chat_key);
+
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        turn_id INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system')),
+        content TEXT,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        created_at REAL NOT NULL,
+        UNIQUE (turn_id, seq)
+    );
+
+    CREATE TABLE resets (
+        conv_key TEXT PRIMARY KEY,
+        chat_key TEXT NOT NULL,
+        after_turn_id INTEGER NOT NULL,
+        by_user TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX resets_by_chat ON resets (chat_key);
+
+    CREATE TABLE chat_preferences (
+        chat_key TEXT PRIMARY KEY,
+        scope TEXT CHECK (scope IN ('chat', 'user', 'thread')),
+        system_prompt TEXT,
+        updated_at REAL NOT NULL
+    );
+
+    CREATE TABLE clear_audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        chat_key TEXT NOT NULL,
+        actor_id TEXT NOT NULL,
+        actor_name TEXT NOT NULL,
+        at REAL NOT NULL,
+        deleted_turns INTEGER NOT NULL,
+        deleted_messages INTEGER NOT NULL
+    );
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,349 @@
+"""The embedded default store: SQLite in WAL mode through aiosqlite.
+
+Two connections: one writer, whose transactions are serialised by an asyncio lock (coroutines
+sharing one aiosqlite connection would otherwise share, and commit, each other's transaction), and
+one reader that only ever sees committed data. Loading the context window walks the
+``(conv_key, id)`` index backwards, so it costs O(window) however long the history is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from bot.context import Scope
+from bot.errors import StoreError
+from bot.history.migrations import MIGRATIONS, SCHEMA_VERSION
+from bot.history.store import (
+    ChatPreferences,
+    ClearResult,
+    HistoryStats,
+    NewTurn,
+    StoredTurn,
+    TurnStatus,
+    Usage,
+)
+
+log = logging.getLogger(__name__)
+
+_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=10000",
+)
+
+
+class SQLiteStore:
+    """History and chat preferences in one SQLite file. Use as ``async with SQLiteStore(path)``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+
+    async def __aenter__(self) -> SQLiteStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._writer = await self._connect()
+            await self._migrate(self._writer)
+            self._reader = await self._connect()
+        except sqlite3.DatabaseError as exc:
+            await self.close()
+            raise StoreError(f"cannot open history database {self.path}: {exc}") from exc
+
+    async def _connect(self) -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(self.path, isolation_level=None)
+        for pragma in _PRAGMAS:
+            await conn.execute(pragma)
+        return conn
+
+    async def close(self) -> None:
+        for conn in (self._reader, self._writer):
+            if conn is not None:
+                await conn.close()
+        self._reader = self._writer = None
+
+    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+        rows = await conn.execute_fetchall("PRAGMA user_version")
+        version = int(next(iter(rows))[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this Parlour "
+                f"understands ({SCHEMA_VERSION}); upgrade Parlour"
+            )
+        for number in range(version, SCHEMA_VERSION):
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _statements(MIGRATIONS[number]):
+                    await conn.execute(statement)
+                await conn.execute(f"PRAGMA user_version = {number + 1}")
+                await conn.execute("COMMIT")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+            log.info("history schema migrated to version %d path=%s", number + 1, self.path)
+
+    @property
+    def _read(self) -> aiosqlite.Connection:
+        if self._reader is None:
+            raise StoreError("the history store is not open")
+        return self._reader
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction at a time on the shared writer connection."""
+        if self._writer is None:
+            raise StoreError("the history store is not open")
+        conn = self._writer
+        async with self._write_lock:
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                await asyncio.shield(conn.execute("ROLLBACK"))
+                raise
+            await asyncio.shield(conn.execute("COMMIT"))
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def begin_turn(self, turn: NewTurn) -> int:
+        now = time.time()
+        async with self._transaction() as conn:
+            row = await conn.execute_insert(
+                "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
+                " status, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
+                (
+                    turn.conversation_key,
+                    turn.chat_key,
+                    turn.user_id,
+                    turn.user_name,
+                    turn.platform_message_id,
+                    now,
+                ),
+            )
+            assert row is not None
+            turn_id = int(row[0])
+            await conn.execute(
+                "INSERT INTO messages (turn_id, seq, role, content, created_at)"
+                " VALUES (?, 0, 'user', ?, ?)",
+                (turn_id, turn.text, now),
+            )
+        return turn_id
+
+    async def complete_turn(
+        self, turn_id: int, messages: Sequence[Mapping[str, Any]], usage: Usage, model: str
+    ) -> None:
+        now = time.time()
+        rows = [
+            (
+                turn_id,
+                seq,
+                m["role"],
+                _content_text(m.get("content")),
+                json.dumps(m["tool_calls"], ensure_ascii=False) if m.get("tool_calls") else None,
+                m.get("tool_call_id"),
+                now,
+            )
+            for seq, m in enumerate(messages, start=1)
+        ]
+        async with self._transaction() as conn:
+            await conn.executemany(
+                "INSERT INTO messages (turn_id, seq, role, content, tool_calls, tool_call_id,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            await conn.execute(
+                "UPDATE turns SET status = 'answered', model = ?, prompt_tokens = ?,"
+                " completion_tokens = ?, completed_at = ? WHERE id = ?",
+                (model, usage.prompt_tokens, usage.completion_tokens, now, turn_id),
+            )
+
+    async def fail_turn(self, turn_id: int, reason: str) -> None:
+        async with self._transaction() as conn:
+            await conn.execute(
+                "UPDATE turns SET status = 'unanswered', error = ?, completed_at = ?"
+                " WHERE id = ? AND status = 'pending'",
+                (reason[:500], time.time(), turn_id),
+            )
+
+    async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:
+        turns = await self._read.execute_fetchall(
+            "SELECT id, user_id, user_name, status FROM turns"
+            " WHERE conv_key = ? AND id > coalesce("
+            "   (SELECT after_turn_id FROM resets WHERE conv_key = ?), 0)"
+            " ORDER BY id DESC LIMIT ?",
+            (conversation_key, conversation_key, max_turns),
+        )
+        turn_rows = list(turns)
+        if not turn_rows:
+            return []
+        ids = [int(r[0]) for r in turn_rows]
+        placeholders = ",".join("?" * len(ids))
+        message_rows = await self._read.execute_fetchall(
+            "SELECT turn_id, role, content, tool_calls, tool_call_id FROM messages"
+            f" WHERE turn_id IN ({placeholders}) ORDER BY turn_id, seq",
+            ids,
+        )
+        by_turn: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
+        for turn_id, role, content, tool_calls, tool_call_id in message_rows:
+            message: dict[str, Any] = {"role": role, "content": content}
+            if tool_calls:
+                message["tool_calls"] = json.loads(tool_calls)
+            if tool_call_id:
+                message["tool_call_id"] = tool_call_id
+            by_turn[int(turn_id)].append(message)
+        return [
+            StoredTurn(
+                turn_id=int(tid),
+                user_id=str(uid),
+                user_name=str(uname),
+                status=TurnStatus(status),
+                messages=tuple(by_turn[int(tid)]),
+            )
+            for tid, uid, uname, status in reversed(turn_rows)
+        ]
+
+    # -- resets, clears, stats, export -----------------------------------------------------
+
+    async def reset(self, conversation_key: str, chat_key: str, by_user: str) -> None:
+        async with self._transaction() as conn:
+            await conn.execute(
+                "INSERT INTO resets (conv_key, chat_key, after_turn_id, by_user, at)"
+                " VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM turns), ?, ?)"
+                " ON CONFLICT (conv_key) DO UPDATE SET after_turn_id = excluded.after_turn_id,"
+                " by_user = excluded.by_user, at = excluded.at",
+                (conversation_key, chat_key, by_user, time.time()),
+            )
+
+    async def clear_chat(self, chat_key: str, actor_id: str, actor_name: str) -> ClearResult:
+        async with self._transaction() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM messages WHERE turn_id IN (SELECT id FROM turns WHERE chat_key = ?)",
+                (chat_key,),
+            )
+            messages = cursor.rowcount
+            cursor = await conn.execute("DELETE FROM turns WHERE chat_key = ?", (chat_key,))
+            turns = cursor.rowcount
+            await conn.execute("DELETE FROM resets WHERE chat_key = ?", (chat_key,))
+            await conn.execute(
+                "INSERT INTO clear_audit (chat_key, actor_id, actor_name, at, deleted_turns,"
+                " deleted_messages) VALUES (?, ?, ?, ?, ?, ?)",
+                (chat_key, actor_id, actor_name, time.time(), turns, messages),
+            )
+        log.info(
+            "chat cleared chat=%s actor=%s turns=%d messages=%d", chat_key, actor_id, turns, messages
+        )
+        return ClearResult(turns=turns, messages=messages)
+
+    async def clear_audit(self, chat_key: str) -> list[dict[str, Any]]:
+        rows = await self._read.execute_fetchall(
+            "SELECT actor_id, actor_name, at, deleted_turns, deleted_messages FROM clear_audit"
+            " WHERE chat_key = ? ORDER BY id",
+            (chat_key,),
+        )
+        keys = ("actor_id", "actor_name", "at", "deleted_turns", "deleted_messages")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    async def stats(self, conversation_key: str) -> HistoryStats:
+        rows = await self._read.execute_fetchall(
+            "SELECT count(*),"
+            " coalesce(sum(id > coalesce((SELECT after_turn_id FROM resets WHERE conv_key = ?), 0)),"
+            " 0), coalesce(sum(status = 'unanswered'), 0), coalesce(sum(prompt_tokens), 0),"
+            " coalesce(sum(completion_tokens), 0) FROM turns WHERE conv_key = ?",
+            (conversation_key, conversation_key),
+        )
+        total, in_context, unanswered, prompt, completion = next(iter(rows))
+        return HistoryStats(
+            turns_in_context=int(in_context),
+            turns_stored=int(total),
+            unanswered=int(unanswered),
+            prompt_tokens=int(prompt),
+            completion_tokens=int(completion),
+        )
+
+    async def export(self, conversation_key: str) -> AsyncIterator[dict[str, Any]]:
+        async with self._read.execute(
+            "SELECT t.id, m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, t.user_id,"
+            " t.user_name, t.status, m.created_at FROM turns t JOIN messages m ON m.turn_id = t.id"
+            " WHERE t.conv_key = ? ORDER BY t.id, m.seq",
+            (conversation_key,),
+        ) as cursor:
+            async for row in cursor:
+                turn_id, seq, role, content, tool_calls, tool_call_id, uid, uname, status, at = row
+                record: dict[str, Any] = {
+                    "turn": turn_id,
+                    "seq": seq,
+                    "role": role,
+                    "content": content,
+                    "created_at": at,
+                    "status": status,
+                }
+                if role == "user":
+                    record["user_id"] = uid
+                    record["user_name"] = uname
+                if tool_calls:
+                    record["tool_calls"] = json.loads(tool_calls)
+                if tool_call_id:
+                    record["tool_call_id"] = tool_call_id
+                yield record
+
+    async def conversations(self) -> list[tuple[str, int]]:
+        """Every conversation key with its turn count (for ``history export`` discovery)."""
+        rows = await self._read.execute_fetchall(
+            "SELECT conv_key, count(*) FROM turns GROUP BY conv_key ORDER BY conv_key"
+        )
+        return [(str(k), int(n)) for k, n in rows]
+
+    # -- chat preferences ------------------------------------------------------------------
+
+    async def load_preferences(self) -> dict[str, ChatPreferences]:
+        rows = await self._read.execute_fetchall(
+            "SELECT chat_key, scope, system_prompt FROM chat_preferences"
+        )
+        return {
+            str(key): ChatPreferences(scope=Scope(scope) if scope else None, system_prompt=prompt)
+            for key, scope, prompt in rows
+        }
+
+    async def save_preferences(self, chat_key: str, prefs: ChatPreferences) -> None:
+        async with self._transaction() as conn:
+            await conn.execute(
+                "INSERT INTO chat_preferences (chat_key, scope, system_prompt, updated_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (chat_key) DO UPDATE SET scope = excluded.scope,"
+                " system_prompt = excluded.system_prompt, updated_at = excluded.updated_at",
+                (
+                    chat_key,
+                    prefs.scope.value if prefs.scope else None,
+                    prefs.system_prompt,
+                    time.time(),
+                ),
+            )
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _content_text(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False)

@@ -1,0 +1,124 @@
+"""The history store seam: what ChatService needs from a database, and the values it returns.
+
+The SQLite implementation lives in :mod:`bot.history.sqlite`; a PostgreSQL one only has to
+implement :class:`HistoryStore` and :class:`ChatSettingsStore`.
+
+A turn is written in two steps, each one transaction: :meth:`HistoryStore.begin_turn` makes the
+user's message durable at once (status ``pending``), and :meth:`HistoryStore.complete_turn`
+writes every assistant and tool message of the answer together with the status flip. A crash in
+between leaves a lone user message, which is a valid history for the API; nothing the user typed is
+lost and no half of an answer is ever stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from bot.context import Scope
+
+
+class TurnStatus(StrEnum):
+    PENDING = "pending"  # the user's message is stored, the answer is being produced
+    ANSWERED = "answered"
+    UNANSWERED = "unanswered"  # the model failed; the user's message is kept
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """The user's side of a turn, as it arrived."""
+
+    conversation_key: str
+    chat_key: str
+    user_id: str
+    user_name: str
+    text: str
+    platform_message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    """One turn as loaded for the context window: its messages in OpenAI format."""
+
+    turn_id: int
+    user_id: str
+    user_name: str
+    status: TurnStatus
+    messages: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryStats:
+    turns_in_context: int  # turns after the last /reset
+    turns_stored: int  # every turn of the conversation still in the database
+    unanswered: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClearResult:
+    turns: int
+    messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChatPreferences:
+    """Per-chat overrides set by admins."""
+
+    scope: Scope | None = None
+    system_prompt: str | None = None
+
+
+class HistoryStore(Protocol):
+    async def begin_turn(self, turn: NewTurn) -> int:
+        """Store the user's message as a pending turn; returns the turn id (arrival order)."""
+        ...
+
+    async def complete_turn(
+        self, turn_id: int, messages: Sequence[Mapping[str, Any]], usage: Usage, model: str
+    ) -> None:
+        """Store the whole answer (assistant, tool calls, tool results) in one transaction."""
+        ...
+
+    async def fail_turn(self, turn_id: int, reason: str) -> None:
+        """Mark a turn unanswered; its user message stays in the history."""
+        ...
+
+    async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:
+        """The newest ``max_turns`` turns after the last reset, oldest first, in O(window)."""
+        ...
+
+    async def reset(self, conversation_key: str, chat_key: str, by_user: str) -> None:
+        """Soft cut: rows are kept, the context starts after them."""
+        ...
+
+    async def clear_chat(self, chat_key: str, actor_id: str, actor_name: str) -> ClearResult:
+        """Delete every conversation of a chat and write an audit row."""
+        ...
+
+    async def stats(self, conversation_key: str) -> HistoryStats: ...
+
+    def export(self, conversation_key: str) -> AsyncIterator[dict[str, Any]]:
+        """Every stored message of a conversation, oldest first, as plain JSON-able dicts."""
+        ...
+
+
+class ChatSettingsStore(Protocol):
+    async def load_preferences(self) -> dict[str, ChatPreferences]:
+        """All per-chat overrides (a small table, kept in memory by the service)."""
+        ...
+
+    async def save_preferences(self, chat_key: str, prefs: ChatPreferences) -> None: ...

@@ -1,0 +1,36 @@
+"""Per-conversation locks: one conversation in arrival order, different ones concurrently.
+
+``asyncio.Lock`` wakes waiters first-in first-out, so messages of one conversation are handled in
+the order their handlers asked for the lock. An entry lives only while someone holds or waits for
+it, so a bot that has seen a million conversations keeps no million locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+
+class KeyedLocks:
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)

@@ -1,0 +1,361 @@
+"""ChatService: one user message in, one answer out, with the history kept straight.
+
+Per message: system prompt (global or the chat's override) + recalled memories + the trimmed
+history window + the user's message -> the model (with the tool loop) -> the turn is stored.
+Messages of one conversation run strictly in arrival order; different conversations run
+concurrently. If the model fails for good, the user's message stays stored as *unanswered* and the
+error (with its chat-safe text) reaches the adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bot.config import Settings
+from bot.context import ChatContext, Scope
+from bot.errors import ContextTooLongError, LLMContextLengthError, UserFacingError
+from bot.history import trim_history
+from bot.history.store import (
+    ChatPreferences,
+    ChatSettingsStore,
+    ClearResult,
+    HistoryStore,
+    NewTurn,
+    StoredTurn,
+    Usage,
+)
+from bot.llm.client import Completion, LLMClient, TextDelta, ToolCall
+from bot.locks import KeyedLocks
+from bot.memory import MemoryProvider, NoMemory
+from bot.tokens import TokenCounter, get_counter
+from bot.tools import ToolRunner
+
+log = logging.getLogger(__name__)
+
+_CONTEXT_RETRY_FACTOR = 0.7  # after a provider's context_length_exceeded, retry once this smaller
+
+
+class Store(HistoryStore, ChatSettingsStore, Protocol):
+    """What the service needs: history plus per-chat preferences."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    turn_id: int
+    conversation_key: str
+    usage: Usage
+    model: str
+    finish_reason: str
+
+    @property
+    def truncated(self) -> bool:
+        """The model stopped at the output limit; adapters may say so."""
+        return self.finish_reason == "length"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    call: ToolCall
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    reply: Reply
+
+
+ChatEvent = TextDelta | ToolStarted | ToolFinished | Done
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryInfo:
+    conversation_key: str
+    scope: Scope
+    turns_in_context: int
+    turns_stored: int
+    unanswered: int
+    window_tokens: int
+    budget: int
+
+
+class ChatService:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        llm: LLMClient,
+        *,
+        memory: MemoryProvider | None = None,
+        tools: ToolRunner | None = None,
+        counter: TokenCounter | None = None,
+        max_tool_rounds: int = 5,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.llm = llm
+        self.memory: MemoryProvider = memory or NoMemory()
+        self.tools = tools
+        self.counter = counter or get_counter(llm.model)
+        self.max_tool_rounds = max_tool_rounds
+        self._locks = KeyedLocks()
+        self._prefs: dict[str, ChatPreferences] = {}
+
+    async def start(self) -> None:
+        """Load per-chat preferences so a conversation key is known without awaiting."""
+        self._prefs = await self.store.load_preferences()
+
+    # -- whose conversation ------------------------------------------------------------------
+
+    def scope_for(self, ctx: ChatContext) -> Scope:
+        prefs = self._prefs.get(ctx.chat_key)
+        return prefs.scope if prefs and prefs.scope else self.settings.chat.default_scope
+
+    def conversation_key(self, ctx: ChatContext) -> str:
+        return ctx.conversation_key(self.scope_for(ctx))
+
+    async def set_scope(self, ctx: ChatContext, scope: Scope) -> None:
+        current = self._prefs.get(ctx.chat_key, ChatPreferences())
+        prefs = ChatPreferences(scope=scope, system_prompt=current.system_prompt)
+        await self.store.save_preferences(ctx.chat_key, prefs)
+        self._prefs[ctx.chat_key] = prefs
+
+    async def set_system_prompt(self, ctx: ChatContext, prompt: str | None) -> None:
+        current = self._prefs.get(ctx.chat_key, ChatPreferences())
+        prefs = ChatPreferences(scope=current.scope, system_prompt=prompt or None)
+        await self.store.save_preferences(ctx.chat_key, prefs)
+        self._prefs[ctx.chat_key] = prefs
+
+    def system_prompt(self, ctx: ChatContext) -> str:
+        prefs = self._prefs.get(ctx.chat_key)
+        if prefs and prefs.system_prompt:
+            return prefs.system_prompt
+        return self.settings.chat.system_prompt
+
+    # -- chatting ------------------------------------------------------------------------------
+
+    async def chat(self, ctx: ChatContext, text: str) -> Reply:
+        """Answer ``text`` without streaming."""
+        async for event in self._turn(ctx, text, streaming=False):
+            if isinstance(event, Done):
+                return event.reply
+        raise AssertionError("a turn always ends with Done")  # pragma: no cover
+
+    def stream(self, ctx: ChatContext, text: str) -> AsyncIterator[ChatEvent]:
+        """Answer ``text``, yielding text deltas and tool events, then :class:`Done`."""
+        return self._turn(ctx, text, streaming=True)
+
+    async def _turn(self, ctx: ChatContext, text: str, *, streaming: bool) -> AsyncIterator[ChatEvent]:
+        text = text.strip()
+        if not text:
+            raise UserFacingError("empty message", chat_text="Send me some text to answer.")
+        key = self.conversation_key(ctx)  # no await before the lock: arrival order holds
+        async with self._locks.hold(key):
+            history = await self.store.load_window(key, self.settings.history.max_turns)
+            shared = _is_shared(key)
+            user_message = {"role": "user", "content": _speaker_text(ctx, text) if shared else text}
+            prefix = await self._prefix(ctx, key, text)
+            tools = self.tools.definitions(ctx) if self.tools else []
+            budget = self._budget(prefix, user_message, tools)
+            messages = prefix + _history_messages(history, shared) + [user_message]
+            window = self._trim(messages, budget, text)
+            turn_id = await self.store.begin_turn(
+                NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
+            )
+            log.debug("turn started conv=%s turn=%d window=%d", key, turn_id, len(window))
+            try:
+                answer: list[dict[str, Any]] = []
+                final: Completion | None = None
+                usage = Usage()
+                async for event in self._answer(ctx, messages, window, budget, tools, streaming):
+                    if isinstance(event, _RoundDone):
+                        answer.extend(event.messages)
+                        usage = Usage(
+                            usage.prompt_tokens + (event.completion.usage or Usage()).prompt_tokens,
+                            usage.completion_tokens
+                            + (event.completion.usage or Usage()).completion_tokens,
+                        )
+                        final = event.completion
+                    else:
+                        yield event
+                assert final is not None
+                await self.store.complete_turn(turn_id, answer, usage, final.model)
+            except BaseException as exc:
+                await asyncio.shield(self.store.fail_turn(turn_id, type(exc).__name__))
+                log.warning("turn failed conv=%s turn=%d error=%s", key, turn_id, exc)
+                raise
+            reply = Reply(final.text, turn_id, key, usage, final.model, final.finish_reason)
+            yield Done(reply)
+
+    async def _answer(
+        self,
+        ctx: ChatContext,
+        messages: list[dict[str, Any]],
+        window: list[dict[str, Any]],
+        budget: int,
+        tools: list[dict[str, Any]],
+        streaming: bool,
+    ) -> AsyncIterator[ChatEvent | _RoundDone]:
+        """The tool loop: call the model, run its tool calls in parallel, repeat (bounded)."""
+        transcript = list(window)
+        retried_context = False
+        rounds = 0
+        while True:
+            offer = tools if tools and rounds < self.max_tool_rounds else None
+            try:
+                completion: Completion | None = None
+                if streaming:
+                    async for item in self.llm.stream(transcript, tools=offer):
+                        if isinstance(item, TextDelta):
+                            yield item
+                        else:
+                            completion = item
+                else:
+                    completion = await self.llm.complete(transcript, tools=offer)
+                assert completion is not None
+            except LLMContextLengthError:
+                if retried_context:
+                    raise
+                retried_context = True
+                budget = int(budget * _CONTEXT_RETRY_FACTOR)
+                answered = transcript[len(window) :]
+                window = self._trim(messages, budget, "")
+                transcript = window + answered
+                log.info("provider said context too long; retrying once with budget=%d", budget)
+                continue
+            if rounds == 0 and completion.usage and completion.usage.prompt_tokens:
+                self.counter.observe(
+                    self.counter.count_messages(transcript), completion.usage.prompt_tokens
+                )
+            if offer is None and completion.tool_calls:
+                completion = Completion(
+                    completion.text, (), "stop", completion.usage, completion.model
+                )
+            assistant = completion.assistant_message()
+            transcript.append(assistant)
+            if not completion.tool_calls or self.tools is None:
+                yield _RoundDone(completion, [assistant])
+                return
+            for call in completion.tool_calls:
+                yield ToolStarted(call)
+            results = await asyncio.gather(
+                *(self.tools.run(ctx, call) for call in completion.tool_calls)
+            )
+            tool_messages: list[dict[str, Any]] = []
+            for call, result in zip(completion.tool_calls, results, strict=True):
+                tool_messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                yield ToolFinished(call, result)
+            transcript.extend(tool_messages)
+            yield _RoundDone(completion, [assistant, *tool_messages])
+            rounds += 1
+
+    # -- context assembly ------------------------------------------------------------------------
+
+    async def _prefix(self, ctx: ChatContext, key: str, text: str) -> list[dict[str, Any]]:
+        prefix: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt(ctx)}]
+        memories = await self.memory.recall(ctx, key, text)
+        if memories:
+            facts = "\n".join(f"- {m}" for m in memories)
+            prefix.append({"role": "system", "content": f"Things you remember:\n{facts}"})
+        return prefix
+
+    def _budget(
+        self,
+        prefix: list[dict[str, Any]],
+        user_message: dict[str, Any],
+        tools: Sequence[Mapping[str, Any]],
+    ) -> int:
+        """Context window - reply reserve - tool definitions; history capped if configured."""
+        llm = self.settings.llm
+        budget = llm.context_window - llm.max_output_tokens
+        if tools:
+            budget -= self.counter.count_text(json.dumps(list(tools)))
+        cap = self.settings.history.max_tokens
+        if cap is not None:
+            budget = min(budget, self.counter.count_messages([*prefix, user_message]) + cap)
+        return budget
+
+    def _trim(self, messages: list[dict[str, Any]], budget: int, text: str) -> list[dict[str, Any]]:
+        try:
+            return trim_history(messages, max_tokens=budget, count_tokens=self._count)
+        except ContextTooLongError:
+            log.info("message too long for the model: chars=%d budget=%d", len(text), budget)
+            raise
+
+    def _count(self, messages: list[dict[str, Any]]) -> int:
+        return self.counter.count_messages(messages)
+
+    # -- commands' backing -----------------------------------------------------------------------
+
+    async def reset(self, ctx: ChatContext) -> None:
+        key = self.conversation_key(ctx)
+        async with self._locks.hold(key):
+            await self.store.reset(key, ctx.chat_key, ctx.user_id)
+
+    async def clear(self, ctx: ChatContext) -> ClearResult:
+        return await self.store.clear_chat(ctx.chat_key, ctx.user_id, ctx.user_name)
+
+    async def history_info(self, ctx: ChatContext) -> HistoryInfo:
+        key = self.conversation_key(ctx)
+        stats = await self.store.stats(key)
+        history = await self.store.load_window(key, self.settings.history.max_turns)
+        prefix = await self._prefix(ctx, key, "")
+        probe = {"role": "user", "content": ""}
+        budget = self._budget(prefix, probe, self.tools.definitions(ctx) if self.tools else [])
+        messages = prefix + _history_messages(history, _is_shared(key)) + [probe]
+        try:
+            window = trim_history(messages, max_tokens=budget, count_tokens=self._count)
+        except ContextTooLongError:
+            window = messages[: len(prefix)]
+        return HistoryInfo(
+            conversation_key=key,
+            scope=self.scope_for(ctx),
+            turns_in_context=stats.turns_in_context,
+            turns_stored=stats.turns_stored,
+            unanswered=stats.unanswered,
+            window_tokens=self._count(window[:-1]),
+            budget=budget,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _RoundDone:
+    completion: Completion
+    messages: list[dict[str, Any]]
+
+
+def _is_shared(conversation_key: str) -> bool:
+    """Several people write into chat- and thread-scoped conversations."""
+    return ":u:" not in conversation_key
+
+
+def _speaker_text(ctx: ChatContext, text: str) -> str:
+    return _with_speaker(ctx.user_name or ctx.user_id, text)
+
+
+def _with_speaker(name: str, text: str) -> str:
+    # The API's ``name`` field rejects spaces and most scripts, so the speaker goes in the text.
+    clean = " ".join(name.replace("[", "(").replace("]", ")").split()) or "someone"
+    return f"[{clean}] {text}"
+
+
+def _history_messages(turns: Sequence[StoredTurn], shared: bool) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for turn in turns:
+        for message in turn.messages:
+            if shared and message["role"] == "user":
+                content = _with_speaker(turn.user_name or turn.user_id, str(message["content"]))
+                messages.append({"role": "user", "content": content})
+            else:
+                messages.append(dict(message))
+    return messages

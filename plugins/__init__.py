@@ -1,0 +1,1 @@
+"""Built-in plugins ship here; plugins are loaded by dotted name from config."""

@@ -1,0 +1,94 @@
+"""Config loading: interpolation, field-naming errors, secrets never printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.config import load_settings, masked_dump, secret_values, settings_from_mapping
+from bot.context import Scope
+from bot.errors import ConfigError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_read_the_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1/")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-123456")
+    settings = settings_from_mapping({})
+    assert settings.llm.base_url == "http://127.0.0.1:11434/v1"
+    assert settings.llm.api_key is not None
+    assert settings.llm.api_key.get_secret_value() == "sk-from-env-123456"
+    assert settings.chat.default_scope is Scope.CHAT
+
+
+def test_interpolation_with_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_MODEL", "qwen2.5:7b")
+    monkeypatch.delenv("MISSING_VAR", raising=False)
+    path = write(
+        tmp_path,
+        "llm:\n  model: ${MY_MODEL}\n  base_url: ${MISSING_VAR:-http://127.0.0.1:8000/v1}\n",
+    )
+    settings = load_settings(path)
+    assert settings.llm.model == "qwen2.5:7b"
+    assert settings.llm.base_url == "http://127.0.0.1:8000/v1"
+
+
+def test_interpolation_cannot_inject_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVIL", "x\nstorage:\n  path: /etc/passwd")
+    settings = load_settings(write(tmp_path, "chat:\n  system_prompt: ${EVIL}\n"))
+    assert settings.chat.system_prompt.startswith("x\nstorage:")
+    assert str(settings.storage.path) == "data/parlour.db"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("llm:\n  context_window: lots\n", "llm.context_window"),
+        ("llm:\n  max_output_tokens: 5000\n  context_window: 4096\n", "max_output_tokens"),
+        ("chat:\n  default_scope: galaxy\n", "chat.default_scope"),
+        ("llm:\n  base_url: ftp://example\n", "llm.base_url"),
+        ("history:\n  max_turns: 0\n", "history.max_turns"),
+        ("llm:\n  modle: gpt-4o\n", "llm.modle"),
+        ("llm:\n  model: ${NOT_SET_ANYWHERE}\n", "NOT_SET_ANYWHERE"),
+        ("- just\n- a list\n", "top level"),
+        ("llm: [unclosed\n", "not valid YAML"),
+    ],
+)
+def test_invalid_config_names_the_field(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected.replace(".", r"\.")):
+        load_settings(write(tmp_path, text))
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings(tmp_path / "nope.yaml")
+
+
+def test_secrets_are_masked_and_collected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-abcdef123456")
+    settings = settings_from_mapping(
+        {
+            "llm": {"fallbacks": [{"base_url": "http://127.0.0.1:1/v1", "api_key": "fb-key-999"}]},
+            "telegram": {"enabled": False, "token": "123456:ABCdefGhIJKlmnOPQrstUVwxyz0123456789"},
+        }
+    )
+    dumped = repr(masked_dump(settings))
+    for secret in ("sk-secret-abcdef123456", "fb-key-999", "ABCdefGhIJKlmn"):
+        assert secret not in dumped
+        assert secret not in repr(settings)
+    found = secret_values(settings)
+    assert "sk-secret-abcdef123456" in found
+    assert "fb-key-999" in found
+    assert "123456:ABCdefGhIJKlmnOPQrstUVwxyz0123456789" in found
+
+
+def test_bot_admins() -> None:
+    settings = settings_from_mapping({"admins": ["telegram:42", 7]})
+    assert settings.is_bot_admin("telegram", "42")
+    assert not settings.is_bot_admin("discord", "42")

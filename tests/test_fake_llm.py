@@ -1,0 +1,487 @@
+"""The fake OpenAI server, driven by the real ``openai`` SDK: its answers must parse as in prod."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+import pytest_asyncio
+
+from bot.testing import (
+    FakeLLM,
+    delay,
+    error,
+    hang,
+    quota_exhausted,
+    rate_limited,
+    reply,
+    tool_calls,
+)
+from bot.tokens import get_counter
+
+MODEL = "gpt-4o-mini"
+ROOT = Path(__file__).resolve().parents[1]
+USER: list[Any] = [{"role": "user", "content": "hello there"}]
+
+
+@pytest_asyncio.fixture
+async def client(fake_llm: FakeLLM) -> AsyncIterator[openai.AsyncOpenAI]:
+    async with openai.AsyncOpenAI(
+        base_url=fake_llm.base_url, api_key="sk-test", max_retries=0
+    ) as sdk:
+        yield sdk
+
+
+async def test_plain_completion_counts_usage(fake_llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    raw = await client.chat.completions.with_raw_response.create(model=MODEL, messages=USER)
+    completion = raw.parse()
+
+    assert raw.headers["x-request-id"].startswith("req_")
+    assert raw.headers["content-type"] == "application/json"
+    assert completion.id.startswith("chatcmpl-")
+    assert completion.object == "chat.completion"
+    assert completion.model == MODEL
+    choice = completion.choices[0]
+    assert choice.finish_reason == "stop"
+    assert choice.message.role == "assistant"
+    assert choice.message.content == "echo: hello there"
+    assert choice.message.refusal is None
+    assert choice.message.tool_calls is None
+    usage = completion.usage
+    assert usage is not None
+    assert usage.prompt_tokens == get_counter(MODEL).count_messages(USER)
+    assert usage.completion_tokens == get_counter(MODEL).count_text("echo: hello there")
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+
+
+async def test_scripted_replies_are_used_in_order_then_default(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.script(reply("one"), reply("two", usage={"prompt_tokens": 5000}))
+    texts = []
+    for _ in range(3):
+        done = await client.chat.completions.create(model=MODEL, messages=USER)
+        texts.append(done.choices[0].message.content)
+        if texts[-1] == "two":
+            assert done.usage is not None
+            assert done.usage.prompt_tokens == 5000
+    assert texts == ["one", "two", "echo: hello there"]
+    assert fake_llm.pending_scripts == 0
+
+
+async def test_default_reply_callable(fake_llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    fake_llm.default_reply = lambda body: f"{len(body['messages'])} messages"
+    done = await client.chat.completions.create(model=MODEL, messages=USER)
+    assert done.choices[0].message.content == "1 messages"
+
+
+async def test_streaming_text_with_usage(fake_llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    text = "The quick brown fox jumps over the lazy dog, twice."
+    fake_llm.script(reply(text))
+    stream = await client.chat.completions.create(
+        model=MODEL, messages=USER, stream=True, stream_options={"include_usage": True}
+    )
+    chunks = [chunk async for chunk in stream]
+
+    assert all(c.object == "chat.completion.chunk" for c in chunks)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    pieces = [
+        c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content
+    ]
+    assert len(pieces) > 3
+    assert "".join(pieces) == text
+    finals = [c.choices[0].finish_reason for c in chunks if c.choices]
+    assert finals[-1] == "stop"
+    assert all(f is None for f in finals[:-1])
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == get_counter(MODEL).count_text(text)
+
+
+async def test_streaming_without_include_usage_sends_no_usage(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    stream = await client.chat.completions.create(model=MODEL, messages=USER, stream=True)
+    chunks = [chunk async for chunk in stream]
+    assert all(c.usage is None and c.choices for c in chunks)
+
+
+async def test_streamed_tool_calls_assemble_by_index(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.script(
+        tool_calls(("get_weather", {"city": "Paris", "unit": "celsius"}), ("lookup", "{bad json"))
+    )
+    stream = await client.chat.completions.create(model=MODEL, messages=USER, stream=True)
+    calls: dict[int, dict[str, str]] = {}
+    finish = None
+    async for chunk in stream:
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+            for delta in choice.delta.tool_calls or []:
+                call = calls.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
+                if delta.id:
+                    call["id"] = delta.id
+                if delta.function and delta.function.name:
+                    call["name"] += delta.function.name
+                if delta.function and delta.function.arguments:
+                    call["arguments"] += delta.function.arguments
+
+    assert finish == "tool_calls"
+    assert calls[0]["id"] == "call_1"
+    assert calls[0]["name"] == "get_weather"
+    assert json.loads(calls[0]["arguments"]) == {"city": "Paris", "unit": "celsius"}
+    assert calls[1] == {"id": "call_2", "name": "lookup", "arguments": "{bad json"}
+
+
+async def test_tool_calls_non_streamed(fake_llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    fake_llm.script(tool_calls(("ping", {}), text="let me check"))
+    done = await client.chat.completions.create(model=MODEL, messages=USER)
+    choice = done.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content == "let me check"
+    assert choice.message.tool_calls is not None
+    call = choice.message.tool_calls[0]
+    assert call.type == "function"
+    assert (call.id, call.function.name, call.function.arguments) == ("call_1", "ping", "{}")
+
+
+async def test_max_tokens_truncates_with_finish_reason_length(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.script(reply("word " * 50))
+    done = await client.chat.completions.create(model=MODEL, messages=USER, max_tokens=5)
+    assert done.choices[0].finish_reason == "length"
+    assert done.usage is not None
+    assert done.usage.completion_tokens == 5
+    content = done.choices[0].message.content or ""
+    assert 0 < get_counter(MODEL).count_text(content) <= 5
+
+
+async def test_rate_limited_surfaces_retry_after(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.script(rate_limited(retry_after=7))
+    with pytest.raises(openai.RateLimitError) as caught:
+        await client.chat.completions.create(model=MODEL, messages=USER)
+    err = caught.value
+    assert err.status_code == 429
+    assert err.code == "rate_limit_exceeded"
+    assert err.response.headers["retry-after"] == "7"
+    assert err.response.headers["content-type"] == "application/json"
+    assert err.request_id is not None and err.request_id.startswith("req_")
+    assert "x-should-retry" not in err.response.headers
+
+
+async def test_sdk_retries_after_retry_after_ms(fake_llm: FakeLLM) -> None:
+    fake_llm.script(rate_limited(retry_after_ms=20), reply("made it"))
+    async with openai.AsyncOpenAI(
+        base_url=fake_llm.base_url, api_key="sk-test", max_retries=1
+    ) as sdk:
+        done = await sdk.chat.completions.create(model=MODEL, messages=USER)
+    assert done.choices[0].message.content == "made it"
+    assert len(fake_llm.chat_requests) == 2
+
+
+async def test_should_retry_header_only_when_asked(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.script(error(500), error(503, should_retry=False, headers={"x-custom": "1"}))
+    with pytest.raises(openai.InternalServerError) as first:
+        await client.chat.completions.create(model=MODEL, messages=USER)
+    assert "x-should-retry" not in first.value.response.headers
+    assert first.value.type == "server_error"
+    with pytest.raises(openai.InternalServerError) as second:
+        await client.chat.completions.create(model=MODEL, messages=USER)
+    assert second.value.response.headers["x-should-retry"] == "false"
+    assert second.value.response.headers["x-custom"] == "1"
+
+
+async def test_quota_exhausted_is_not_a_plain_rate_limit(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.script(quota_exhausted())
+    with pytest.raises(openai.RateLimitError) as caught:
+        await client.chat.completions.create(model=MODEL, messages=USER)
+    assert caught.value.code == "insufficient_quota"
+    assert caught.value.type == "insufficient_quota"
+    assert "exceeded your current quota" in caught.value.message
+
+
+async def test_wrong_key_is_rejected_without_echoing_it(fake_llm: FakeLLM) -> None:
+    fake_llm.api_key = "sk-right-key-0123456789"
+    wrong = "sk-wrong-key-abcdefghijklmnop"
+    async with openai.AsyncOpenAI(base_url=fake_llm.base_url, api_key=wrong, max_retries=0) as sdk:
+        with pytest.raises(openai.AuthenticationError) as caught:
+            await sdk.chat.completions.create(model=MODEL, messages=USER)
+    err = caught.value
+    assert err.code == "invalid_api_key"
+    assert wrong not in str(err) and wrong not in json.dumps(err.body)
+    assert "Incorrect API key provided: sk-wro" in err.message
+    assert "***" in err.message
+
+    async with openai.AsyncOpenAI(
+        base_url=fake_llm.base_url, api_key=fake_llm.api_key, max_retries=0
+    ) as sdk:
+        done = await sdk.chat.completions.create(model=MODEL, messages=USER)
+    assert done.choices[0].message.content == "echo: hello there"
+
+
+ASSISTANT_CALL: dict[str, Any] = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {"id": "call_x", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    ],
+}
+
+
+async def test_orphan_tool_message_is_400(client: openai.AsyncOpenAI) -> None:
+    messages = [*USER, {"role": "tool", "tool_call_id": "call_zzz", "content": "42"}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.chat.completions.create(model=MODEL, messages=messages)
+    assert caught.value.status_code == 400
+    assert "must be a response to a preceeding message with 'tool_calls'" in caught.value.message
+    assert caught.value.param == "messages.[1].role"
+
+
+async def test_unanswered_tool_calls_name_the_id(client: openai.AsyncOpenAI) -> None:
+    messages = [*USER, ASSISTANT_CALL, {"role": "user", "content": "and?"}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.chat.completions.create(model=MODEL, messages=messages)
+    assert "did not have response messages: call_x" in caught.value.message
+    assert caught.value.type == "invalid_request_error"
+
+
+async def test_answered_tool_calls_are_accepted(client: openai.AsyncOpenAI) -> None:
+    messages = [*USER, ASSISTANT_CALL, {"role": "tool", "tool_call_id": "call_x", "content": "1"}]
+    done = await client.chat.completions.create(model=MODEL, messages=messages)
+    assert done.choices[0].finish_reason == "stop"
+
+
+async def test_invalid_name_is_400(client: openai.AsyncOpenAI) -> None:
+    messages: list[Any] = [{"role": "user", "name": "Ann Lee", "content": "hi"}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.chat.completions.create(model=MODEL, messages=messages)
+    assert caught.value.param == "messages.[0].name"
+    assert "does not match pattern" in caught.value.message
+
+
+def _req(**extra: Any) -> dict[str, Any]:
+    return {"model": MODEL, "messages": USER, **extra}
+
+
+def _one(message: dict[str, Any]) -> dict[str, Any]:
+    return {"model": MODEL, "messages": [message]}
+
+
+NAMELESS_TOOL = {"type": "function", "function": {"name": "a b"}}
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "code"),
+    [
+        ({"messages": USER}, None, None),
+        ({"model": MODEL}, "messages", "missing_required_parameter"),
+        ({"model": MODEL, "messages": []}, "messages", "empty_array"),
+        (_one({"role": "bot", "content": "x"}), "messages.[0].role", "invalid_value"),
+        (_one({"role": "user", "content": 3}), "messages.[0].content", "invalid_type"),
+        (_one({"role": "user", "content": None}), "messages.[0].content", None),
+        (_one({"role": "assistant", "content": None}), "messages.[0].content", None),
+        (_one({"role": "system"}), "messages.[0].content", "missing_required_parameter"),
+        (_one({"role": "tool", "content": "x"}), "messages.[0].tool_call_id",
+         "missing_required_parameter"),
+        (_one({"role": "user", "content": [{"type": "text"}]}), "messages.[0].content.[0].text",
+         "missing_required_parameter"),
+        (_one({"role": "user", "name": "x" * 65, "content": "hi"}), "messages.[0].name",
+         "string_above_max_length"),
+        (_req(max_tokens=0), "max_tokens", "integer_below_min_value"),
+        (_req(max_completion_tokens="9"), "max_completion_tokens", "invalid_type"),
+        (_req(temperature=2.5), "temperature", "decimal_above_max_value"),
+        (_req(temperature=-1), "temperature", "decimal_below_min_value"),
+        (_req(stream_options={"include_usage": True}), "stream_options", None),
+        (_req(tools={}), "tools", "invalid_type"),
+        (_req(tools=[{"type": "function"}]), "tools.[0].function", "missing_required_parameter"),
+        (_req(tools=[NAMELESS_TOOL]), "tools.[0].function.name", "invalid_value"),
+        (_req(tool_choice="auto"), "tool_choice", None),
+    ],
+)  # fmt: skip
+async def test_validation_errors(
+    fake_llm: FakeLLM, body: dict[str, Any], param: str | None, code: str | None
+) -> None:
+    fake_llm.script(reply("never sent"))
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{fake_llm.base_url}/chat/completions", json=body) as response,
+    ):
+        payload = await response.json()
+    assert response.status == 400
+    assert response.headers["content-type"] == "application/json"
+    assert set(payload) == {"error"}
+    assert payload["error"]["type"] == "invalid_request_error"
+    assert (payload["error"]["param"], payload["error"]["code"]) == (param, code)
+    assert payload["error"]["message"]
+    assert fake_llm.pending_scripts == 1  # a rejected request consumes no script
+
+
+async def test_body_that_is_not_json_is_400(fake_llm: FakeLLM) -> None:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{fake_llm.base_url}/chat/completions", data=b"{nope") as response,
+    ):
+        payload = await response.json()
+    assert response.status == 400
+    assert "could not parse the JSON body" in payload["error"]["message"]
+    assert fake_llm.requests[-1].json is None
+    assert fake_llm.requests[-1].body == b"{nope"
+
+
+async def test_context_length_exceeded(fake_llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    prompt = get_counter(MODEL).count_messages(USER)
+    fake_llm.model_context_window = prompt + 10
+    done = await client.chat.completions.create(model=MODEL, messages=USER, max_tokens=10)
+    assert done.choices[0].message.content
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.chat.completions.create(model=MODEL, messages=USER, max_tokens=11)
+    assert caught.value.code == "context_length_exceeded"
+    assert caught.value.param == "messages"
+    assert f"maximum context length is {prompt + 10} tokens" in caught.value.message
+    assert f"({prompt} in the messages, 11 in the completion)" in caught.value.message
+
+    fake_llm.model_context_window = prompt - 1
+    with pytest.raises(openai.BadRequestError) as plain:
+        await client.chat.completions.create(model=MODEL, messages=USER)
+    assert f"your messages resulted in {prompt} tokens" in plain.value.message
+
+
+async def test_every_request_is_recorded(fake_llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    await client.chat.completions.create(model=MODEL, messages=USER, temperature=0.3)
+    await client.models.list()
+    first, second = fake_llm.requests
+    assert (first.method, first.path) == ("POST", "/v1/chat/completions")
+    assert first.json == {"model": MODEL, "messages": USER, "temperature": 0.3}
+    assert first.headers["authorization"] == "Bearer sk-test"
+    assert (second.method, second.path, second.json) == ("GET", "/v1/models", None)
+    assert first.received_at <= second.received_at
+
+
+async def test_models_and_paths_without_v1(fake_llm: FakeLLM) -> None:
+    root = fake_llm.base_url.removesuffix("/v1")
+    async with openai.AsyncOpenAI(base_url=root, api_key="sk-test", max_retries=0) as sdk:
+        done = await sdk.chat.completions.create(model="my-local-model", messages=USER)
+        assert done.model == "my-local-model"
+        models = [m.id async for m in sdk.models.list()]
+        assert "gpt-4o-mini" in models and "my-local-model" in models
+        assert (await sdk.models.retrieve("gpt-4o")).id == "gpt-4o"
+        with pytest.raises(openai.NotFoundError) as caught:
+            await sdk.models.retrieve("nope")
+    assert caught.value.code == "model_not_found"
+
+
+async def test_hang_times_out_and_server_stops_cleanly() -> None:
+    fake = FakeLLM()
+    await fake.start()
+    try:
+        fake.script(hang())
+        async with openai.AsyncOpenAI(
+            base_url=fake.base_url, api_key="sk-test", max_retries=0, timeout=0.5
+        ) as sdk:
+            hung = asyncio.create_task(sdk.chat.completions.create(model=MODEL, messages=USER))
+            await _until(lambda: len(fake.requests) == 1)
+            # the hanging request holds nothing: others are answered meanwhile
+            done = await sdk.chat.completions.create(model=MODEL, messages=USER)
+            assert done.choices[0].message.content == "echo: hello there"
+            with pytest.raises(openai.APITimeoutError):
+                await hung
+    finally:
+        await asyncio.wait_for(fake.stop(), timeout=3)
+
+
+async def test_stop_answers_requests_still_waiting() -> None:
+    fake = FakeLLM()
+    await fake.start()
+    try:
+        fake.script(hang(), delay(30, reply("late")))
+        async with openai.AsyncOpenAI(base_url=fake.base_url, api_key="k", max_retries=0) as sdk:
+            calls = [
+                asyncio.create_task(sdk.chat.completions.create(model=MODEL, messages=USER))
+                for _ in range(2)
+            ]
+            await _until(lambda: len(fake.requests) == 2)
+            await asyncio.wait_for(fake.stop(), timeout=3)
+            results = await asyncio.gather(*calls, return_exceptions=True)
+    finally:
+        await fake.stop()
+    assert all(isinstance(r, openai.InternalServerError) for r in results), results
+    assert all("shutting down" in str(r) for r in results)
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition not met within 5 s")
+
+
+async def test_concurrent_requests_overlap(fake_llm: FakeLLM) -> None:
+    fake_llm.latency = 0.5
+    count = 200
+    async with openai.AsyncOpenAI(
+        base_url=fake_llm.base_url, api_key="sk-test", max_retries=0
+    ) as sdk:
+        results = await asyncio.gather(
+            *(
+                sdk.chat.completions.create(
+                    model=MODEL, messages=[{"role": "user", "content": f"n{i}"}]
+                )
+                for i in range(count)
+            )
+        )
+    assert sorted(r.choices[0].message.content or "" for r in results) == sorted(
+        f"echo: n{i}" for i in range(count)
+    )
+    received = [r.received_at for r in fake_llm.chat_requests]
+    assert len(received) == count
+    # all were received before the first could have been answered: nothing serialised them
+    assert max(received) - min(received) < fake_llm.latency
+
+
+@pytest.mark.slow
+def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.testing.fake_llm", "--port", "0", "--latency", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        assert line.startswith("OPENAI_BASE_URL=http://127.0.0.1:")
+        base_url = line.split("=", 1)[1]
+        with openai.OpenAI(base_url=base_url, api_key="x", max_retries=0) as sdk:
+            done = sdk.chat.completions.create(model=MODEL, messages=USER)
+        assert done.choices[0].message.content == "echo: hello there"
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "Warning" not in err

@@ -1,0 +1,171 @@
+"""The SQLite history store: durability, soft resets, clears with audit, schema versioning."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bot.context import Scope
+from bot.errors import StoreError
+from bot.history.migrations import SCHEMA_VERSION
+from bot.history.sqlite import SQLiteStore
+from bot.history.store import ChatPreferences, NewTurn, TurnStatus, Usage
+
+
+def turn(conv: str = "tg:1", text: str = "hi", chat: str = "tg:1", user: str = "u1") -> NewTurn:
+    return NewTurn(conv, chat, user, f"name-{user}", text, None)
+
+
+async def answered(store: SQLiteStore, conv: str, text: str, answer: str, chat: str = "") -> int:
+    turn_id = await store.begin_turn(turn(conv, text, chat or conv))
+    await store.complete_turn(
+        turn_id, [{"role": "assistant", "content": answer}], Usage(10, 2), "m"
+    )
+    return turn_id
+
+
+async def test_history_survives_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    async with SQLiteStore(path) as store:
+        await answered(store, "tg:1", "hello", "hi there")
+    async with SQLiteStore(path) as store:
+        window = await store.load_window("tg:1", 10)
+    assert [m["content"] for t in window for m in t.messages] == ["hello", "hi there"]
+    assert window[0].status is TurnStatus.ANSWERED
+
+
+async def test_tool_calls_round_trip(tmp_path: Path) -> None:
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    async with SQLiteStore(tmp_path / "h.db") as store:
+        turn_id = await store.begin_turn(turn())
+        await store.complete_turn(
+            turn_id,
+            [
+                {"role": "assistant", "content": None, "tool_calls": calls},
+                {"role": "tool", "tool_call_id": "c1", "content": "42"},
+                {"role": "assistant", "content": "it is 42"},
+            ],
+            Usage(),
+            "m",
+        )
+        (stored,) = await store.load_window("tg:1", 5)
+    assert stored.messages[1] == {"role": "assistant", "content": None, "tool_calls": calls}
+    assert stored.messages[2] == {"role": "tool", "content": "42", "tool_call_id": "c1"}
+
+
+async def test_window_is_newest_turns_oldest_first(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "h.db") as store:
+        for i in range(30):
+            await answered(store, "tg:1", f"q{i}", f"a{i}")
+        await answered(store, "tg:2", "other chat", "x")
+        window = await store.load_window("tg:1", 5)
+    assert [t.messages[0]["content"] for t in window] == ["q25", "q26", "q27", "q28", "q29"]
+
+
+async def test_failed_turn_keeps_user_message(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "h.db") as store:
+        turn_id = await store.begin_turn(turn(text="lost?"))
+        await store.fail_turn(turn_id, "LLMUnavailableError")
+        (stored,) = await store.load_window("tg:1", 5)
+        stats = await store.stats("tg:1")
+    assert stored.status is TurnStatus.UNANSWERED
+    assert stored.messages == ({"role": "user", "content": "lost?"},)
+    assert stats.unanswered == 1
+
+
+async def test_reset_is_a_soft_cut(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "h.db") as store:
+        await answered(store, "tg:1", "before", "a")
+        await answered(store, "tg:1:u:9", "other conversation", "b", chat="tg:1")
+        await store.reset("tg:1", "tg:1", "u1")
+        await answered(store, "tg:1", "after", "c")
+        window = await store.load_window("tg:1", 10)
+        other = await store.load_window("tg:1:u:9", 10)
+        stats = await store.stats("tg:1")
+        exported = [r async for r in store.export("tg:1")]
+    assert [t.messages[0]["content"] for t in window] == ["after"]
+    assert len(other) == 1
+    assert (stats.turns_stored, stats.turns_in_context) == (2, 1)
+    assert [r["content"] for r in exported] == ["before", "a", "after", "c"]
+
+
+async def test_clear_deletes_the_chat_and_audits(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    async with SQLiteStore(path) as store:
+        await answered(store, "tg:1", "a", "b")
+        await answered(store, "tg:1:u:5", "c", "d", chat="tg:1")
+        await answered(store, "tg:1:t:3", "e", "f", chat="tg:1")
+        await answered(store, "tg:12", "neighbour", "kept")
+        await store.reset("tg:1", "tg:1", "u1")
+        result = await store.clear_chat("tg:1", "admin7", "Alice Admin")
+        audit = await store.clear_audit("tg:1")
+        assert await store.load_window("tg:12", 5)
+        assert not await store.load_window("tg:1:u:5", 5)
+    assert (result.turns, result.messages) == (3, 6)
+    assert audit[0]["actor_id"] == "admin7"
+    assert audit[0]["actor_name"] == "Alice Admin"
+    assert audit[0]["deleted_turns"] == 3
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT count(*) FROM turns WHERE chat_key='tg:1'").fetchone() == (0,)
+        assert raw.execute("SELECT count(*) FROM resets").fetchone() == (0,)
+
+
+async def test_concurrent_writers_never_share_a_transaction(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "h.db") as store:
+        ids = await asyncio.gather(
+            *(answered(store, f"tg:{i % 7}", f"q{i}", f"a{i}") for i in range(200))
+        )
+        windows = [await store.load_window(f"tg:{i}", 100) for i in range(7)]
+    assert len(set(ids)) == 200
+    for window in windows:
+        for t in window:
+            assert [m["role"] for m in t.messages] == ["user", "assistant"]
+            assert t.messages[0]["content"][1:] == t.messages[1]["content"][1:]
+
+
+async def test_preferences_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    async with SQLiteStore(path) as store:
+        await store.save_preferences("tg:1", ChatPreferences(scope=Scope.THREAD))
+    async with SQLiteStore(path) as store:
+        prefs = await store.load_preferences()
+    assert prefs == {"tg:1": ChatPreferences(scope=Scope.THREAD, system_prompt=None)}
+
+
+async def test_wal_and_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    async with SQLiteStore(path):
+        pass
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError, match="newer"):
+        async with SQLiteStore(path):
+            pass
+
+
+async def test_window_query_uses_the_index(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    async with SQLiteStore(path):
+        pass
+    with sqlite3.connect(path) as raw:
+        plan = raw.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM turns WHERE conv_key = ? AND id > 0"
+            " ORDER BY id DESC LIMIT 5",
+            ("x",),
+        ).fetchall()
+    detail = " ".join(str(row[-1]) for row in plan)
+    assert "turns_by_conversation" in detail
+    assert "TEMP B-TREE" not in detail
+
+
+async def test_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="cannot open"):
+        async with SQLiteStore(path):
+            pass
