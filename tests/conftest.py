@@ -1,0 +1,67 @@
+"""Shared fixtures: an App wired to the test kit's fake LLM, and ChatContext factories."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import App
+from bot.config import Settings, settings_from_mapping
+from bot.context import ChatContext, ChatType
+from bot.testing.fake_llm import FakeLLM
+
+TEST_KEY = "sk-test-parlour-0123456789abcdef"
+
+
+def group(user: str = "1", name: str = "Alice", chat: str = "-100", **kw: Any) -> ChatContext:
+    return ChatContext("telegram", chat, ChatType.GROUP, user, name, **kw)
+
+
+def private(user: str = "1", name: str = "Alice", **kw: Any) -> ChatContext:
+    return ChatContext("telegram", user, ChatType.PRIVATE, user, name, **kw)
+
+
+def make_settings(fake: FakeLLM, tmp_path: Path, **sections: Any) -> Settings:
+    raw: dict[str, Any] = {
+        "llm": {"base_url": fake.base_url, "api_key": TEST_KEY, "model": "gpt-4o-mini"},
+        "storage": {"path": str(tmp_path / "parlour.db")},
+    }
+    for name, values in sections.items():
+        raw[name] = {**raw.get(name, {}), **values} if isinstance(values, dict) else values
+    return settings_from_mapping(raw)
+
+
+class Sleeps(list[float]):
+    """The retry layer's test switch: record requested waits instead of sleeping."""
+
+    async def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+AppFactory = Callable[..., AbstractAsyncContextManager[App]]
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+@pytest.fixture
+def make_app(fake_llm: FakeLLM, tmp_path: Path, sleeps: Sleeps) -> AppFactory:
+    @asynccontextmanager
+    async def factory(**sections: Any) -> AsyncIterator[App]:
+        settings = make_settings(fake_llm, tmp_path, **sections)
+        async with App(settings, retry_sleep=sleeps) as app:
+            yield app
+
+    return factory
+
+
+@pytest.fixture
+async def app(make_app: AppFactory) -> AsyncIterator[App]:
+    async with make_app() as running:
+        yield running
