@@ -8,6 +8,7 @@ Commands: ``/help``, ``/reset``, ``/clear``, ``/history``, ``/exit``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import logging
 import sys
@@ -113,10 +114,8 @@ class ConsoleAdapter:
             except (OSError, ValueError):
                 pass
             finally:
-                try:
+                with contextlib.suppress(RuntimeError):  # the loop is already closed
                     loop.call_soon_threadsafe(self._lines.put_nowait, None)
-                except RuntimeError:
-                    pass  # the loop is already closed
 
         threading.Thread(target=pump, name="console-stdin", daemon=True).start()
 

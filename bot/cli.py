@@ -99,7 +99,8 @@ async def _history(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         with contextlib.ExitStack() as stack:
             out = (
-                stack.enter_context(Path(args.output).open("w", encoding="utf-8"))
+                # A one-shot CLI command: nothing else runs on this loop, blocking is fine.
+                stack.enter_context(Path(args.output).open("w", encoding="utf-8"))  # noqa: ASYNC230
                 if args.output
                 else sys.stdout
             )
@@ -119,10 +120,14 @@ async def _serve(settings: Settings, names: list[str]) -> int:
         adapters: list[Adapter] = [factory(app) for factory in factories]
         loop = asyncio.get_running_loop()
 
+        stopping: set[asyncio.Task[None]] = set()
+
         def shut_down() -> None:
             log.info("shutting down: finishing in-flight replies")
             for adapter in adapters:
-                loop.create_task(adapter.stop())
+                task = loop.create_task(adapter.stop())
+                stopping.add(task)
+                task.add_done_callback(stopping.discard)
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):

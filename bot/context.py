@@ -42,7 +42,7 @@ class ChatContext:
 
     def __post_init__(self) -> None:
         if not self.platform or ":" in self.platform:
-            raise ValueError(f"ChatContext.platform must be a name without ':', got {self.platform!r}")
+            raise ValueError(f"ChatContext.platform must have no ':', got {self.platform!r}")
         if not self.chat_id or not self.user_id:
             raise ValueError("ChatContext needs a chat_id and a user_id")
 

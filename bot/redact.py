@@ -14,7 +14,7 @@ from collections.abc import Iterable
 MASK = "***"
 _PATTERNS = (
     re.compile(r"sk-[A-Za-z0-9_\-]{8,}"),  # OpenAI-style keys
-    re.compile(r"\b\d{6,12}:[A-Za-z0-9_\-]{30,}\b"),  # Telegram bot tokens
+    re.compile(r"(?<!\d)\d{6,12}:[A-Za-z0-9_\-]{30,}"),  # Telegram bot tokens
     re.compile(r"(?i)(authorization:?\s*(?:bearer|bot)\s+)[^\s'\"]+"),
 )
 

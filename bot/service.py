@@ -155,7 +155,9 @@ class ChatService:
         """Answer ``text``, yielding text deltas and tool events, then :class:`Done`."""
         return self._turn(ctx, text, streaming=True)
 
-    async def _turn(self, ctx: ChatContext, text: str, *, streaming: bool) -> AsyncIterator[ChatEvent]:
+    async def _turn(
+        self, ctx: ChatContext, text: str, *, streaming: bool
+    ) -> AsyncIterator[ChatEvent]:
         text = text.strip()
         if not text:
             raise UserFacingError("empty message", chat_text="Send me some text to answer.")

@@ -143,9 +143,7 @@ async def test_rate_limit_twice_then_success_honours_retry_after(
     assert len(fake_llm.requests) == 3
 
 
-async def test_retry_after_is_really_waited(
-    fake_llm: FakeLLM, tmp_path: Path
-) -> None:
+async def test_retry_after_is_really_waited(fake_llm: FakeLLM, tmp_path: Path) -> None:
     fake_llm.script(rate_limited(retry_after=0.3), reply("ok"))
     async with App(make_settings(fake_llm, tmp_path)) as app:
         await app.service.chat(private(), "hi")
@@ -164,9 +162,7 @@ async def test_spent_quota_is_not_retried_and_says_so(
     assert sleeps == []
 
 
-async def test_persistent_rate_limit_tells_users_to_retry(
-    app: App, fake_llm: FakeLLM
-) -> None:
+async def test_persistent_rate_limit_tells_users_to_retry(app: App, fake_llm: FakeLLM) -> None:
     fake_llm.script(*[rate_limited(retry_after=0.01) for _ in range(4)])
     with pytest.raises(LLMBusyError) as info:
         await app.service.chat(private(), "hi")

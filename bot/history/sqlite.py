@@ -250,7 +250,11 @@ class SQLiteStore:
                 (chat_key, actor_id, actor_name, time.time(), turns, messages),
             )
         log.info(
-            "chat cleared chat=%s actor=%s turns=%d messages=%d", chat_key, actor_id, turns, messages
+            "chat cleared chat=%s actor=%s turns=%d messages=%d",
+            chat_key,
+            actor_id,
+            turns,
+            messages,
         )
         return ClearResult(turns=turns, messages=messages)
 
@@ -265,9 +269,9 @@ class SQLiteStore:
 
     async def stats(self, conversation_key: str) -> HistoryStats:
         rows = await self._read.execute_fetchall(
-            "SELECT count(*),"
-            " coalesce(sum(id > coalesce((SELECT after_turn_id FROM resets WHERE conv_key = ?), 0)),"
-            " 0), coalesce(sum(status = 'unanswered'), 0), coalesce(sum(prompt_tokens), 0),"
+            "SELECT count(*), coalesce(sum(id > coalesce("
+            "   (SELECT after_turn_id FROM resets WHERE conv_key = ?), 0)), 0),"
+            " coalesce(sum(status = 'unanswered'), 0), coalesce(sum(prompt_tokens), 0),"
             " coalesce(sum(completion_tokens), 0) FROM turns WHERE conv_key = ?",
             (conversation_key, conversation_key),
         )
@@ -283,7 +287,8 @@ class SQLiteStore:
     async def export(self, conversation_key: str) -> AsyncIterator[dict[str, Any]]:
         async with self._read.execute(
             "SELECT t.id, m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, t.user_id,"
-            " t.user_name, t.status, m.created_at FROM turns t JOIN messages m ON m.turn_id = t.id"
+            " t.user_name, t.status, m.created_at"
+            " FROM turns t JOIN messages m ON m.turn_id = t.id"
             " WHERE t.conv_key = ? ORDER BY t.id, m.seq",
             (conversation_key,),
         ) as cursor:

@@ -1,0 +1,145 @@
+"""The command line as a user runs it: real subprocesses, the fake LLM on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.testing.fake_llm import FakeLLM, error
+
+SECRET = "sk-cli-secret-9f8e7d6c5b4a3210"
+
+
+def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PARLOUR_"))}
+    env["PARLOUR_CONFIG"] = str(tmp_path / "config.yaml")
+    env.update(extra)
+    return env
+
+
+def write_config(tmp_path: Path, text: str = "") -> None:
+    base = f"storage:\n  path: {tmp_path / 'bot.db'}\n"
+    (tmp_path / "config.yaml").write_text(base + text, encoding="utf-8")
+
+
+async def run_cli(
+    *args: str, env: dict[str, str], stdin: str = "", cwd: Path | None = None
+) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_without_a_key_says_what_to_set(tmp_path: Path) -> None:
+    write_config(tmp_path)
+    code, _out, err = await run_cli(env=env_for(tmp_path), stdin="hi\n")
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert "OPENAI_API_KEY" in lines[0]
+    assert "OPENAI_BASE_URL" in lines[0]
+
+
+async def test_piped_chat_remembers_across_processes(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    write_config(tmp_path)
+    env = env_for(tmp_path, OPENAI_BASE_URL=fake_llm.base_url, OPENAI_API_KEY=SECRET)
+    code, out, err = await run_cli(env=env, stdin="hello there\n/history\n")
+    assert code == 0, err
+    assert "echo: hello there" in out
+    assert "Turns stored: 1" in out
+
+    code, out, err = await run_cli("chat", env=env, stdin="second process\n")
+    assert code == 0, err
+    messages = fake_llm.requests[-1].json["messages"]
+    assert [m["content"] for m in messages[1:]] == [
+        "hello there",
+        "echo: hello there",
+        "second process",
+    ]
+    assert SECRET not in out + err
+
+
+async def test_console_reports_llm_failure_and_carries_on(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(tmp_path, "llm:\n  retry:\n    max_attempts: 1\n")
+    fake_llm.api_key = "sk-the-real-key-0000000000"
+    env = env_for(tmp_path, OPENAI_BASE_URL=fake_llm.base_url, OPENAI_API_KEY=SECRET)
+    code, out, err = await run_cli("chat", env=env, stdin="one\ntwo\n")
+    assert code == 0
+    assert out.count("LLM authentication failed (admins: check the API key).") == 2
+    assert SECRET not in out + err
+
+
+async def test_check_config_masks_secrets(tmp_path: Path) -> None:
+    write_config(tmp_path, "telegram:\n  enabled: false\n  token: ${TG_TOKEN}\n")
+    token = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+    env = env_for(tmp_path, OPENAI_API_KEY=SECRET, TG_TOKEN=token)
+    code, out, err = await run_cli("check-config", env=env)
+    assert code == 0, err
+    assert "config OK" in out
+    assert SECRET not in out + err
+    assert token not in out + err
+    assert "gpt-4o-mini" in out
+
+
+async def test_invalid_config_names_the_field(tmp_path: Path) -> None:
+    write_config(tmp_path, "llm:\n  context_window: huge\n")
+    code, _out, err = await run_cli("check-config", env=env_for(tmp_path))
+    assert code == 2
+    assert "llm.context_window" in err
+    assert "Traceback" not in err
+
+
+async def test_run_without_platforms_is_a_clear_error(tmp_path: Path) -> None:
+    write_config(tmp_path)
+    code, _out, err = await run_cli("run", env=env_for(tmp_path, OPENAI_API_KEY=SECRET))
+    assert code == 2
+    assert "no platform is enabled" in err
+
+
+async def test_history_export_writes_jsonl(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    write_config(tmp_path)
+    env = env_for(tmp_path, OPENAI_BASE_URL=fake_llm.base_url, OPENAI_API_KEY=SECRET)
+    fake_llm.script(error(500), error(500), error(500), error(500))
+    await run_cli("chat", env=env, stdin="unanswered one\nanswered one\n")
+    code, out, err = await run_cli("history", "list", env=env)
+    assert code == 0, err
+    key = out.split("\t")[0]
+    assert key.startswith("console:local:u:")
+    target = tmp_path / "export.jsonl"
+    code, _, err = await run_cli("history", "export", key, "-o", str(target), env=env)
+    assert code == 0, err
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [(r["role"], r["content"], r["status"]) for r in records] == [
+        ("user", "unanswered one", "unanswered"),
+        ("user", "answered one", "answered"),
+        ("assistant", "echo: answered one", "answered"),
+    ]
+    assert SECRET not in target.read_text()
+    code, _, err = await run_cli("history", "export", "nope:1", env=env)
+    assert code == 1
+    assert "history list" in err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["history", "--help"]])
+async def test_help(argv: list[str], tmp_path: Path) -> None:
+    code, out, _ = await run_cli(*argv, env=env_for(tmp_path))
+    assert code == 0
+    assert "usage:" in out
