@@ -17,6 +17,12 @@ from bot.testing.fake_llm import FakeLLM
 TEST_KEY = "sk-test-parlour-0123456789abcdef"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The pytest11 entry point registers the test kit when Parlour is installed; else do it here.
+    if not config.pluginmanager.has_plugin("parlour"):
+        config.pluginmanager.import_plugin("bot.testing.pytest_plugin")
+
+
 def group(user: str = "1", name: str = "Alice", chat: str = "-100", **kw: Any) -> ChatContext:
     return ChatContext("telegram", chat, ChatType.GROUP, user, name, **kw)
 

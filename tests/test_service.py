@@ -21,7 +21,15 @@ from bot.errors import (
 )
 from bot.llm.client import TextDelta, ToolCall
 from bot.service import Done, ToolFinished, ToolStarted
-from bot.testing.fake_llm import FakeLLM, error, quota_exhausted, rate_limited, reply, tool_calls
+from bot.testing.fake_llm import (
+    FakeLLM,
+    error,
+    hang,
+    quota_exhausted,
+    rate_limited,
+    reply,
+    tool_calls,
+)
 from tests.conftest import TEST_KEY, AppFactory, Sleeps, group, make_settings, private
 
 
@@ -346,3 +354,23 @@ async def test_empty_message_is_refused_politely(app: App) -> None:
 
     with pytest.raises(UserFacingError, match="empty"):
         await app.service.chat(private(), "   ")
+
+
+async def test_hanging_provider_times_out_with_a_clear_error(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script(hang(), hang())
+    async with make_app(llm={"timeout": 0.3, "retry": {"max_attempts": 2}}) as app:
+        with pytest.raises(LLMUnavailableError) as info:
+            await app.service.chat(private(), "hello?")
+        assert "unavailable" in info.value.chat_text
+        assert len(fake_llm.requests) == 2
+        assert (await app.service.history_info(private())).unanswered == 1
+
+
+async def test_unreachable_provider_is_unavailable(make_app: AppFactory) -> None:
+    async with make_app(
+        llm={"base_url": "http://127.0.0.1:9/v1", "retry": {"max_attempts": 2}}
+    ) as app:
+        with pytest.raises(LLMUnavailableError):
+            await app.service.chat(private(), "anyone?")

@@ -1,0 +1,248 @@
+"""``python -m bench``: Parlour's performance table (``make bench``).
+
+Sections: 1. per-turn cost of ``ChatService.chat`` against the bare SDK round trip; 2. a burst of
+1,000 conversations at once, and ordering under load; 3. window load time against stored size;
+4. peak RSS. Targets are printed next to the figures; nothing asserts. ``--quick`` skips the
+10^6-message database. Progress goes to stderr only when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.common import Row, fake_in_child, fmt_count, fmt_ms
+from bench.concurrency import Burst, fan_out, ordered, sdk_floor
+from bench.seed import seed_in_child
+from bench.table import machine_line, render
+from bench.turns import TurnFigures, measure_turns
+from bench.window import WindowFigures, measure_window
+from bot.testing.fake_llm import FakeLLM
+
+RATIO_TARGET = 1.5  # ChatService.chat per turn <= this x the bare client.post round trip
+FANOUT_TARGET = 2.0  # seconds for 1,000 conversations at once with a 1 s model
+FLAT_TARGET = 1.5  # load_window at any size <= this x its time at 10^3 stored messages
+LATENCY = 1.0  # the fake model's latency in section 2
+FANOUT = 1000
+ORDERED_CONVERSATIONS, ORDERED_MESSAGES = 100, 10
+
+S1 = "1. Per-turn cost vs floor"
+S2 = "2. Many conversations at once"
+S3 = "3. Window load vs stored size"
+S4 = "4. Memory"
+
+
+@dataclass(frozen=True, slots=True)
+class Concurrency:
+    in_process: Burst
+    child: Burst
+    floor: Burst
+    ordered: Burst
+
+
+def _progress(message: str) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write(f"bench: {message}\n")
+        sys.stderr.flush()
+
+
+def _raise_fd_limit(wanted: int = 8192) -> None:
+    """A 1,000-connection burst with the fake in this process needs >2,000 descriptors."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+def _remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+async def _concurrency(root: Path) -> Concurrency:
+    async with FakeLLM(latency=LATENCY) as fake:
+        _progress(f"{FANOUT} conversations at once, fake in this process")
+        in_process = await fan_out(fake.base_url, root / "fan-out.db", FANOUT)
+        fake.requests.clear()
+        _progress(f"{ORDERED_CONVERSATIONS} x {ORDERED_MESSAGES} messages at once")
+        in_order = await ordered(
+            fake.base_url, root / "ordered.db", ORDERED_CONVERSATIONS, ORDERED_MESSAGES
+        )
+        fake.requests.clear()
+    async with fake_in_child(LATENCY) as url:
+        _progress(f"{FANOUT} conversations at once, fake in its own process")
+        child = await fan_out(url, root / "fan-out-child.db", FANOUT)
+        _progress(f"{FANOUT} bare client.post at once, fake in its own process")
+        floor = await sdk_floor(url, root / "floor.db", FANOUT)
+    return Concurrency(in_process, child, floor, in_order)
+
+
+def _turn_rows(figures: Sequence[TurnFigures]) -> list[Row]:
+    rows: list[Row] = []
+    for f in figures:
+        size = fmt_count(f.stored_messages)
+        rows += [
+            Row(
+                S1,
+                f"`ChatService.chat`, {size} stored messages ({f.window_messages}-message request)",
+                f"{fmt_ms(f.service_s)}/turn",
+            ),
+            Row(S1, "floor: same body, same client, `client.post`", f"{fmt_ms(f.floor_s)}/turn"),
+            Row(
+                S1,
+                f"ratio chat / floor, {size}",
+                f"{f.ratio:.2f}x",
+                f"<= {RATIO_TARGET}x",
+                f.ratio <= RATIO_TARGET,
+            ),
+            Row(
+                S1,
+                "reference: `client.chat.completions.create(**body)`",
+                f"{fmt_ms(f.create_s)}/turn",
+            ),
+        ]
+        if f.wrong_replies:
+            rows.append(Row(S1, "wrong replies", str(f.wrong_replies), "0", False))
+    return rows
+
+
+def _burst_check(burst: Burst, what: str) -> Row:
+    figure = f"{burst.correct}/{burst.calls}"
+    if burst.errors:
+        figure += f" ({burst.errors} errors, first: {burst.first_error})"
+    return Row(S2, what, figure, f"{burst.calls}/{burst.calls}", burst.correct == burst.calls)
+
+
+def _concurrency_rows(c: Concurrency) -> list[Row]:
+    floor_s = ORDERED_MESSAGES * LATENCY
+    n = f"{FANOUT:,}"
+    return [
+        Row(
+            S2,
+            f"{n} private chats x 1 message at once, {LATENCY:g} s model, fake in this process",
+            f"{c.in_process.wall:.2f} s",
+            f"<= {FANOUT_TARGET:g} s",
+            c.in_process.wall <= FANOUT_TARGET,
+        ),
+        _burst_check(c.in_process, "replies in call order, each its own echo"),
+        Row(
+            S2,
+            "same, fake in its own process (like a real model server)",
+            f"{c.child.wall:.2f} s",
+            f"<= {FANOUT_TARGET:g} s",
+            c.child.wall <= FANOUT_TARGET,
+        ),
+        _burst_check(c.child, "replies in call order, each its own echo"),
+        Row(
+            S2,
+            f"reference: {n} bare `client.post` at once, same client, fake in its own process",
+            f"{c.floor.wall:.2f} s" + ("" if c.floor.correct == c.floor.calls else " (errors)"),
+        ),
+        Row(
+            S2,
+            f"{ORDERED_CONVERSATIONS} chats x {ORDERED_MESSAGES} messages at once"
+            f" (floor {floor_s:g} s: {ORDERED_MESSAGES} model calls in a row)",
+            f"{c.ordered.wall:.2f} s",
+        ),
+        Row(
+            S2,
+            "conversations whose stored turns are in the order sent",
+            f"{c.ordered.in_order}/{ORDERED_CONVERSATIONS}",
+            f"{ORDERED_CONVERSATIONS}/{ORDERED_CONVERSATIONS}",
+            c.ordered.in_order == ORDERED_CONVERSATIONS,
+        ),
+        _burst_check(c.ordered, "replies each its own echo"),
+    ]
+
+
+def _window_rows(figures: Sequence[WindowFigures]) -> list[Row]:
+    base = figures[0]
+    rows: list[Row] = []
+    for f in figures:
+        case = (
+            f"`load_window(key, 50)`, {fmt_count(f.stored_messages)} stored messages"
+            f" ({f.turns} turns, {f.messages} messages back)"
+        )
+        if f is base:
+            rows.append(Row(S3, case, fmt_ms(f.mean)))
+        else:
+            ratio = f.mean / base.mean
+            rows.append(
+                Row(
+                    S3,
+                    case,
+                    f"{fmt_ms(f.mean)} ({ratio:.2f}x)",
+                    f"<= {FLAT_TARGET}x the {fmt_count(base.stored_messages)} figure",
+                    ratio <= FLAT_TARGET,
+                )
+            )
+    return rows
+
+
+def _mib(kib: int) -> str:
+    return f"{kib / 1024:.0f} MiB"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="skip the 10^6-message database")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger().setLevel(logging.WARNING)
+    _raise_fd_limit()
+    started = time.perf_counter()
+
+    sizes = [10**3, 10**4, 10**5] + ([] if args.quick else [10**6])
+    turn_sizes = {10**3} if args.quick else {10**3, 10**6}
+    windows: list[WindowFigures] = []
+    turns: list[TurnFigures] = []
+    seeding: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="parlour-bench-") as tmp:
+        root = Path(tmp)
+        for size in sizes:
+            path = root / f"history-{size}.db"
+            _progress(f"seeding {fmt_count(size)} messages")
+            seeding.append(f"{fmt_count(size)} in {seed_in_child(path, size):.1f} s")
+            _progress(f"load_window at {fmt_count(size)}")
+            windows.append(asyncio.run(measure_window(path, size)))
+            if size in turn_sizes:
+                _progress(f"per-turn cost at {fmt_count(size)}")
+                turns.append(asyncio.run(measure_turns(path, size)))
+            _remove_db(path)
+        concurrency = asyncio.run(_concurrency(root))
+
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    rows = [
+        *_turn_rows(turns),
+        *_concurrency_rows(concurrency),
+        *_window_rows(windows),
+        Row(
+            S4, "peak RSS of the bench process (bot, in-process fake, everything above)", _mib(own)
+        ),
+        Row(S4, "peak RSS of the largest child (seeder or out-of-process fake)", _mib(children)),
+    ]
+    elapsed = time.perf_counter() - started
+    print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))
+    print()
+    print(render(rows))
+    print()
+    print(
+        "Section 1: latency-0 fake in this process (its work is in both figures); median of "
+        "5 interleaved batches of 200 turns (create: 40). Section 2: fresh databases. "
+        "Section 3: median of 7 x 200 loads. Databases seeded with stdlib sqlite3 "
+        f"({'; '.join(seeding)}). Whole run {elapsed:.0f} s."
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

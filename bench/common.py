@@ -1,0 +1,100 @@
+"""What every section shares: the table row, settings for an App on the fake, timing helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.config import Settings, settings_from_mapping
+from bot.context import ChatContext, ChatType
+
+API_KEY = "sk-bench-parlour-0123456789abcdef"
+MODEL = "gpt-4o-mini"
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line of the result table; ``ok`` is None for figures that have no target."""
+
+    section: str
+    case: str
+    figure: str
+    target: str = ""
+    ok: bool | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.ok is None:
+            return ""
+        return "pass" if self.ok else "**FAIL**"
+
+
+def make_settings(base_url: str, db_path: Path, **sections: dict[str, Any]) -> Settings:
+    """Default settings (history max_turns 50 etc.) pointed at the fake and a database file."""
+    raw: dict[str, Any] = {
+        "llm": {"base_url": base_url, "api_key": API_KEY, "model": MODEL},
+        "storage": {"path": str(db_path)},
+    }
+    for name, values in sections.items():
+        raw[name] = {**raw.get(name, {}), **values}
+    return settings_from_mapping(raw)
+
+
+def private(user_id: str, name: str = "") -> ChatContext:
+    """A private chat with ``user_id``: its conversation key is ``telegram:<id>:u:<id>``."""
+    return ChatContext("telegram", user_id, ChatType.PRIVATE, user_id, name or f"user{user_id}")
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+def fmt_us(seconds: float) -> str:
+    return f"{seconds * 1_000_000:.0f} µs"
+
+
+def fmt_count(n: int) -> str:
+    """10^k for exact powers of ten, else the number with thousands separators."""
+    k = len(str(n)) - 1
+    return f"10^{k}" if n == 10**k and k >= 3 else f"{n:,}"
+
+
+@asynccontextmanager
+async def fake_in_child(latency: float) -> AsyncIterator[str]:
+    """The test kit's fake LLM in its own process (``python -m bot.testing.fake_llm``).
+
+    Yields its base URL. Like a real model server, its CPU time is then not the bot's.
+    """
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.testing.fake_llm",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--latency",
+        str(latency),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), timeout=60)
+        name, _, url = line.decode().strip().partition("=")
+        if name != "OPENAI_BASE_URL" or not url:
+            raise RuntimeError(f"the fake LLM did not start: {line!r}")
+        yield url
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+        await proc.wait()
