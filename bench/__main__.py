@@ -24,7 +24,7 @@ from bench.concurrency import Burst, fan_out, ordered, sdk_floor
 from bench.seed import seed_in_child
 from bench.table import machine_line, render
 from bench.turns import TurnFigures, measure_turns
-from bench.window import WindowFigures, measure_window
+from bench.window import WindowFigures, measure_windows
 from bot.testing.fake_llm import FakeLLM
 
 RATIO_TARGET = 1.5  # ChatService.chat per turn <= this x the bare client.post round trip
@@ -45,6 +45,8 @@ class Concurrency:
     in_process: Burst
     child: Burst
     floor: Burst
+    floor_httpx: Burst
+    floor_raw: Burst
     ordered: Burst
 
 
@@ -82,7 +84,11 @@ async def _concurrency(root: Path) -> Concurrency:
         child = await fan_out(url, root / "fan-out-child.db", FANOUT)
         _progress(f"{FANOUT} bare client.post at once, fake in its own process")
         floor = await sdk_floor(url, root / "floor.db", FANOUT)
-    return Concurrency(in_process, child, floor, in_order)
+        _progress(f"{FANOUT} bare client.post at once, SDK on its httpx transport")
+        floor_httpx = await sdk_floor(url, root / "floor-httpx.db", FANOUT, transport="httpx")
+        _progress(f"{FANOUT} bare aiohttp posts at once, no SDK")
+        floor_raw = await sdk_floor(url, root / "floor-raw.db", FANOUT, transport="aiohttp-raw")
+    return Concurrency(in_process, child, floor, floor_httpx, floor_raw, in_order)
 
 
 def _turn_rows(figures: Sequence[TurnFigures]) -> list[Row]:
@@ -121,6 +127,13 @@ def _burst_check(burst: Burst, what: str) -> Row:
     return Row(S2, what, figure, f"{burst.calls}/{burst.calls}", burst.correct == burst.calls)
 
 
+def _floor_row(burst: Burst, what: str) -> Row:
+    figure = f"{burst.wall:.2f} s"
+    if burst.correct != burst.calls:
+        figure += f" ({burst.calls - burst.correct} wrong or failed)"
+    return Row(S2, what + ", fake in its own process", figure)
+
+
 def _concurrency_rows(c: Concurrency) -> list[Row]:
     floor_s = ORDERED_MESSAGES * LATENCY
     n = f"{FANOUT:,}"
@@ -141,11 +154,9 @@ def _concurrency_rows(c: Concurrency) -> list[Row]:
             c.child.wall <= FANOUT_TARGET,
         ),
         _burst_check(c.child, "replies in call order, each its own echo"),
-        Row(
-            S2,
-            f"reference: {n} bare `client.post` at once, same client, fake in its own process",
-            f"{c.floor.wall:.2f} s" + ("" if c.floor.correct == c.floor.calls else " (errors)"),
-        ),
+        _floor_row(c.floor, f"reference: {n} bare `client.post` at once, the service's client"),
+        _floor_row(c.floor_httpx, "reference: same, SDK client on its default httpx transport"),
+        _floor_row(c.floor_raw, "reference: same bodies, no SDK (one plain aiohttp session)"),
         Row(
             S2,
             f"{ORDERED_CONVERSATIONS} chats x {ORDERED_MESSAGES} messages at once"
@@ -202,17 +213,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     sizes = [10**3, 10**4, 10**5] + ([] if args.quick else [10**6])
     turn_sizes = {10**3} if args.quick else {10**3, 10**6}
-    windows: list[WindowFigures] = []
     turns: list[TurnFigures] = []
     seeding: list[str] = []
     with tempfile.TemporaryDirectory(prefix="parlour-bench-") as tmp:
         root = Path(tmp)
+        databases: dict[int, Path] = {}
         for size in sizes:
-            path = root / f"history-{size}.db"
+            databases[size] = root / f"history-{size}.db"
             _progress(f"seeding {fmt_count(size)} messages")
-            seeding.append(f"{fmt_count(size)} in {seed_in_child(path, size):.1f} s")
-            _progress(f"load_window at {fmt_count(size)}")
-            windows.append(asyncio.run(measure_window(path, size)))
+            seeding.append(f"{fmt_count(size)} in {seed_in_child(databases[size], size):.1f} s")
+        _progress("load_window at every size")
+        windows = asyncio.run(measure_windows(databases))
+        for size, path in databases.items():
             if size in turn_sizes:
                 _progress(f"per-turn cost at {fmt_count(size)}")
                 turns.append(asyncio.run(measure_turns(path, size)))

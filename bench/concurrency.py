@@ -3,8 +3,9 @@
 * **fan-out**: N private chats each send one message, all at once (``asyncio.gather``). With
   conversations independent, the wall time should stay near one model latency. Every reply must
   come back to its own caller: reply == ``"echo: <its text>"``, for its own conversation key.
-* **SDK floor**: the same number of bare ``client.post`` calls at once, through the client the
-  service itself uses, with bodies shaped like the service's (system prompt + one user message).
+* **floors**: the same number of bare requests at once, bodies shaped like the service's
+  (system prompt + one user message): through the client the service itself uses, through the
+  SDK on its default httpx transport, and with no SDK at all (plain aiohttp).
 * **ordered**: C chats x M messages each, all fired at once, interleaved the way they would
   arrive (message 1 of every chat, then message 2, ...). Each conversation handles its messages
   one by one, so the floor is M x latency; what matters is that every conversation's stored
@@ -18,13 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import aiohttp
+import openai
 from openai.types.chat import ChatCompletion
 
-from bench.common import make_settings, private
+from bench.common import API_KEY, make_settings, private
 from bot.app import App
 from bot.service import Reply
 
@@ -75,12 +80,21 @@ async def fan_out(base_url: str, db_path: Path, conversations: int = 1000) -> Bu
     return Burst(conversations, wall, correct, errors, first)
 
 
-async def sdk_floor(base_url: str, db_path: Path, calls: int = 1000) -> Burst:
-    """``calls`` bare ``client.post`` requests at once through the service's own client."""
-    async with App(make_settings(base_url, db_path)) as app:
+Transport = Literal["service", "httpx", "aiohttp-raw"]
+
+
+async def sdk_floor(
+    base_url: str, db_path: Path, calls: int = 1000, *, transport: Transport = "service"
+) -> Burst:
+    """``calls`` bare chat requests at once, bodies built by the service's own ``Endpoint``.
+
+    ``service``: ``client.post`` through the very client the service uses. ``httpx``: the same
+    call through an SDK client on the SDK's default httpx transport. ``aiohttp-raw``: no SDK at
+    all, one ``aiohttp`` session posting the JSON (what the HTTP round trips alone cost).
+    """
+    async with App(make_settings(base_url, db_path)) as app, AsyncExitStack() as stack:
         await _warm_up(app)
         endpoint = app.service.llm.endpoints[0]
-        client = endpoint.client
         llm = app.settings.llm
 
         def body(i: int) -> dict[str, Any]:
@@ -96,24 +110,50 @@ async def sdk_floor(base_url: str, db_path: Path, calls: int = 1000) -> Burst:
                 stream=False,
             )
 
-        async def post(i: int) -> ChatCompletion:
-            return await client.post(
-                "/chat/completions",
-                body=body(i),
-                cast_to=ChatCompletion,
-                options={"security": {"bearer_auth": True}},
+        post: Callable[[int], Awaitable[str | None]]
+        if transport == "aiohttp-raw":
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=calls),
+                headers={"Authorization": f"Bearer {API_KEY}"},
             )
+            await stack.enter_async_context(session)
 
+            async def post_raw(i: int) -> str | None:
+                url = f"{endpoint.base_url}/chat/completions"
+                async with session.post(url, json=body(i)) as response:
+                    response.raise_for_status()
+                    data = await response.json()
+                content: str | None = data["choices"][0]["message"]["content"]
+                return content
+
+            post = post_raw
+        else:
+            client = endpoint.client
+            if transport == "httpx":
+                client = openai.AsyncOpenAI(
+                    api_key=API_KEY, base_url=endpoint.base_url, max_retries=0, timeout=llm.timeout
+                )
+                await stack.enter_async_context(client)
+
+            async def post_sdk(i: int) -> str | None:
+                completion = await client.post(
+                    "/chat/completions",
+                    body=body(i),
+                    cast_to=ChatCompletion,
+                    options={"security": {"bearer_auth": True}},
+                )
+                return completion.choices[0].message.content
+
+            post = post_sdk
+
+        await post(0)  # this client's first connection
         started = time.perf_counter()
-        results: list[ChatCompletion | BaseException] = await asyncio.gather(
+        results: list[str | BaseException | None] = await asyncio.gather(
             *(post(i) for i in range(calls)), return_exceptions=True
         )
         wall = time.perf_counter() - started
         correct = sum(
-            1
-            for i, result in enumerate(results)
-            if isinstance(result, ChatCompletion)
-            and result.choices[0].message.content == f"echo: hello from conversation {i}"
+            1 for i, result in enumerate(results) if result == f"echo: hello from conversation {i}"
         )
     errors, first = _failures(results)
     return Burst(calls, wall, correct, errors, first)

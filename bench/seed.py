@@ -99,7 +99,10 @@ def seed(path: Path, messages: int) -> None:
 def seed_in_child(path: Path, messages: int) -> float:
     """Seed in a child process; returns the seconds it took."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "bench.seed", str(path), str(messages)], check=True)
+    project = Path(__file__).resolve().parent.parent  # bench/ is not installed; run from here
+    subprocess.run(
+        [sys.executable, "-m", "bench.seed", str(path), str(messages)], check=True, cwd=project
+    )
     return time.perf_counter() - started
 
 

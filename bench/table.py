@@ -40,7 +40,10 @@ def render(rows: Sequence[Row]) -> str:
         "| Section | Case | Figure | Target | Result |",
         "| --- | --- | ---: | --- | --- |",
     ]
+    previous = ""
     for row in rows:
-        cells = (row.section, row.case, row.figure, row.target, row.verdict)
+        section = row.section if row.section != previous else ""  # name each section once
+        previous = row.section
+        cells = (section, row.case, row.figure, row.target, row.verdict)
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)

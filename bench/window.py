@@ -1,12 +1,14 @@
 """Section 3: ``store.load_window(key, 50)`` against ever bigger databases; it should stay flat.
 
 The measured conversation holds half of all stored turns, interleaved with other conversations,
-so both a long history and a big table are in play.
+so both a long history and a big table are in play. All databases are open at once and timed in
+interleaved batches, so a slow moment of the machine does not land on one size only.
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,19 +27,30 @@ class WindowFigures:
     messages: int  # messages in those turns
 
 
-async def measure_window(
-    db_path: Path, stored_messages: int, *, calls: int = 200, batches: int = 7, warmup: int = 50
-) -> WindowFigures:
-    """Open the real store on ``db_path`` and time ``batches`` x ``calls`` window loads."""
-    means: list[float] = []
-    async with SQLiteStore(db_path) as store:
-        window = await store.load_window(MEASURED_KEY, MAX_TURNS)
-        for _ in range(warmup):
-            await store.load_window(MEASURED_KEY, MAX_TURNS)
+async def _batch(store: SQLiteStore, calls: int) -> float:
+    started = time.perf_counter()
+    for _ in range(calls):
+        await store.load_window(MEASURED_KEY, MAX_TURNS)
+    return (time.perf_counter() - started) / calls
+
+
+async def measure_windows(
+    databases: dict[int, Path], *, calls: int = 200, batches: int = 7, warmup: int = 50
+) -> list[WindowFigures]:
+    """``databases`` maps stored-message count to a seeded file; one result per entry."""
+    async with AsyncExitStack() as stack:
+        stores: dict[int, SQLiteStore] = {}
+        for size, path in databases.items():
+            stores[size] = await stack.enter_async_context(SQLiteStore(path))
+        means: dict[int, list[float]] = {size: [] for size in stores}
+        for store in stores.values():
+            await _batch(store, warmup)
         for _ in range(batches):
-            started = time.perf_counter()
-            for _ in range(calls):
-                await store.load_window(MEASURED_KEY, MAX_TURNS)
-            means.append((time.perf_counter() - started) / calls)
-    messages = sum(len(turn.messages) for turn in window)
-    return WindowFigures(stored_messages, median(means), len(window), messages)
+            for size, store in stores.items():
+                means[size].append(await _batch(store, calls))
+        figures: list[WindowFigures] = []
+        for size, store in stores.items():
+            window = await store.load_window(MEASURED_KEY, MAX_TURNS)
+            messages = sum(len(turn.messages) for turn in window)
+            figures.append(WindowFigures(size, median(means[size]), len(window), messages))
+    return figures

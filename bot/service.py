@@ -235,7 +235,12 @@ class ChatService:
                 transcript = window + answered
                 log.info("provider said context too long; retrying once with budget=%d", budget)
                 continue
-            if rounds == 0 and completion.usage and completion.usage.prompt_tokens:
+            if (
+                rounds == 0
+                and not self.counter.exact
+                and completion.usage
+                and completion.usage.prompt_tokens
+            ):
                 self.counter.observe(
                     self.counter.count_messages(transcript), completion.usage.prompt_tokens
                 )

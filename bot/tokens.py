@@ -57,6 +57,7 @@ _IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
 # because undercounting overflows the context window while overcounting only wastes a bit
 # of it.  During the first _WARMUP observations the ratio may not drop below 1.0.
 _ALPHA_UP, _ALPHA_DOWN, _WARMUP, _MIN_RATIO, _MAX_RATIO = 0.3, 0.1, 3, 0.5, 4.0
+_TEXT_CACHE_SIZE = 16_384  # distinct texts remembered per counter (~100 windows of 100 messages)
 
 _WIDE = re.compile("[\u0800-\uffff]")  # 3 UTF-8 bytes: CJK, kana, Hangul, Indic, Thai...
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # 4 UTF-8 bytes: emoji, rare CJK
@@ -203,6 +204,9 @@ class TokenCounter:
         self._exact = openai is not None and self._enc is not None
         self._ratio = 1.0
         self._samples = 0
+        # Every turn re-counts the same history window; remembering recent texts makes a
+        # 100-message window cost dictionary lookups instead of BPE runs (bench/).
+        self._cached_count = functools.lru_cache(maxsize=_TEXT_CACHE_SIZE)(self._count_uncached)
 
     @property
     def exact(self) -> bool:
@@ -220,6 +224,9 @@ class TokenCounter:
         """Tokens of plain text; special-token markup counts as ordinary text, as sent."""
         if not text:
             return 0
+        return self._cached_count(text)
+
+    def _count_uncached(self, text: str) -> int:
         if self._enc is None:
             return estimate_tokens(text)
         return len(self._enc.encode_ordinary(text))

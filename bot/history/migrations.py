@@ -7,7 +7,8 @@ Parlour (higher version than we know) is refused rather than silently misread.
 from __future__ import annotations
 
 MIGRATIONS: tuple[str, ...] = (
-    # 1: turns, their messages, soft resets, per-chat preferences, the clear audit.
+    # 1: one row per turn (the user's message and, once answered, the whole answer as a JSON
+    # array of OpenAI-format messages), soft resets, per-chat preferences, the clear audit.
     """
     CREATE TABLE turns (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -16,6 +17,8 @@ MIGRATIONS: tuple[str, ...] = (
         user_id TEXT NOT NULL,
         user_name TEXT NOT NULL DEFAULT '',
         platform_message_id TEXT,
+        user_text TEXT NOT NULL,
+        answer TEXT CHECK (answer IS NULL OR json_valid(answer)),
         status TEXT NOT NULL CHECK (status IN ('pending', 'answered', 'unanswered')),
         error TEXT,
         model TEXT,
@@ -26,18 +29,6 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX turns_by_conversation ON turns (conv_key, id);
     CREATE INDEX turns_by_chat ON turns (chat_key);
-
-    CREATE TABLE messages (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        turn_id INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system')),
-        content TEXT,
-        tool_calls TEXT,
-        tool_call_id TEXT,
-        created_at REAL NOT NULL,
-        UNIQUE (turn_id, seq)
-    );
 
     CREATE TABLE resets (
         conv_key TEXT PRIMARY KEY,

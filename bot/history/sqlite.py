@@ -1,9 +1,12 @@
 """The embedded default store: SQLite in WAL mode through aiosqlite.
 
-Two connections: one writer, whose transactions are serialised by an asyncio lock (coroutines
-sharing one aiosqlite connection would otherwise share, and commit, each other's transaction), and
-one reader that only ever sees committed data. Loading the context window walks the
-``(conv_key, id)`` index backwards, so it costs O(window) however long the history is.
+A turn is one row: the user's text, and once answered the whole answer (assistant messages,
+tool calls, tool results) as a JSON array, so every turn write is a single atomic statement and
+one trip to aiosqlite's thread. Two connections: one writer, used by one coroutine at a time (an
+asyncio lock; coroutines sharing one aiosqlite connection would otherwise share, and commit, each
+other's transaction), and one reader that only ever sees committed data. Loading the context
+window walks the ``(conv_key, id)`` index backwards in one query, so it costs O(window) however
+long the history is.
 """
 
 from __future__ import annotations
@@ -109,12 +112,20 @@ class SQLiteStore:
         return self._reader
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction at a time on the shared writer connection."""
+    async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
+        """Exclusive use of the writer connection.
+
+        Most writes are one autocommit statement (one trip to aiosqlite's thread); the lock
+        keeps them out of a multi-statement transaction another coroutine has open.
+        """
         if self._writer is None:
             raise StoreError("the history store is not open")
-        conn = self._writer
         async with self._write_lock:
+            yield self._writer
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._writing() as conn:
             await conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -126,59 +137,38 @@ class SQLiteStore:
     # -- turns -----------------------------------------------------------------------------
 
     async def begin_turn(self, turn: NewTurn) -> int:
-        now = time.time()
-        async with self._transaction() as conn:
+        async with self._writing() as conn:
             row = await conn.execute_insert(
                 "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
-                " status, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
+                " user_text, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
                 (
                     turn.conversation_key,
                     turn.chat_key,
                     turn.user_id,
                     turn.user_name,
                     turn.platform_message_id,
-                    now,
+                    turn.text,
+                    time.time(),
                 ),
             )
-            assert row is not None
-            turn_id = int(row[0])
-            await conn.execute(
-                "INSERT INTO messages (turn_id, seq, role, content, created_at)"
-                " VALUES (?, 0, 'user', ?, ?)",
-                (turn_id, turn.text, now),
-            )
-        return turn_id
+        if row is None:
+            raise StoreError("the database returned no id for a new turn")
+        return int(row[0])
 
     async def complete_turn(
         self, turn_id: int, messages: Sequence[Mapping[str, Any]], usage: Usage, model: str
     ) -> None:
-        now = time.time()
-        rows = [
-            (
-                turn_id,
-                seq,
-                m["role"],
-                _content_text(m.get("content")),
-                json.dumps(m["tool_calls"], ensure_ascii=False) if m.get("tool_calls") else None,
-                m.get("tool_call_id"),
-                now,
-            )
-            for seq, m in enumerate(messages, start=1)
-        ]
-        async with self._transaction() as conn:
-            await conn.executemany(
-                "INSERT INTO messages (turn_id, seq, role, content, tool_calls, tool_call_id,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+        # The whole answer lands in one UPDATE: atomic without a multi-statement transaction.
+        answer = json.dumps([_plain(m) for m in messages], ensure_ascii=False)
+        async with self._writing() as conn:
             await conn.execute(
-                "UPDATE turns SET status = 'answered', model = ?, prompt_tokens = ?,"
+                "UPDATE turns SET status = 'answered', answer = ?, model = ?, prompt_tokens = ?,"
                 " completion_tokens = ?, completed_at = ? WHERE id = ?",
-                (model, usage.prompt_tokens, usage.completion_tokens, now, turn_id),
+                (answer, model, usage.prompt_tokens, usage.completion_tokens, time.time(), turn_id),
             )
 
     async def fail_turn(self, turn_id: int, reason: str) -> None:
-        async with self._transaction() as conn:
+        async with self._writing() as conn:
             await conn.execute(
                 "UPDATE turns SET status = 'unanswered', error = ?, completed_at = ?"
                 " WHERE id = ? AND status = 'pending'",
@@ -186,46 +176,28 @@ class SQLiteStore:
             )
 
     async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:
-        turns = await self._read.execute_fetchall(
-            "SELECT id, user_id, user_name, status FROM turns"
+        rows = await self._read.execute_fetchall(
+            "SELECT id, user_id, user_name, status, user_text, answer FROM turns"
             " WHERE conv_key = ? AND id > coalesce("
             "   (SELECT after_turn_id FROM resets WHERE conv_key = ?), 0)"
             " ORDER BY id DESC LIMIT ?",
             (conversation_key, conversation_key, max_turns),
         )
-        turn_rows = list(turns)
-        if not turn_rows:
-            return []
-        ids = [int(r[0]) for r in turn_rows]
-        placeholders = ",".join("?" * len(ids))
-        message_rows = await self._read.execute_fetchall(
-            "SELECT turn_id, role, content, tool_calls, tool_call_id FROM messages"
-            f" WHERE turn_id IN ({placeholders}) ORDER BY turn_id, seq",
-            ids,
-        )
-        by_turn: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
-        for turn_id, role, content, tool_calls, tool_call_id in message_rows:
-            message: dict[str, Any] = {"role": role, "content": content}
-            if tool_calls:
-                message["tool_calls"] = json.loads(tool_calls)
-            if tool_call_id:
-                message["tool_call_id"] = tool_call_id
-            by_turn[int(turn_id)].append(message)
         return [
             StoredTurn(
-                turn_id=int(tid),
-                user_id=str(uid),
-                user_name=str(uname),
+                turn_id=int(turn_id),
+                user_id=str(user_id),
+                user_name=str(user_name),
                 status=TurnStatus(status),
-                messages=tuple(by_turn[int(tid)]),
+                messages=_turn_messages(user_text, answer),
             )
-            for tid, uid, uname, status in reversed(turn_rows)
+            for turn_id, user_id, user_name, status, user_text, answer in reversed(list(rows))
         ]
 
     # -- resets, clears, stats, export -----------------------------------------------------
 
     async def reset(self, conversation_key: str, chat_key: str, by_user: str) -> None:
-        async with self._transaction() as conn:
+        async with self._writing() as conn:
             await conn.execute(
                 "INSERT INTO resets (conv_key, chat_key, after_turn_id, by_user, at)"
                 " VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM turns), ?, ?)"
@@ -236,26 +208,20 @@ class SQLiteStore:
 
     async def clear_chat(self, chat_key: str, actor_id: str, actor_name: str) -> ClearResult:
         async with self._transaction() as conn:
-            cursor = await conn.execute(
-                "DELETE FROM messages WHERE turn_id IN (SELECT id FROM turns WHERE chat_key = ?)",
+            rows = await conn.execute_fetchall(
+                "SELECT count(*), coalesce(sum(1 + coalesce(json_array_length(answer), 0)), 0)"
+                " FROM turns WHERE chat_key = ?",
                 (chat_key,),
             )
-            messages = cursor.rowcount
-            cursor = await conn.execute("DELETE FROM turns WHERE chat_key = ?", (chat_key,))
-            turns = cursor.rowcount
+            turns, messages = (int(v) for v in next(iter(rows)))
+            await conn.execute("DELETE FROM turns WHERE chat_key = ?", (chat_key,))
             await conn.execute("DELETE FROM resets WHERE chat_key = ?", (chat_key,))
             await conn.execute(
                 "INSERT INTO clear_audit (chat_key, actor_id, actor_name, at, deleted_turns,"
                 " deleted_messages) VALUES (?, ?, ?, ?, ?, ?)",
                 (chat_key, actor_id, actor_name, time.time(), turns, messages),
             )
-        log.info(
-            "chat cleared chat=%s actor=%s turns=%d messages=%d",
-            chat_key,
-            actor_id,
-            turns,
-            messages,
-        )
+        log.info("chat cleared chat=%s actor=%s turns=%d", chat_key, actor_id, turns)
         return ClearResult(turns=turns, messages=messages)
 
     async def clear_audit(self, chat_key: str) -> list[dict[str, Any]]:
@@ -286,30 +252,24 @@ class SQLiteStore:
 
     async def export(self, conversation_key: str) -> AsyncIterator[dict[str, Any]]:
         async with self._read.execute(
-            "SELECT t.id, m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, t.user_id,"
-            " t.user_name, t.status, m.created_at"
-            " FROM turns t JOIN messages m ON m.turn_id = t.id"
-            " WHERE t.conv_key = ? ORDER BY t.id, m.seq",
+            "SELECT id, user_id, user_name, status, user_text, answer, created_at, completed_at"
+            " FROM turns WHERE conv_key = ? ORDER BY id",
             (conversation_key,),
         ) as cursor:
             async for row in cursor:
-                turn_id, seq, role, content, tool_calls, tool_call_id, uid, uname, status, at = row
-                record: dict[str, Any] = {
-                    "turn": turn_id,
-                    "seq": seq,
-                    "role": role,
-                    "content": content,
-                    "created_at": at,
-                    "status": status,
-                }
-                if role == "user":
-                    record["user_id"] = uid
-                    record["user_name"] = uname
-                if tool_calls:
-                    record["tool_calls"] = json.loads(tool_calls)
-                if tool_call_id:
-                    record["tool_call_id"] = tool_call_id
-                yield record
+                turn_id, user_id, user_name, status, user_text, answer, created, completed = row
+                for seq, message in enumerate(_turn_messages(user_text, answer)):
+                    record: dict[str, Any] = {
+                        "turn": turn_id,
+                        "seq": seq,
+                        **message,
+                        "status": status,
+                        "created_at": created if seq == 0 else completed,
+                    }
+                    if seq == 0:
+                        record["user_id"] = user_id
+                        record["user_name"] = user_name
+                    yield record
 
     async def conversations(self) -> list[tuple[str, int]]:
         """Every conversation key with its turn count (for ``history export`` discovery)."""
@@ -348,7 +308,14 @@ def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def _content_text(content: Any) -> str | None:
-    if content is None or isinstance(content, str):
-        return content
-    return json.dumps(content, ensure_ascii=False)
+def _plain(message: Mapping[str, Any]) -> dict[str, Any]:
+    """Only the fields the API accepts back; drops None-valued extras."""
+    keep = ("role", "content", "tool_calls", "tool_call_id", "name")
+    return {k: message[k] for k in keep if k in message and (k == "content" or message[k])}
+
+
+def _turn_messages(user_text: str, answer: str | None) -> tuple[dict[str, Any], ...]:
+    user: dict[str, Any] = {"role": "user", "content": user_text}
+    if not answer:
+        return (user,)
+    return (user, *json.loads(answer))
