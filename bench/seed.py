@@ -12,6 +12,7 @@ seeder's page cache does not count towards the bot process's peak RSS).
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import subprocess
 import sys
@@ -29,8 +30,7 @@ MODEL = "gpt-4o-mini"
 _CHUNK_TURNS = 100_000
 _BASE_TIME = 1_700_000_000.0
 
-_TurnRow = tuple[int, str, str, str, str, str, str, int, int, float, float]
-_MessageRow = tuple[int, int, str, str, float]
+_TurnRow = tuple[int, str, str, str, str, str, str, str, str, int, int, float, float]
 
 
 def _conversation(turn_id: int) -> tuple[str, str, str]:
@@ -47,18 +47,16 @@ def _user_text(turn_id: int) -> str:
 
 
 def _turn_rows(first: int, last: int) -> Iterator[_TurnRow]:
+    """One row per turn, as the store writes it: the user's text and the answer's messages."""
     for turn_id in range(first, last + 1):
         conv_key, chat_key, user = _conversation(turn_id)
         at = _BASE_TIME + turn_id
-        yield (turn_id, conv_key, chat_key, user, f"user{user}", "answered", MODEL, 20, 20, at, at)
-
-
-def _message_rows(first: int, last: int) -> Iterator[_MessageRow]:
-    for turn_id in range(first, last + 1):
-        at = _BASE_TIME + turn_id
         text = _user_text(turn_id)
-        yield (turn_id, 0, "user", text, at)
-        yield (turn_id, 1, "assistant", f"echo: {text}", at)
+        answer = json.dumps([{"role": "assistant", "content": f"echo: {text}"}])
+        yield (
+            turn_id, conv_key, chat_key, user, f"user{user}", text, answer,
+            "answered", MODEL, 20, 20, at, at,
+        )  # fmt: skip
 
 
 async def _create_schema(path: Path) -> None:
@@ -80,15 +78,10 @@ def seed(path: Path, messages: int) -> None:
             last = min(turns, first + _CHUNK_TURNS - 1)
             conn.execute("BEGIN")
             conn.executemany(
-                "INSERT INTO turns (id, conv_key, chat_key, user_id, user_name, status, model,"
-                " prompt_tokens, completion_tokens, created_at, completed_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO turns (id, conv_key, chat_key, user_id, user_name, user_text,"
+                " answer, status, model, prompt_tokens, completion_tokens, created_at,"
+                " completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 _turn_rows(first, last),
-            )
-            conn.executemany(
-                "INSERT INTO messages (turn_id, seq, role, content, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                _message_rows(first, last),
             )
             conn.execute("COMMIT")
         conn.execute("PRAGMA journal_mode=WAL")

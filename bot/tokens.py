@@ -253,6 +253,10 @@ class TokenCounter:
 
     def count_message(self, message: Mapping[str, Any]) -> int:
         """One message with its framing; like the cookbook, every string value counts."""
+        if len(message) == 2:  # the common {"role", "content": str} message, counted per turn
+            role, content = message.get("role"), message.get("content")
+            if isinstance(role, str) and isinstance(content, str):
+                return PER_MESSAGE + self.count_text(role) + self.count_text(content)
         total = PER_MESSAGE
         for key, value in message.items():
             if key == "content":
