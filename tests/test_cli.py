@@ -75,6 +75,14 @@ async def test_piped_chat_remembers_across_processes(fake_llm: FakeLLM, tmp_path
     assert SECRET not in out + err
 
 
+async def test_a_local_server_needs_no_key(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    write_config(tmp_path)
+    env = env_for(tmp_path, OPENAI_BASE_URL=fake_llm.base_url)
+    code, out, err = await run_cli(env=env, stdin="hi from ollama land\n")
+    assert code == 0, err
+    assert "echo: hi from ollama land" in out
+
+
 async def test_console_reports_llm_failure_and_carries_on(
     fake_llm: FakeLLM, tmp_path: Path
 ) -> None:

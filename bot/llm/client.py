@@ -8,6 +8,7 @@ same SDK transport, auth, typed ``ChatCompletion`` parsing and exceptions as
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -124,7 +125,7 @@ class LLMClient:
         self.endpoints = [Endpoint(settings, timeout=settings.timeout)] + [
             Endpoint(fb, timeout=settings.timeout) for fb in settings.fallbacks
         ]
-        self._sleep = sleep
+        self._sleep: Sleep = asyncio.sleep if sleep is None else sleep
 
     @property
     def model(self) -> str:
@@ -141,29 +142,8 @@ class LLMClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
     ) -> Completion:
-        last: LLMError | None = None
-        for endpoint in self.endpoints:
-            body = self._body(endpoint, messages, tools, max_tokens, stream=False)
-
-            async def call(endpoint: Endpoint = endpoint, body: dict[str, Any] = body) -> Any:
-                return await endpoint.client.post(
-                    "/chat/completions",
-                    body=body,
-                    cast_to=ChatCompletion,
-                    options={"security": {"bearer_auth": True}},
-                )
-
-            try:
-                result = await self._retry(call, endpoint)
-            except LLMBadRequestError:
-                raise  # the request itself is wrong; another provider won't fix it
-            except LLMError as exc:
-                last = exc
-                log.warning("LLM endpoint failed, trying the next one if any: %s", exc)
-                continue
-            return _completion(result, endpoint.model)
-        assert last is not None
-        raise last
+        endpoint, result = await self._send(messages, tools, max_tokens, stream=False)
+        return _completion(result, endpoint.model)
 
     async def stream(
         self,
@@ -173,55 +153,50 @@ class LLMClient:
         max_tokens: int | None = None,
     ) -> AsyncIterator[StreamItem]:
         """Yield text deltas, then one final :class:`Completion` (tool calls assembled)."""
+        endpoint, chunks = await self._send(messages, tools, max_tokens, stream=True)
+        async for item in _assemble(chunks, endpoint):
+            yield item
+
+    async def _send(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        max_tokens: int | None,
+        *,
+        stream: bool,
+    ) -> tuple[Endpoint, Any]:
+        """POST to the first endpoint that answers (each behind the retry layer)."""
         last: LLMError | None = None
         for endpoint in self.endpoints:
-            body = self._body(endpoint, messages, tools, max_tokens, stream=True)
+            body = endpoint.body(
+                messages,
+                max_tokens=max_tokens or self.settings.max_output_tokens,
+                temperature=self.settings.temperature,
+                tools=tools,
+                stream=stream,
+            )
 
             async def call(endpoint: Endpoint = endpoint, body: dict[str, Any] = body) -> Any:
                 return await endpoint.client.post(
                     "/chat/completions",
                     body=body,
                     cast_to=ChatCompletion,
-                    stream=True,
+                    stream=stream,
                     stream_cls=AsyncStream[ChatCompletionChunk],
                     options={"security": {"bearer_auth": True}},
                 )
 
             try:
-                chunks: AsyncStream[ChatCompletionChunk] = await self._retry(call, endpoint)
+                return endpoint, await call_with_retry(
+                    call, self.policy, endpoint=endpoint.name, sleep=self._sleep
+                )
             except LLMBadRequestError:
-                raise
+                raise  # the request itself is wrong; another provider won't fix it
             except LLMError as exc:
                 last = exc
                 log.warning("LLM endpoint failed, trying the next one if any: %s", exc)
-                continue
-            async for item in _assemble(chunks, endpoint):
-                yield item
-            return
         assert last is not None
         raise last
-
-    def _body(
-        self,
-        endpoint: Endpoint,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]] | None,
-        max_tokens: int | None,
-        *,
-        stream: bool,
-    ) -> dict[str, Any]:
-        return endpoint.body(
-            messages,
-            max_tokens=max_tokens or self.settings.max_output_tokens,
-            temperature=self.settings.temperature,
-            tools=tools,
-            stream=stream,
-        )
-
-    async def _retry(self, call: Any, endpoint: Endpoint) -> Any:
-        if self._sleep is None:
-            return await call_with_retry(call, self.policy, endpoint=endpoint.name)
-        return await call_with_retry(call, self.policy, endpoint=endpoint.name, sleep=self._sleep)
 
 
 def _completion(result: ChatCompletion, model: str) -> Completion:
