@@ -3,7 +3,7 @@
 from bot.adapter import Adapter
 from bot.app import App
 from bot.commands import CommandResult, Commands
-from bot.config import Settings, load_settings
+from bot.config import Settings, load_settings, settings_from_mapping
 from bot.context import ChatContext, ChatType, Scope
 from bot.errors import (
     ConfigError,
@@ -51,5 +51,6 @@ __all__ = [
     "ToolStarted",
     "UserFacingError",
     "load_settings",
+    "settings_from_mapping",
     "trim_history",
 ]
