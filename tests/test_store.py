@@ -169,3 +169,50 @@ async def test_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="cannot open"):
         async with SQLiteStore(path):
             pass
+
+
+async def test_window_cache_sees_another_process_writes(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    async with SQLiteStore(path) as mine, SQLiteStore(path) as other:
+        await answered(mine, "tg:1", "from me", "a")
+        assert len(await mine.load_window("tg:1", 10)) == 1  # now cached
+        await answered(other, "tg:1", "from the other process", "b")
+        window = await mine.load_window("tg:1", 10)
+        assert [t.messages[0]["content"] for t in window] == ["from me", "from the other process"]
+        await other.reset("tg:1", "tg:1", "u")
+        assert await mine.load_window("tg:1", 10) == []
+
+
+async def test_window_cache_follows_own_writes(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "h.db") as store:
+        await answered(store, "tg:1", "one", "1")
+        assert len(await store.load_window("tg:1", 2)) == 1
+        pending = await store.begin_turn(turn("tg:1", "two"))
+        (first, second) = await store.load_window("tg:1", 2)
+        assert second.status is TurnStatus.PENDING
+        await store.fail_turn(pending, "x")
+        await answered(store, "tg:1", "three", "3")
+        window = await store.load_window("tg:1", 2)
+        assert [(t.messages[0]["content"], t.status) for t in window] == [
+            ("two", TurnStatus.UNANSWERED),
+            ("three", TurnStatus.ANSWERED),
+        ]
+        assert window[1].messages[1] == {"role": "assistant", "content": "3"}
+        assert len(await store.load_window("tg:1", 50)) == 3  # larger window: read from disk
+        await store.clear_chat("tg:1", "a", "A")
+        assert await store.load_window("tg:1", 2) == []
+
+
+def test_window_cache_ignores_reads_overtaken_by_writes() -> None:
+    from bot.history.store import StoredTurn
+    from bot.history.window_cache import WindowCache
+
+    cache = WindowCache()
+    epoch = cache.epoch
+    user = {"role": "user", "content": "x"}
+    cache.began("k", StoredTurn(1, "u", "U", TurnStatus.PENDING, (user,)))  # a write lands
+    cache.put("k", "c", [], capacity=5, version=1, epoch=epoch)  # the older read arrives
+    assert cache.get("k", 5, version=1) is None
+    cache.put("k", "c", [], capacity=5, version=1, epoch=cache.epoch)
+    assert cache.get("k", 5, version=1) == []
+    assert cache.get("k", 5, version=2) is None

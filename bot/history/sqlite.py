@@ -35,6 +35,7 @@ from bot.history.store import (
     TurnStatus,
     Usage,
 )
+from bot.history.window_cache import WindowCache
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class SQLiteStore:
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        self._windows = WindowCache()
 
     async def __aenter__(self) -> SQLiteStore:
         await self.open()
@@ -80,6 +82,7 @@ class SQLiteStore:
         return conn
 
     async def close(self) -> None:
+        self._windows.clear()
         for conn in (self._reader, self._writer):
             if conn is not None:
                 await conn.close()
@@ -153,19 +156,25 @@ class SQLiteStore:
             )
         if row is None:
             raise StoreError("the database returned no id for a new turn")
-        return int(row[0])
+        turn_id = int(row[0])
+        user = {"role": "user", "content": turn.text}
+        stored = StoredTurn(turn_id, turn.user_id, turn.user_name, TurnStatus.PENDING, (user,))
+        self._windows.began(turn.conversation_key, stored)
+        return turn_id
 
     async def complete_turn(
         self, turn_id: int, messages: Sequence[Mapping[str, Any]], usage: Usage, model: str
     ) -> None:
         # The whole answer lands in one UPDATE: atomic without a multi-statement transaction.
-        answer = json.dumps([_plain(m) for m in messages], ensure_ascii=False)
+        plain = [_plain(m) for m in messages]
+        answer = json.dumps(plain, ensure_ascii=False)
         async with self._writing() as conn:
             await conn.execute(
                 "UPDATE turns SET status = 'answered', answer = ?, model = ?, prompt_tokens = ?,"
                 " completion_tokens = ?, completed_at = ? WHERE id = ?",
                 (answer, model, usage.prompt_tokens, usage.completion_tokens, time.time(), turn_id),
             )
+        self._windows.completed(turn_id, plain)
 
     async def fail_turn(self, turn_id: int, reason: str) -> None:
         async with self._writing() as conn:
@@ -174,16 +183,24 @@ class SQLiteStore:
                 " WHERE id = ? AND status = 'pending'",
                 (reason[:500], time.time(), turn_id),
             )
+        self._windows.failed(turn_id)
 
     async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:
-        rows = await self._read.execute_fetchall(
-            "SELECT id, user_id, user_name, status, user_text, answer FROM turns"
-            " WHERE conv_key = ? AND id > coalesce("
-            "   (SELECT after_turn_id FROM resets WHERE conv_key = ?), 0)"
-            " ORDER BY id DESC LIMIT ?",
-            (conversation_key, conversation_key, max_turns),
+        epoch = self._windows.epoch
+        version = await self._external_version()
+        cached = self._windows.get(conversation_key, max_turns, version)
+        if cached is not None:
+            return cached
+        rows = list(
+            await self._read.execute_fetchall(
+                "SELECT id, user_id, user_name, status, user_text, answer, chat_key FROM turns"
+                " WHERE conv_key = ? AND id > coalesce("
+                "   (SELECT after_turn_id FROM resets WHERE conv_key = ?), 0)"
+                " ORDER BY id DESC LIMIT ?",
+                (conversation_key, conversation_key, max_turns),
+            )
         )
-        return [
+        turns = [
             StoredTurn(
                 turn_id=int(turn_id),
                 user_id=str(user_id),
@@ -191,8 +208,25 @@ class SQLiteStore:
                 status=TurnStatus(status),
                 messages=_turn_messages(user_text, answer),
             )
-            for turn_id, user_id, user_name, status, user_text, answer in reversed(list(rows))
+            for turn_id, user_id, user_name, status, user_text, answer, _ in reversed(rows)
         ]
+        if rows:
+            self._windows.put(
+                conversation_key,
+                str(rows[0][6]),
+                turns,
+                capacity=max_turns,
+                version=version,
+                epoch=epoch,
+            )
+        return list(turns)
+
+    async def _external_version(self) -> int:
+        """Changes whenever another connection (another process) commits to the database."""
+        if self._writer is None:
+            raise StoreError("the history store is not open")
+        rows = await self._writer.execute_fetchall("PRAGMA data_version")
+        return int(next(iter(rows))[0])
 
     # -- resets, clears, stats, export -----------------------------------------------------
 
@@ -205,6 +239,7 @@ class SQLiteStore:
                 " by_user = excluded.by_user, at = excluded.at",
                 (conversation_key, chat_key, by_user, time.time()),
             )
+        self._windows.forget(conversation_key)
 
     async def clear_chat(self, chat_key: str, actor_id: str, actor_name: str) -> ClearResult:
         async with self._transaction() as conn:
@@ -221,6 +256,7 @@ class SQLiteStore:
                 " deleted_messages) VALUES (?, ?, ?, ?, ?, ?)",
                 (chat_key, actor_id, actor_name, time.time(), turns, messages),
             )
+        self._windows.forget_chat(chat_key)
         log.info("chat cleared chat=%s actor=%s turns=%d", chat_key, actor_id, turns)
         return ClearResult(turns=turns, messages=messages)
 
