@@ -8,7 +8,7 @@ import logging
 from types import TracebackType
 
 from bot.commands import Commands
-from bot.config import Settings
+from bot.config import Settings, safe_url
 from bot.errors import ConfigError
 from bot.history.sqlite import SQLiteStore
 from bot.llm.client import LLMClient
@@ -79,7 +79,7 @@ class App:
         log.info(
             "parlour started model=%s base_url=%s db=%s",
             self.settings.llm.model,
-            self.settings.llm.effective_base_url,
+            safe_url(self.settings.llm.effective_base_url),
             self.settings.storage.path,
         )
         return self

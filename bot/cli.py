@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 import yaml
 
@@ -26,6 +27,7 @@ from bot.history.sqlite import SQLiteStore
 from bot.redact import Redactor, configure_logging
 
 log = logging.getLogger(__name__)
+SHUTDOWN_GRACE = 10.0  # seconds in-flight replies get after SIGTERM/SIGINT before cancellation
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,23 +55,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings(args.config)
         redactor.add(secret_values(settings))
         configure_logging(settings.logging.level, redactor)
-        return asyncio.run(_dispatch(args, settings))
+        return asyncio.run(_dispatch(args, settings, redactor))
     except ConfigError as exc:
         print(f"error: {redactor(str(exc))}", file=sys.stderr)  # noqa: T201
         return 2
-    except ParlourError as exc:
+    except (ParlourError, OSError) as exc:
         print(f"error: {redactor(str(exc))}", file=sys.stderr)  # noqa: T201
         return 1
     except KeyboardInterrupt:
         return 130
 
 
-async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+async def _dispatch(args: argparse.Namespace, settings: Settings, redactor: Redactor) -> int:
     command = args.command
     if command is None:
         command = "run" if settings.enabled_platforms() else "chat"
     if command == "check-config":
-        return _check_config(settings)
+        return _check_config(settings, redactor)
     if command == "history":
         return await _history(args, settings)
     if command == "chat":
@@ -83,9 +85,9 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     return await _serve(settings, platforms)
 
 
-def _check_config(settings: Settings) -> int:
+def _check_config(settings: Settings, redactor: Redactor) -> int:
     text = yaml.safe_dump(masked_dump(settings), sort_keys=False, allow_unicode=True)
-    sys.stdout.write(text)
+    sys.stdout.write(redactor(text))
     check_llm_settings(settings)
     sys.stdout.write("config OK\n")
     return 0
@@ -98,14 +100,17 @@ async def _history(args: argparse.Namespace, settings: Settings) -> int:
                 sys.stdout.write(f"{key}\t{turns} turns\n")
             return 0
         with contextlib.ExitStack() as stack:
-            out = (
-                # A one-shot CLI command: nothing else runs on this loop, blocking is fine.
-                stack.enter_context(Path(args.output).open("w", encoding="utf-8"))  # noqa: ASYNC230
-                if args.output
-                else sys.stdout
-            )
+            out: TextIO | None = None
             count = 0
             async for record in store.export(args.key):
+                if out is None:  # opened only once there is something to write
+                    # A one-shot CLI command: nothing else runs on this loop, blocking is fine.
+                    path = Path(args.output) if args.output else None
+                    out = (
+                        stack.enter_context(path.open("w", encoding="utf-8"))
+                        if path
+                        else sys.stdout
+                    )
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += 1
         if count == 0:
@@ -120,10 +125,23 @@ async def _serve(settings: Settings, names: list[str]) -> int:
         adapters: list[Adapter] = [factory(app) for factory in factories]
         loop = asyncio.get_running_loop()
 
+        runs = [asyncio.ensure_future(adapter.run()) for adapter in adapters]
         stopping: set[asyncio.Task[None]] = set()
+        signals = 0
+
+        def force() -> None:
+            log.warning("in-flight replies did not finish in time; cancelling them")
+            for run in runs:
+                run.cancel()
 
         def shut_down() -> None:
-            log.info("shutting down: finishing in-flight replies")
+            nonlocal signals
+            signals += 1
+            if signals > 1:
+                force()  # a second signal: stop now
+                return
+            log.info("shutting down: finishing in-flight replies (up to %.0fs)", SHUTDOWN_GRACE)
+            loop.call_later(SHUTDOWN_GRACE, force)
             for adapter in adapters:
                 task = loop.create_task(adapter.stop())
                 stopping.add(task)
@@ -133,15 +151,14 @@ async def _serve(settings: Settings, names: list[str]) -> int:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, shut_down)
         try:
-            results = await asyncio.gather(
-                *(adapter.run() for adapter in adapters), return_exceptions=True
-            )
+            results = await asyncio.gather(*runs, return_exceptions=True)
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
-        failed = [r for r in results if isinstance(r, BaseException)]
+        failed = False
         for adapter, result in zip(adapters, results, strict=True):
-            if isinstance(result, BaseException):
+            if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
                 log.error("adapter %s stopped with an error", adapter.name, exc_info=result)
+                failed = True
         return 1 if failed else 0

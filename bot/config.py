@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import yaml
 from pydantic import (
@@ -65,6 +66,8 @@ class EndpointSettings(_Section):
         value = value.strip()
         if value and not re.match(r"^https?://", value):
             raise ValueError("must start with http:// or https://")
+        if urlsplit(value).password is not None:
+            raise ValueError("must not contain credentials; put the key in api_key")
         return value.rstrip("/")
 
     @property
@@ -178,11 +181,11 @@ def interpolate(value: Any, path: str = "") -> Any:
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         found = os.environ.get(name)
-        if found:
-            return found
         if default is not None:
-            return default
-        raise ConfigError(f"{path}: environment variable {name} is not set")
+            return found or default  # like the shell: unset or empty takes the default
+        if found is None:
+            raise ConfigError(f"{path}: environment variable {name} is not set")
+        return found
 
     return _VAR.sub(substitute, value)
 
@@ -215,7 +218,13 @@ def load_settings(path: str | Path | None = None) -> Settings:
         except FileNotFoundError as exc:
             raise ConfigError(f"config file not found: {resolved}") from exc
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{resolved} is not valid YAML: {exc}") from exc
+            # Only the position: the offending line itself may hold a secret.
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or "syntax error"
+            raise ConfigError(f"{resolved} is not valid YAML{where}: {problem}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {resolved}: {exc}") from None
         if not isinstance(raw, dict):
             raise ConfigError(f"{resolved}: the top level must be a mapping of sections")
     return settings_from_mapping(raw)
@@ -252,7 +261,18 @@ def secret_values(settings: Settings) -> list[str]:
                     walk(item)
 
     walk(settings)
+    for endpoint in (settings.llm, *settings.llm.fallbacks):
+        found.extend(value for _, value in parse_qsl(urlsplit(endpoint.base_url).query))
     return [s for s in found if s]
+
+
+def safe_url(url: str) -> str:
+    """A URL fit for logs: no credentials, no query string (gateways put keys there)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _looks_secret(key: str) -> bool:

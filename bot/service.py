@@ -10,10 +10,11 @@ error (with its chat-safe text) reaches the adapter.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from bot.config import Settings
@@ -37,6 +38,7 @@ from bot.tools import ToolRunner
 
 log = logging.getLogger(__name__)
 
+_NO_ANSWER = "Sorry, I could not come up with an answer to that."
 _CONTEXT_RETRY_FACTOR = 0.7  # after a provider's context_length_exceeded, retry once this smaller
 
 
@@ -146,21 +148,33 @@ class ChatService:
 
     async def chat(self, ctx: ChatContext, text: str) -> Reply:
         """Answer ``text`` without streaming."""
-        async for event in self._turn(ctx, text, streaming=False):
-            if isinstance(event, Done):
-                return event.reply
+        async with contextlib.aclosing(self._turn(ctx, text, streaming=False)) as events:
+            async for event in events:
+                if isinstance(event, Done):
+                    return event.reply
         raise AssertionError("a turn always ends with Done")  # pragma: no cover
 
     def stream(self, ctx: ChatContext, text: str) -> AsyncIterator[ChatEvent]:
-        """Answer ``text``, yielding text deltas and tool events, then :class:`Done`."""
+        """Answer ``text``, yielding text deltas and tool events, then :class:`Done`.
+
+        Iterate it to the end, or wrap it in ``contextlib.aclosing`` when you may stop early:
+        the conversation stays locked until the generator finishes or is closed.
+        """
         return self._turn(ctx, text, streaming=True)
 
     async def _turn(
         self, ctx: ChatContext, text: str, *, streaming: bool
-    ) -> AsyncIterator[ChatEvent]:
+    ) -> AsyncGenerator[ChatEvent, None]:
         text = text.strip()
         if not text:
             raise UserFacingError("empty message", chat_text="Send me some text to answer.")
+        limit = self.settings.chat.max_input_chars
+        if len(text) > limit:
+            raise UserFacingError(
+                f"message of {len(text)} characters over the limit",
+                chat_text=f"That message is too long ({len(text)} characters; the limit is "
+                f"{limit}). Please send something shorter.",
+            )
         key = self.conversation_key(ctx)  # no await before the lock: arrival order holds
         async with self._locks.hold(key):
             history = await self.store.load_window(key, self.settings.history.max_turns)
@@ -171,7 +185,7 @@ class ChatService:
             budget = self._budget(prefix, user_message, tools)
             messages = prefix + _history_messages(history, shared) + [user_message]
             window = self._trim(messages, budget, text)
-            turn_id = await self.store.begin_turn(
+            turn_id = await self._begin(
                 NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
             )
             log.debug("turn started conv=%s turn=%d window=%d", key, turn_id, len(window))
@@ -197,7 +211,17 @@ class ChatService:
                 log.warning("turn failed conv=%s turn=%d error=%s", key, turn_id, exc)
                 raise
             reply = Reply(final.text, turn_id, key, usage, final.model, final.finish_reason)
-            yield Done(reply)
+        yield Done(reply)  # after the lock is released: a consumer may stop here
+
+    async def _begin(self, turn: NewTurn) -> int:
+        """Store the user's message; if cancelled meanwhile, still mark the turn unanswered."""
+        task = asyncio.ensure_future(self.store.begin_turn(turn))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.store.fail_turn(await task, "CancelledError"))
+            raise
 
     async def _answer(
         self,
@@ -244,10 +268,11 @@ class ChatService:
                 self.counter.observe(
                     self.counter.count_messages(transcript), completion.usage.prompt_tokens
                 )
-            if offer is None and completion.tool_calls:
-                completion = Completion(
-                    completion.text, (), "stop", completion.usage, completion.model
-                )
+            if completion.tool_calls and (offer is None or completion.finish_reason == "length"):
+                # Tools not offered, or calls cut off at the output limit: never run them.
+                completion = replace(completion, tool_calls=())
+            if not completion.tool_calls and not completion.text.strip():
+                completion = replace(completion, text=_NO_ANSWER)
             assistant = completion.assistant_message()
             transcript.append(assistant)
             if not completion.tool_calls or self.tools is None:

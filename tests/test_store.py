@@ -188,7 +188,7 @@ async def test_window_cache_follows_own_writes(tmp_path: Path) -> None:
         await answered(store, "tg:1", "one", "1")
         assert len(await store.load_window("tg:1", 2)) == 1
         pending = await store.begin_turn(turn("tg:1", "two"))
-        (first, second) = await store.load_window("tg:1", 2)
+        (_, second) = await store.load_window("tg:1", 2)
         assert second.status is TurnStatus.PENDING
         await store.fail_turn(pending, "x")
         await answered(store, "tg:1", "three", "3")

@@ -12,6 +12,7 @@ long the history is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sqlite3
@@ -40,11 +41,13 @@ from bot.history.window_cache import WindowCache
 log = logging.getLogger(__name__)
 
 _PRAGMAS = (
+    "PRAGMA busy_timeout=10000",  # first: the others may wait for another process's lock
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
     "PRAGMA foreign_keys=ON",
-    "PRAGMA busy_timeout=10000",
 )
+# A turn still pending this long after it began belongs to a process that died mid-answer.
+STALE_PENDING_SECONDS = 900.0
 
 
 class SQLiteStore:
@@ -70,10 +73,14 @@ class SQLiteStore:
         try:
             self._writer = await self._connect()
             await self._migrate(self._writer)
+            await self._close_interrupted_turns(self._writer)
             self._reader = await self._connect()
         except sqlite3.DatabaseError as exc:
             await self.close()
             raise StoreError(f"cannot open history database {self.path}: {exc}") from exc
+        except BaseException:
+            await self.close()
+            raise
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
@@ -89,15 +96,18 @@ class SQLiteStore:
         self._reader = self._writer = None
 
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
-        rows = await conn.execute_fetchall("PRAGMA user_version")
-        version = int(next(iter(rows))[0])
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path} has schema version {version}, newer than this Parlour "
-                f"understands ({SCHEMA_VERSION}); upgrade Parlour"
-            )
-        for number in range(version, SCHEMA_VERSION):
-            await conn.execute("BEGIN IMMEDIATE")
+        for number in range(SCHEMA_VERSION):
+            await conn.execute("BEGIN IMMEDIATE")  # read the version under the write lock:
+            rows = await conn.execute_fetchall("PRAGMA user_version")  # two processes may race
+            version = int(next(iter(rows))[0])
+            if version > number:
+                await conn.execute("ROLLBACK")
+                if version > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"{self.path} has schema version {version}, newer than this Parlour "
+                        f"understands ({SCHEMA_VERSION}); upgrade Parlour"
+                    )
+                continue
             try:
                 for statement in _statements(MIGRATIONS[number]):
                     await conn.execute(statement)
@@ -107,6 +117,17 @@ class SQLiteStore:
                 await conn.execute("ROLLBACK")
                 raise
             log.info("history schema migrated to version %d path=%s", number + 1, self.path)
+
+    async def _close_interrupted_turns(self, conn: aiosqlite.Connection) -> None:
+        cursor = await conn.execute(
+            "UPDATE turns SET status = 'unanswered', error = 'interrupted', completed_at = ?"
+            " WHERE status = 'pending' AND created_at < ?",
+            (time.time(), time.time() - STALE_PENDING_SECONDS),
+        )
+        if cursor.rowcount:
+            log.warning(
+                "marked %d interrupted turns unanswered path=%s", cursor.rowcount, self.path
+            )
 
     @property
     def _read(self) -> aiosqlite.Connection:
@@ -129,11 +150,14 @@ class SQLiteStore:
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._writing() as conn:
-            await conn.execute("BEGIN IMMEDIATE")
             try:
+                await conn.execute("BEGIN IMMEDIATE")
                 yield conn
             except BaseException:
-                await asyncio.shield(conn.execute("ROLLBACK"))
+                # Even when cancelled, the BEGIN may already sit in aiosqlite's queue; a ROLLBACK
+                # queued behind it always closes the transaction before the next writer's work.
+                with contextlib.suppress(sqlite3.OperationalError):
+                    await asyncio.shield(conn.execute("ROLLBACK"))
                 raise
             await asyncio.shield(conn.execute("COMMIT"))
 

@@ -18,7 +18,7 @@ import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from bot.config import EndpointSettings, LLMSettings
+from bot.config import EndpointSettings, LLMSettings, safe_url
 from bot.errors import LLMBadRequestError, LLMError, LLMUnavailableError
 from bot.history.store import Usage
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry, classify
@@ -81,7 +81,7 @@ class Endpoint:
         key = settings.api_key.get_secret_value() if settings.api_key else None
         self.model = settings.model
         self.base_url = settings.effective_base_url
-        self.name = f"{self.base_url} ({self.model})"
+        self.name = f"{safe_url(self.base_url)} ({self.model})"
         self.uses_completion_tokens = "api.openai.com" in self.base_url
         self.client = openai.AsyncOpenAI(
             api_key=key or _NO_KEY,
@@ -226,7 +226,7 @@ async def _assemble(
     """Turn SSE chunks into text deltas and a final Completion with whole tool calls."""
     text: list[str] = []
     calls: dict[int, _ToolCallParts] = {}
-    finish_reason = "stop"
+    finish_reason: str | None = None
     usage: Usage | None = None
     model = endpoint.model
     try:
@@ -253,6 +253,8 @@ async def _assemble(
     except openai.APIError as exc:
         error, _ = classify(exc, endpoint=endpoint.name)
         raise error from exc
+    if finish_reason is None:  # the connection closed before the model said it was done
+        raise LLMUnavailableError(f"{endpoint.name}: the stream ended before the answer did")
     yield Completion(
         text="".join(text),
         tool_calls=tuple(

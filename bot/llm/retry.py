@@ -88,6 +88,8 @@ def classify(exc: BaseException, *, endpoint: str) -> tuple[LLMError, bool]:
         return LLMUnavailableError(f"{endpoint}: request timed out"), True
     if isinstance(exc, openai.APIConnectionError):
         return LLMUnavailableError(f"{endpoint}: connection failed"), True
+    if isinstance(exc, TimeoutError):
+        return LLMUnavailableError(f"{endpoint}: request timed out"), True
     if not isinstance(exc, openai.APIStatusError):
         return LLMUnavailableError(f"{endpoint}: {type(exc).__name__}"), False
     status, code = exc.status_code, _error_code(exc)
@@ -122,7 +124,7 @@ async def call_with_retry(
     for attempt in range(1, policy.max_attempts + 1):
         try:
             return await call()
-        except (openai.APIError, TimeoutError) as exc:
+        except Exception as exc:  # the SDK's errors, and anything its transport lets through
             error, retryable = classify(exc, endpoint=endpoint)
             if not retryable or attempt == policy.max_attempts:
                 raise error from exc
