@@ -99,23 +99,19 @@ async def _history(args: argparse.Namespace, settings: Settings) -> int:
             for key, turns in await store.conversations():
                 sys.stdout.write(f"{key}\t{turns} turns\n")
             return 0
-        with contextlib.ExitStack() as stack:
-            out: TextIO | None = None
-            count = 0
-            async for record in store.export(args.key):
-                if out is None:  # opened only once there is something to write
-                    # A one-shot CLI command: nothing else runs on this loop, blocking is fine.
-                    path = Path(args.output) if args.output else None
-                    out = (
-                        stack.enter_context(path.open("w", encoding="utf-8"))
-                        if path
-                        else sys.stdout
-                    )
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-                count += 1
-        if count == 0:
+        if (await store.stats(args.key)).turns_stored == 0:
             sys.stderr.write(f"no stored messages for {args.key!r} (see `history list`)\n")
             return 1
+        with contextlib.ExitStack() as stack:
+            # A one-shot CLI command: nothing else runs on this loop, blocking is fine.
+            out: TextIO = (
+                stack.enter_context(Path(args.output).open("w", encoding="utf-8"))  # noqa: ASYNC230
+                if args.output
+                else sys.stdout
+            )
+            async with contextlib.aclosing(store.export(args.key)) as records:
+                async for record in records:
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
         return 0
 
 

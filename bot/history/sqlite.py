@@ -17,7 +17,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -310,7 +310,7 @@ class SQLiteStore:
             completion_tokens=int(completion),
         )
 
-    async def export(self, conversation_key: str) -> AsyncIterator[dict[str, Any]]:
+    async def export(self, conversation_key: str) -> AsyncGenerator[dict[str, Any], None]:
         async with self._read.execute(
             "SELECT id, user_id, user_name, status, user_text, answer, created_at, completed_at"
             " FROM turns WHERE conv_key = ? ORDER BY id",
