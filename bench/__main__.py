@@ -178,8 +178,9 @@ def _window_rows(figures: Sequence[WindowFigures]) -> list[Row]:
     base = figures[0]
     rows: list[Row] = []
     for f in figures:
+        source = "in-memory window" if f.cached else "from SQLite"
         case = (
-            f"`load_window(key, 50)`, {fmt_count(f.stored_messages)} stored messages"
+            f"`load_window(key, 50)` {source}, {fmt_count(f.stored_messages)} stored messages"
             f" ({f.turns} turns, {f.messages} messages back)"
         )
         if f is base:
@@ -223,7 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _progress(f"seeding {fmt_count(size)} messages")
             seeding.append(f"{fmt_count(size)} in {seed_in_child(databases[size], size):.1f} s")
         _progress("load_window at every size")
-        windows = asyncio.run(measure_windows(databases))
+        windows = asyncio.run(measure_windows(databases, cached=False))
+        cached_windows = asyncio.run(measure_windows(databases, cached=True))
         for size, path in databases.items():
             if size in turn_sizes:
                 _progress(f"per-turn cost at {fmt_count(size)}")
@@ -237,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *_turn_rows(turns),
         *_concurrency_rows(concurrency),
         *_window_rows(windows),
+        *_window_rows(cached_windows),
         Row(
             S4, "peak RSS of the bench process (bot, in-process fake, everything above)", _mib(own)
         ),

@@ -22,6 +22,7 @@ MAX_TURNS = 50  # the default history.max_turns
 @dataclass(frozen=True, slots=True)
 class WindowFigures:
     stored_messages: int
+    cached: bool  # True: the service's in-memory window; False: read from SQLite every time
     mean: float  # seconds per load_window call: the median of the batches' means
     turns: int  # turns the window returned
     messages: int  # messages in those turns
@@ -35,13 +36,19 @@ async def _batch(store: SQLiteStore, calls: int) -> float:
 
 
 async def measure_windows(
-    databases: dict[int, Path], *, calls: int = 200, batches: int = 7, warmup: int = 50
+    databases: dict[int, Path],
+    *,
+    cached: bool = False,
+    calls: int = 200,
+    batches: int = 7,
+    warmup: int = 50,
 ) -> list[WindowFigures]:
     """``databases`` maps stored-message count to a seeded file; one result per entry."""
     async with AsyncExitStack() as stack:
         stores: dict[int, SQLiteStore] = {}
         for size, path in databases.items():
-            stores[size] = await stack.enter_async_context(SQLiteStore(path))
+            store = SQLiteStore(path, cache_windows=cached)
+            stores[size] = await stack.enter_async_context(store)
         means: dict[int, list[float]] = {size: [] for size in stores}
         for store in stores.values():
             await _batch(store, warmup)
@@ -52,5 +59,5 @@ async def measure_windows(
         for size, store in stores.items():
             window = await store.load_window(MEASURED_KEY, MAX_TURNS)
             messages = sum(len(turn.messages) for turn in window)
-            figures.append(WindowFigures(size, median(means[size]), len(window), messages))
+            figures.append(WindowFigures(size, cached, median(means[size]), len(window), messages))
     return figures

@@ -185,10 +185,13 @@ class ChatService:
             budget = self._budget(prefix, user_message, tools)
             messages = prefix + _history_messages(history, shared) + [user_message]
             window = self._trim(messages, budget, text)
-            turn_id = await self._begin(
-                NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
+            # The user's message is written while the request is on its way: the write takes
+            # well under a millisecond, the model at least tens of them (bench/).
+            begin = asyncio.ensure_future(
+                self.store.begin_turn(
+                    NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
+                )
             )
-            log.debug("turn started conv=%s turn=%d window=%d", key, turn_id, len(window))
             try:
                 answer: list[dict[str, Any]] = []
                 final: Completion | None = None
@@ -205,23 +208,23 @@ class ChatService:
                     else:
                         yield event
                 assert final is not None
+                turn_id = await asyncio.shield(begin)
                 await self.store.complete_turn(turn_id, answer, usage, final.model)
             except BaseException as exc:
-                await asyncio.shield(self.store.fail_turn(turn_id, type(exc).__name__))
-                log.warning("turn failed conv=%s turn=%d error=%s", key, turn_id, exc)
+                await self._fail(begin, exc, key)
                 raise
             reply = Reply(final.text, turn_id, key, usage, final.model, final.finish_reason)
         yield Done(reply)  # after the lock is released: a consumer may stop here
 
-    async def _begin(self, turn: NewTurn) -> int:
-        """Store the user's message; if cancelled meanwhile, still mark the turn unanswered."""
-        task = asyncio.ensure_future(self.store.begin_turn(turn))
+    async def _fail(self, begin: asyncio.Future[int], exc: BaseException, key: str) -> None:
+        """Mark the turn unanswered, once its user message is stored (even when cancelled)."""
         try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self.store.fail_turn(await task, "CancelledError"))
-            raise
+            turn_id = await asyncio.shield(begin)
+            await asyncio.shield(self.store.fail_turn(turn_id, type(exc).__name__))
+        except BaseException:  # the store itself failed, or we are cancelled again
+            log.exception("could not record the failed turn conv=%s", key)
+            return
+        log.warning("turn failed conv=%s turn=%d error=%s", key, turn_id, exc)
 
     async def _answer(
         self,

@@ -53,8 +53,9 @@ STALE_PENDING_SECONDS = 900.0
 class SQLiteStore:
     """History and chat preferences in one SQLite file. Use as ``async with SQLiteStore(path)``."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, cache_windows: bool = True) -> None:
         self.path = Path(path)
+        self.cache_windows = cache_windows
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
@@ -211,7 +212,7 @@ class SQLiteStore:
 
     async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:
         epoch = self._windows.epoch
-        version = await self._external_version()
+        version = await self._external_version() if self.cache_windows else -1
         cached = self._windows.get(conversation_key, max_turns, version)
         if cached is not None:
             return cached
@@ -234,7 +235,7 @@ class SQLiteStore:
             )
             for turn_id, user_id, user_name, status, user_text, answer, _ in reversed(rows)
         ]
-        if rows:
+        if rows and self.cache_windows:
             self._windows.put(
                 conversation_key,
                 str(rows[0][6]),
