@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -15,6 +18,21 @@ from bot.context import ChatContext, ChatType
 from bot.testing.fake_llm import FakeLLM
 
 TEST_KEY = "sk-test-parlour-0123456789abcdef"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # A non-daemon thread left running (an unclosed aiosqlite connection) would hang the
+    # interpreter after the last test: fail loudly instead.
+    leftovers = [
+        t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
+    ]
+    for thread in leftovers:
+        thread.join(timeout=5)
+    alive = [t.name for t in leftovers if t.is_alive()]
+    if alive:
+        sys.stderr.write(f"\nthreads still running after the suite: {alive}\n")
+        session.exitstatus = 1
+        os._exit(1)
 
 
 def pytest_configure(config: pytest.Config) -> None:

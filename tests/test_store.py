@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -163,12 +164,16 @@ async def test_window_query_uses_the_index(tmp_path: Path) -> None:
     assert "TEMP B-TREE" not in detail
 
 
-async def test_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+async def test_not_a_database_is_a_store_error_and_leaks_no_thread(tmp_path: Path) -> None:
     path = tmp_path / "h.db"
     path.write_bytes(b"this is not sqlite" * 100)
+    before = set(threading.enumerate())
     with pytest.raises(StoreError, match="cannot open"):
         async with SQLiteStore(path):
             pass
+    for thread in set(threading.enumerate()) - before:
+        thread.join(timeout=5)  # an unclosed connection's thread would block interpreter exit
+        assert not thread.is_alive(), thread.name
 
 
 async def test_window_cache_sees_another_process_writes(tmp_path: Path) -> None:

@@ -85,8 +85,12 @@ class SQLiteStore:
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
-        for pragma in _PRAGMAS:
-            await conn.execute(pragma)
+        try:
+            for pragma in _PRAGMAS:
+                await conn.execute(pragma)
+        except BaseException:
+            await conn.close()  # its thread would otherwise keep the process alive at exit
+            raise
         return conn
 
     async def close(self) -> None:
