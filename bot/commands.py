@@ -91,8 +91,9 @@ class Commands:
 
     async def _history(self, ctx: ChatContext, args: str) -> CommandResult:
         info = await self.service.history_info(ctx)
+        whose = "this private chat" if ctx.is_private else f"shared per {info.scope.value}"
         return CommandResult(
-            f"Conversation: {info.scope.value} scope\n"
+            f"Conversation: {whose}\n"
             f"Turns stored: {info.turns_stored} ({info.turns_in_context} since the last reset, "
             f"{info.unanswered} unanswered)\n"
             f"Tokens in the window: {info.window_tokens} of a {info.budget}-token budget",

@@ -345,6 +345,7 @@ async def test_fallback_endpoint_answers_when_primary_gives_up(
 async def test_history_command_reports_budget(app: App) -> None:
     await app.service.chat(private(), "hello")
     result = await app.commands.handle(private(), "history")
+    assert "Conversation: this private chat" in result.text
     assert "Turns stored: 1" in result.text
     assert "126976-token budget" in result.text
 
