@@ -65,7 +65,3 @@ class ChatContext:
         if scope is Scope.THREAD and self.thread_id is not None:
             return f"{self.chat_key}:t:{self.thread_id}"
         return self.chat_key
-
-    def speaker_shared(self, scope: Scope) -> bool:
-        """Whether several people write into this conversation (so turns keep names)."""
-        return not self.is_private and scope is not Scope.USER

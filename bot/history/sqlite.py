@@ -355,7 +355,7 @@ class SQLiteStore:
         }
 
     async def save_preferences(self, chat_key: str, prefs: ChatPreferences) -> None:
-        async with self._transaction() as conn:
+        async with self._writing() as conn:  # one upsert: atomic on its own
             await conn.execute(
                 "INSERT INTO chat_preferences (chat_key, scope, system_prompt, updated_at)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT (chat_key) DO UPDATE SET scope = excluded.scope,"
