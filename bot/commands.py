@@ -40,6 +40,8 @@ BUILTIN_COMMANDS: tuple[CommandInfo, ...] = (
 )
 
 Handler = Callable[[ChatContext, str], Awaitable[CommandResult]]
+HelpNote = Callable[[ChatContext, bool], str | None]
+"""Extra lines for /help: given the context and whether the caller is an admin."""
 
 
 class Commands:
@@ -52,6 +54,29 @@ class Commands:
             "history": self._history,
             "scope": self._scope,
         }
+        self._infos: list[CommandInfo] = list(BUILTIN_COMMANDS)
+        self._help_notes: list[HelpNote] = []
+
+    def register(self, info: CommandInfo, handler: Handler | None = None) -> None:
+        """Add a command to /help and the platforms' menus.
+
+        Without a handler the adapter answers it itself (``/ask`` starts a streamed reply).
+        """
+        name = info.name.lower()
+        if any(existing.name == name for existing in self._infos):
+            raise ValueError(f"command /{name} is already registered")
+        self._infos.append(CommandInfo(name, info.description, info.admin_only))
+        if handler is not None:
+            self._handlers[name] = handler
+
+    def add_help_note(self, note: HelpNote) -> None:
+        """Adapters add what /help should also say (e.g. what the bot can see in groups)."""
+        self._help_notes.append(note)
+
+    @property
+    def infos(self) -> tuple[CommandInfo, ...]:
+        """Every command, for /help and for registering platform command menus."""
+        return tuple(self._infos)
 
     def is_admin(self, ctx: ChatContext) -> bool:
         return ctx.is_admin or self.service.settings.is_bot_admin(ctx.platform, ctx.user_id)
@@ -71,10 +96,14 @@ class Commands:
     async def _help(self, ctx: ChatContext, args: str) -> CommandResult:
         admin = self.is_admin(ctx) or ctx.is_private
         lines = ["Talk to me and I answer, remembering this conversation.", ""]
-        for info in BUILTIN_COMMANDS:
+        for info in self._infos:
             if info.admin_only and not admin:
                 continue
             lines.append(f"/{info.name} - {info.description}")
+        for note in self._help_notes:
+            extra = note(ctx, self.is_admin(ctx))
+            if extra:
+                lines += ["", extra]
         return CommandResult("\n".join(lines), private=True)
 
     async def _reset(self, ctx: ChatContext, args: str) -> CommandResult:

@@ -108,6 +108,12 @@ class ChatSettings(_Section):
 class HistorySettings(_Section):
     max_tokens: int | None = Field(None, ge=1, description="cap on history tokens per request")
     max_turns: int = Field(50, ge=1, description="turns loaded from the store per request")
+    context_messages: int = Field(
+        20, ge=0, description="unaddressed group messages kept as context (0: none)"
+    )
+    context_max_age: float = Field(
+        1800.0, gt=0, description="seconds an unaddressed message stays useful as context"
+    )
 
 
 class StorageSettings(_Section):

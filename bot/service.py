@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -27,6 +28,8 @@ from bot.history.store import (
     ClearResult,
     HistoryStore,
     NewTurn,
+    Overheard,
+    OverheardStore,
     StoredTurn,
     Usage,
 )
@@ -42,8 +45,8 @@ _NO_ANSWER = "Sorry, I could not come up with an answer to that."
 _CONTEXT_RETRY_FACTOR = 0.7  # after a provider's context_length_exceeded, retry once this smaller
 
 
-class Store(HistoryStore, ChatSettingsStore, Protocol):
-    """What the service needs: history plus per-chat preferences."""
+class Store(HistoryStore, OverheardStore, ChatSettingsStore, Protocol):
+    """What the service needs: history, overheard group messages, per-chat preferences."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,20 +181,31 @@ class ChatService:
         key = self.conversation_key(ctx)  # no await before the lock: arrival order holds
         async with self._locks.hold(key):
             history = await self.store.load_window(key, self.settings.history.max_turns)
+            overheard = await self._overheard(ctx, key)
             shared = _is_shared(key)
             user_message = {"role": "user", "content": _speaker_text(ctx, text) if shared else text}
             prefix = await self._prefix(ctx, key, text)
             tools = self.tools.definitions(ctx) if self.tools else []
             budget = self._budget(prefix, user_message, tools)
-            messages = prefix + _history_messages(history, shared) + [user_message]
+            messages = [
+                *prefix,
+                *_history_messages(history, shared),
+                *(_overheard_message(o, shared) for o in overheard),
+                user_message,
+            ]
             window = self._trim(messages, budget, text)
             # The user's message is written while the request is on its way: the write takes
             # well under a millisecond, the model at least tens of them (bench/).
-            begin = asyncio.ensure_future(
-                self.store.begin_turn(
-                    NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
-                )
+            new_turn = NewTurn(
+                key,
+                ctx.chat_key,
+                ctx.user_id,
+                ctx.user_name,
+                text,
+                ctx.message_id,
+                overheard=tuple(o.overheard_id for o in overheard),
             )
+            begin = asyncio.ensure_future(self.store.begin_turn(new_turn))
             try:
                 answer: list[dict[str, Any]] = []
                 final: Completion | None = None
@@ -294,6 +308,39 @@ class ChatService:
             yield _RoundDone(completion, [assistant, *tool_messages])
             rounds += 1
 
+    # -- group chatter ---------------------------------------------------------------------------
+
+    async def overhear(self, ctx: ChatContext, text: str) -> bool:
+        """Keep an unaddressed group message as context for the next answer (bounded).
+
+        Returns False when nothing was kept (private chat, feature off, empty or huge text).
+        """
+        keep = self.settings.history.context_messages
+        text = text.strip()
+        if ctx.is_private or keep == 0 or not text:
+            return False
+        if len(text) > self.settings.chat.max_input_chars:
+            return False
+        key = self.conversation_key(ctx)
+        message = NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
+        await self.store.record_overheard(message, keep)
+        return True
+
+    async def _overheard(self, ctx: ChatContext, key: str) -> list[Overheard]:
+        keep = self.settings.history.context_messages
+        if ctx.is_private or keep == 0:
+            return []
+        since = time.time() - self.settings.history.context_max_age
+        return (await self.store.load_overheard(key, since))[-keep:]
+
+    async def migrate_chat(self, old_chat_key: str, new_chat_key: str) -> int:
+        """A chat changed its id (Telegram group -> supergroup): history and settings follow."""
+        moved = await self.store.migrate_chat(old_chat_key, new_chat_key)
+        prefs = self._prefs.pop(old_chat_key, None)
+        if prefs is not None:
+            self._prefs.setdefault(new_chat_key, prefs)
+        return moved
+
     # -- context assembly ------------------------------------------------------------------------
 
     async def _prefix(self, ctx: ChatContext, key: str, text: str) -> list[dict[str, Any]]:
@@ -382,6 +429,14 @@ def _with_speaker(name: str, text: str) -> str:
     # The API's ``name`` field rejects spaces and most scripts, so the speaker goes in the text.
     clean = " ".join(name.replace("[", "(").replace("]", ")").split()) or "someone"
     return f"[{clean}] {text}"
+
+
+def _overheard_message(message: Overheard, shared: bool) -> dict[str, Any]:
+    speaker = message.user_name or message.user_id
+    return {
+        "role": "user",
+        "content": _with_speaker(speaker, message.text) if shared else message.text,
+    }
 
 
 def _history_messages(turns: Sequence[StoredTurn], shared: bool) -> list[dict[str, Any]]:

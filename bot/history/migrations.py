@@ -56,6 +56,51 @@ MIGRATIONS: tuple[str, ...] = (
         deleted_messages INTEGER NOT NULL
     );
     """,
+    # 2: group messages the bot overheard without being addressed. They wait in ``overheard``
+    # (bounded by the service); when the bot is addressed they move into ``turns`` with status
+    # 'context', just before the addressed turn, and stay part of the history from then on.
+    # SQLite cannot alter a CHECK constraint, so ``turns`` is rebuilt with the new status.
+    """
+    CREATE TABLE turns_v2 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        conv_key TEXT NOT NULL,
+        chat_key TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT NOT NULL DEFAULT '',
+        platform_message_id TEXT,
+        user_text TEXT NOT NULL,
+        answer TEXT CHECK (answer IS NULL OR json_valid(answer)),
+        status TEXT NOT NULL
+            CHECK (status IN ('pending', 'answered', 'unanswered', 'context')),
+        error TEXT,
+        model TEXT,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        completed_at REAL
+    );
+    INSERT INTO turns_v2 SELECT * FROM turns;
+    DELETE FROM sqlite_sequence WHERE name = 'turns_v2';
+    INSERT INTO sqlite_sequence (name, seq) SELECT 'turns_v2', seq FROM sqlite_sequence
+        WHERE name = 'turns';
+    DROP TABLE turns;
+    ALTER TABLE turns_v2 RENAME TO turns;
+    CREATE INDEX turns_by_conversation ON turns (conv_key, id);
+    CREATE INDEX turns_by_chat ON turns (chat_key);
+
+    CREATE TABLE overheard (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        conv_key TEXT NOT NULL,
+        chat_key TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT NOT NULL DEFAULT '',
+        platform_message_id TEXT,
+        text TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX overheard_by_conversation ON overheard (conv_key, id);
+    CREATE INDEX overheard_by_chat ON overheard (chat_key);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -32,6 +32,7 @@ from bot.history.store import (
     ClearResult,
     HistoryStats,
     NewTurn,
+    Overheard,
     StoredTurn,
     TurnStatus,
     Usage,
@@ -169,20 +170,10 @@ class SQLiteStore:
     # -- turns -----------------------------------------------------------------------------
 
     async def begin_turn(self, turn: NewTurn) -> int:
+        if turn.overheard:
+            return await self._begin_with_overheard(turn)
         async with self._writing() as conn:
-            row = await conn.execute_insert(
-                "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
-                " user_text, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-                (
-                    turn.conversation_key,
-                    turn.chat_key,
-                    turn.user_id,
-                    turn.user_name,
-                    turn.platform_message_id,
-                    turn.text,
-                    time.time(),
-                ),
-            )
+            row = await conn.execute_insert(_INSERT_TURN, _turn_row(turn))
         if row is None:
             raise StoreError("the database returned no id for a new turn")
         turn_id = int(row[0])
@@ -190,6 +181,52 @@ class SQLiteStore:
         stored = StoredTurn(turn_id, turn.user_id, turn.user_name, TurnStatus.PENDING, (user,))
         self._windows.began(turn.conversation_key, stored)
         return turn_id
+
+    async def _begin_with_overheard(self, turn: NewTurn) -> int:
+        """Move the chosen overheard messages in as context rows, then the user's turn."""
+        marks = ",".join("?" * len(turn.overheard))
+        async with self._transaction() as conn:
+            await conn.execute(
+                "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
+                " user_text, status, created_at, completed_at) SELECT conv_key, chat_key, user_id,"
+                " user_name, platform_message_id, text, 'context', created_at, created_at"
+                f" FROM overheard WHERE conv_key = ? AND id IN ({marks}) ORDER BY id",
+                (turn.conversation_key, *turn.overheard),
+            )
+            # The rest is older than the chosen ones or superseded: the turn answers the chatter.
+            await conn.execute(
+                "DELETE FROM overheard WHERE conv_key = ? AND id <= ?",
+                (turn.conversation_key, max(turn.overheard)),
+            )
+            row = await conn.execute_insert(_INSERT_TURN, _turn_row(turn))
+        if row is None:
+            raise StoreError("the database returned no id for a new turn")
+        self._windows.forget(turn.conversation_key)
+        return int(row[0])
+
+    async def record_overheard(self, message: NewTurn, keep: int) -> None:
+        async with self._transaction() as conn:
+            await conn.execute(
+                "INSERT INTO overheard (conv_key, chat_key, user_id, user_name,"
+                " platform_message_id, text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                _turn_row(message),
+            )
+            await conn.execute(
+                "DELETE FROM overheard WHERE conv_key = ? AND id NOT IN"
+                " (SELECT id FROM overheard WHERE conv_key = ? ORDER BY id DESC LIMIT ?)",
+                (message.conversation_key, message.conversation_key, max(keep, 0)),
+            )
+
+    async def load_overheard(self, conversation_key: str, since: float) -> list[Overheard]:
+        rows = await self._read.execute_fetchall(
+            "SELECT id, user_id, user_name, text, created_at FROM overheard"
+            " WHERE conv_key = ? AND created_at >= ? ORDER BY id",
+            (conversation_key, since),
+        )
+        return [
+            Overheard(int(i), str(user), str(name), str(text), float(at))
+            for i, user, name, text, at in rows
+        ]
 
     async def complete_turn(
         self, turn_id: int, messages: Sequence[Mapping[str, Any]], usage: Usage, model: str
@@ -280,6 +317,7 @@ class SQLiteStore:
             turns, messages = (int(v) for v in next(iter(rows)))
             await conn.execute("DELETE FROM turns WHERE chat_key = ?", (chat_key,))
             await conn.execute("DELETE FROM resets WHERE chat_key = ?", (chat_key,))
+            await conn.execute("DELETE FROM overheard WHERE chat_key = ?", (chat_key,))
             await conn.execute(
                 "INSERT INTO clear_audit (chat_key, actor_id, actor_name, at, deleted_turns,"
                 " deleted_messages) VALUES (?, ?, ?, ?, ?, ?)",
@@ -303,7 +341,8 @@ class SQLiteStore:
             "SELECT count(*), coalesce(sum(id > coalesce("
             "   (SELECT after_turn_id FROM resets WHERE conv_key = ?), 0)), 0),"
             " coalesce(sum(status = 'unanswered'), 0), coalesce(sum(prompt_tokens), 0),"
-            " coalesce(sum(completion_tokens), 0) FROM turns WHERE conv_key = ?",
+            " coalesce(sum(completion_tokens), 0) FROM turns"
+            " WHERE conv_key = ? AND status != 'context'",
             (conversation_key, conversation_key),
         )
         total, in_context, unanswered, prompt, completion = next(iter(rows))
@@ -336,6 +375,35 @@ class SQLiteStore:
                         record["user_name"] = user_name
                     yield record
 
+    async def migrate_chat(self, old_chat_key: str, new_chat_key: str) -> int:
+        """Re-key every row of the old chat; the conversation keys keep their suffixes."""
+        start = len(old_chat_key) + 1
+        async with self._transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE turns SET chat_key = ?, conv_key = ? || substr(conv_key, ?)"
+                " WHERE chat_key = ?",
+                (new_chat_key, new_chat_key, start, old_chat_key),
+            )
+            moved = cursor.rowcount
+            for table in ("resets", "overheard"):
+                await conn.execute(
+                    f"UPDATE {table} SET chat_key = ?, conv_key = ? || substr(conv_key, ?)"
+                    " WHERE chat_key = ?",
+                    (new_chat_key, new_chat_key, start, old_chat_key),
+                )
+            await conn.execute(
+                "UPDATE OR IGNORE chat_preferences SET chat_key = ? WHERE chat_key = ?",
+                (new_chat_key, old_chat_key),
+            )
+            await conn.execute(
+                "UPDATE clear_audit SET chat_key = ? WHERE chat_key = ?",
+                (new_chat_key, old_chat_key),
+            )
+        self._windows.forget_chat(old_chat_key)
+        self._windows.forget_chat(new_chat_key)
+        log.info("chat migrated old=%s new=%s turns=%d", old_chat_key, new_chat_key, moved)
+        return moved
+
     async def conversations(self) -> list[tuple[str, int]]:
         """Every conversation key with its turn count (for ``history export`` discovery)."""
         rows = await self._read.execute_fetchall(
@@ -367,6 +435,24 @@ class SQLiteStore:
                     time.time(),
                 ),
             )
+
+
+_INSERT_TURN = (
+    "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
+    " user_text, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)"
+)
+
+
+def _turn_row(turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float]:
+    return (
+        turn.conversation_key,
+        turn.chat_key,
+        turn.user_id,
+        turn.user_name,
+        turn.platform_message_id,
+        turn.text,
+        time.time(),
+    )
 
 
 def _statements(script: str) -> list[str]:

@@ -24,6 +24,7 @@ class TurnStatus(StrEnum):
     PENDING = "pending"  # the user's message is stored, the answer is being produced
     ANSWERED = "answered"
     UNANSWERED = "unanswered"  # the model failed; the user's message is kept
+    CONTEXT = "context"  # an overheard group message, kept so later answers know the chatter
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,18 @@ class NewTurn:
     user_name: str
     text: str
     platform_message_id: str | None = None
+    overheard: tuple[int, ...] = ()  # ids of overheard messages that become context rows first
+
+
+@dataclass(frozen=True, slots=True)
+class Overheard:
+    """A group message the bot saw without being addressed, waiting to give context."""
+
+    overheard_id: int
+    user_id: str
+    user_name: str
+    text: str
+    created_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +124,22 @@ class HistoryStore(Protocol):
 
     async def stats(self, conversation_key: str) -> HistoryStats: ...
 
+    async def migrate_chat(self, old_chat_key: str, new_chat_key: str) -> int:
+        """Move every conversation of a chat to its new id (a group that became a supergroup)."""
+        ...
+
     def export(self, conversation_key: str) -> AsyncIterator[dict[str, Any]]:
         """Every stored message of a conversation, oldest first, as plain JSON-able dicts."""
+        ...
+
+
+class OverheardStore(Protocol):
+    async def record_overheard(self, message: NewTurn, keep: int) -> None:
+        """Store an unaddressed message; only the newest ``keep`` of its conversation stay."""
+        ...
+
+    async def load_overheard(self, conversation_key: str, since: float) -> list[Overheard]:
+        """Overheard messages newer than ``since`` (a ``time.time()``), oldest first."""
         ...
 
 
