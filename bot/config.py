@@ -124,6 +124,9 @@ class LoggingSettings(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
+PLATFORM_TOKEN_ENV = {"telegram": "TELEGRAM_BOT_TOKEN", "discord": "DISCORD_BOT_TOKEN"}
+
+
 class PlatformSettings(BaseModel):
     """Adapter sections are owned by their adapters; the core only reads ``enabled``."""
 
@@ -160,6 +163,20 @@ class Settings(_Section):
     )
     telegram: PlatformSettings = PlatformSettings()
     discord: PlatformSettings = PlatformSettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _platform_tokens(cls, data: Any) -> Any:
+        """Bot tokens come from the environment unless the config names one."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name, variable in PLATFORM_TOKEN_ENV.items():
+            section = data.get(name) or {}
+            token = os.environ.get(variable)
+            if isinstance(section, dict) and token and not section.get("token"):
+                data[name] = {**section, "token": token}
+        return data
 
     @field_validator("admins", mode="before")
     @classmethod

@@ -157,7 +157,7 @@ class ChatService:
                     return event.reply
         raise AssertionError("a turn always ends with Done")  # pragma: no cover
 
-    def stream(self, ctx: ChatContext, text: str) -> AsyncIterator[ChatEvent]:
+    def stream(self, ctx: ChatContext, text: str) -> AsyncGenerator[ChatEvent, None]:
         """Answer ``text``, yielding text deltas and tool events, then :class:`Done`.
 
         Iterate it to the end, or wrap it in ``contextlib.aclosing`` when you may stop early:
@@ -323,7 +323,8 @@ class ChatService:
             return False
         key = self.conversation_key(ctx)
         message = NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
-        await self.store.record_overheard(message, keep)
+        async with self._locks.hold(key):  # in arrival order with the conversation's turns
+            await self.store.record_overheard(message, keep)
         return True
 
     async def _overheard(self, ctx: ChatContext, key: str) -> list[Overheard]:

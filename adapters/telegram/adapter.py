@@ -1,0 +1,322 @@
+"""The Telegram adapter: aiogram 3 in, ChatService in the middle, formatted replies out.
+
+Lifecycle: ``run`` checks the token with ``getMe``, says what privacy mode lets the bot see,
+registers the command menus, then long-polls (after ``deleteWebhook``) or serves a webhook until
+``stop``. Our entry point owns signals (``handle_signals=False``); on ``stop`` no new updates
+are taken and the replies already being written finish before ``run`` returns.
+
+Arrival order: per-update handler tasks reach ``ChatService`` without awaiting anything first,
+so the conversation lock is queued for in the order Telegram delivered the messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import replace
+from typing import Any
+
+from aiogram import Bot, Dispatcher, Router
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import TelegramAPIError, TelegramUnauthorizedError
+from aiogram.types import Message, Update, User
+
+from adapters.telegram.admins import AdminCache
+from adapters.telegram.flood import FloodRetry, Sleep
+from adapters.telegram.menu import ASK, register_menus
+from adapters.telegram.normalise import Incoming, chat_key, normalise
+from adapters.telegram.output import Outbox, Target, Undeliverable
+from adapters.telegram.settings import TelegramSettings, telegram_settings
+from adapters.telegram.streaming import EditThrottle, StreamingReply, Typing
+from adapters.telegram.triggers import Action, Decision, decide
+from adapters.telegram.webhook import WebhookServer
+from bot.app import App
+from bot.context import ChatContext
+from bot.errors import ConfigError, UserFacingError
+from bot.llm.client import TextDelta
+from bot.service import Done, Reply
+
+log = logging.getLogger(__name__)
+
+ALLOWED_UPDATES = ["message"]
+_ADMIN_COMMANDS = frozenset({"clear", "scope", "help"})
+_FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
+_CUT = "\n\n[reply cut at the output limit]"
+_PRIVACY_NOTE = (
+    "Privacy mode is on: in groups I only see commands, @mentions of me and replies to my "
+    "messages, so keyword triggers and background context do not work. Turn it off with "
+    "BotFather's /setprivacy (then re-add me to the group), or make me a group admin."
+)
+_STARTUP_RETRY_MAX = 30.0
+
+
+class TelegramAdapter:
+    name = "telegram"
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        settings: TelegramSettings | None = None,
+        flood_sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.app = app
+        self.config = settings or telegram_settings(app.settings)
+        if not self.config.enabled:
+            raise ConfigError("telegram.enabled is false")
+        session = AiohttpSession(api=TelegramAPIServer.from_base(self.config.api_server))
+        session.middleware(
+            FloodRetry(self.config.flood_retries, self.config.flood_max_wait, flood_sleep)
+        )
+        self.bot = Bot(self.config.bot_token, session=session)
+        self.dispatcher = Dispatcher()
+        router = Router(name="parlour")
+        router.message.register(self._on_message)
+        self.dispatcher.include_router(router)
+        self.admins = AdminCache(self.bot, self.config.admin_cache_seconds)
+        self.throttle = EditThrottle(
+            self.config.edit_interval_private, self.config.edit_interval_group
+        )
+        self.me: User | None = None
+        self.webhook: WebhookServer | None = None
+        self._stopped = asyncio.Event()
+        self._inflight: set[asyncio.Task[Any]] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            if not await self._start():
+                return
+            if self.config.mode == "webhook":
+                await self._serve_webhook()
+            else:
+                await self._poll()
+            if self._inflight:
+                await asyncio.gather(*self._inflight, return_exceptions=True)
+        finally:
+            await self.bot.session.close()
+
+    async def stop(self) -> None:
+        self._stopped.set()
+
+    async def _start(self) -> bool:
+        """getMe (retried while Telegram is unreachable), diagnostics, command menus."""
+        delay = 1.0
+        while self.me is None:
+            try:
+                self.me = await self.bot.get_me()
+            except TelegramUnauthorizedError:
+                raise ConfigError(
+                    "telegram.token was rejected by Telegram (401 Unauthorized): "
+                    "check the token BotFather gave you"
+                ) from None
+            except TelegramAPIError as exc:
+                log.warning("telegram getMe failed, retrying in %.0fs: %s", delay, exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopped.wait(), delay)
+                if self._stopped.is_set():
+                    return False
+                delay = min(delay * 2, _STARTUP_RETRY_MAX)
+        self._diagnose(self.me)
+        commands = self.app.commands
+        if not commands.knows(ASK.name) and ASK.name not in {i.name for i in commands.infos}:
+            commands.register(ASK)
+        commands.add_help_note(self._help_note)
+        await register_menus(self.bot, commands.infos)
+        return True
+
+    def _diagnose(self, me: User) -> None:
+        log.info(
+            "telegram bot @%s id=%s mode=%s api_server=%s",
+            me.username,
+            me.id,
+            self.config.mode,
+            self.config.api_server,
+        )
+        if self.privacy_mode:
+            log.info("telegram: %s", _PRIVACY_NOTE)
+            if self.config.group_trigger.keywords:
+                log.warning("telegram: keyword triggers need privacy mode off to see messages")
+
+    @property
+    def privacy_mode(self) -> bool:
+        return self.me is not None and not self.me.can_read_all_group_messages
+
+    def _help_note(self, ctx: ChatContext, admin: bool) -> str | None:
+        if ctx.platform != "telegram" or ctx.is_private or not admin or not self.privacy_mode:
+            return None
+        return _PRIVACY_NOTE
+
+    async def _poll(self) -> None:
+        await self.bot.delete_webhook(drop_pending_updates=False)
+        polling = asyncio.ensure_future(
+            self.dispatcher.start_polling(
+                self.bot,
+                handle_signals=False,
+                close_bot_session=False,
+                polling_timeout=self.config.polling_timeout,
+                allowed_updates=ALLOWED_UPDATES,
+            )
+        )
+        stopped = asyncio.ensure_future(self._stopped.wait())
+        try:
+            await asyncio.wait({polling, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not polling.done():
+                await self.dispatcher.stop_polling()
+            await polling
+        finally:
+            stopped.cancel()
+            if not polling.done():
+                polling.cancel()
+
+    async def _serve_webhook(self) -> None:
+        hook = self.config.webhook
+        assert hook.url is not None, "validated in settings"
+        self.webhook = WebhookServer(
+            self._feed,
+            secret=hook.secret(),
+            path=hook.path,
+            host=hook.listen_host,
+            port=hook.listen_port,
+        )
+        await self.webhook.start()
+        try:
+            await self.bot.set_webhook(
+                url=hook.url,
+                secret_token=hook.secret(),
+                allowed_updates=ALLOWED_UPDATES,
+                drop_pending_updates=hook.drop_pending_updates,
+            )
+            await self._stopped.wait()
+        finally:
+            await self.webhook.stop()
+
+    async def _feed(self, raw: dict[str, object]) -> None:
+        update = Update.model_validate(raw, context={"bot": self.bot})
+        await self.dispatcher.feed_update(self.bot, update)
+
+    # -- one message -------------------------------------------------------------------------
+
+    async def _on_message(self, message: Message) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
+        try:
+            await self.handle(message)
+        except Exception:
+            log.exception(
+                "telegram message failed chat=%s message=%s", message.chat.id, message.message_id
+            )
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
+
+    async def handle(self, message: Message) -> None:
+        if message.migrate_to_chat_id is not None:
+            await self._migrate(message.chat.id, message.migrate_to_chat_id)
+            return
+        if message.migrate_from_chat_id is not None:
+            await self._migrate(message.migrate_from_chat_id, message.chat.id)
+            return
+        assert self.me is not None, "handlers run after getMe"
+        incoming = normalise(message, self.me)
+        names = {info.name for info in self.app.commands.infos}
+        decision = decide(incoming, self.config.trigger_for(message.chat.id), names)
+        log.debug(
+            "telegram update chat=%s message=%s action=%s",
+            message.chat.id,
+            message.message_id,
+            decision.action,
+        )
+        if decision.action is Action.ANSWER:
+            await self._answer(message, incoming, decision.text)
+        elif decision.action is Action.COMMAND:
+            await self._command(message, incoming, decision)
+        elif decision.action is Action.OVERHEAR:
+            await self.app.service.overhear(incoming.ctx, decision.text)
+
+    async def _answer(self, message: Message, incoming: Incoming, text: str) -> None:
+        outbox = Outbox(self.bot, _target(message))
+        if not text.strip() and incoming.command == "ask":
+            await self._notify(outbox, "Ask me something: /ask <your question>")
+            return
+        typing = Typing(self.bot, message.chat.id, outbox.target.thread_id)
+        typing.start()
+        try:
+            if self.config.stream:
+                streaming = StreamingReply(
+                    outbox, self.throttle, private=incoming.ctx.is_private, typing=typing
+                )
+                reply = await self._stream(incoming.ctx, text, streaming)
+                await streaming.finish(_shown(reply))
+            else:
+                reply = await self.app.service.chat(incoming.ctx, text)
+                await typing.stop()
+                await outbox.send_markdown(_shown(reply))
+        except UserFacingError as exc:
+            await typing.stop()
+            await self._notify(outbox, exc.chat_text)
+        except Undeliverable as exc:
+            log.warning("telegram: cannot post in chat=%s: %s", message.chat.id, exc)
+        except TelegramAPIError as exc:
+            log.warning("telegram: reply not delivered chat=%s: %s", message.chat.id, exc)
+        except Exception:
+            log.exception("telegram: answering failed chat=%s", message.chat.id)
+            await typing.stop()
+            await self._notify(outbox, _FAILED)
+        finally:
+            await typing.stop()
+
+    async def _stream(self, ctx: ChatContext, text: str, streaming: StreamingReply) -> Reply:
+        async with contextlib.aclosing(self.app.service.stream(ctx, text)) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    await streaming.feed(event.text)
+                elif isinstance(event, Done):
+                    return event.reply
+        raise AssertionError("a stream always ends with Done")  # pragma: no cover
+
+    async def _command(self, message: Message, incoming: Incoming, decision: Decision) -> None:
+        ctx = incoming.ctx
+        name = decision.command or "help"
+        sender = message.from_user
+        if (
+            name in _ADMIN_COMMANDS
+            and not ctx.is_private
+            and not ctx.is_admin
+            and sender is not None
+            and message.sender_chat is None
+        ):
+            ctx = replace(ctx, is_admin=await self.admins.is_admin(message.chat.id, sender.id))
+        result = await self.app.commands.handle(ctx, name, decision.text)
+        await self._notify(Outbox(self.bot, _target(message)), result.text)
+
+    async def _notify(self, outbox: Outbox, text: str) -> None:
+        try:
+            await outbox.send_plain(text)
+        except (Undeliverable, TelegramAPIError) as exc:
+            log.warning("telegram: notice not delivered chat=%s: %s", outbox.target.chat_id, exc)
+
+    async def _migrate(self, old_id: int, new_id: int) -> None:
+        moved = await self.app.service.migrate_chat(chat_key(old_id), chat_key(new_id))
+        self.admins.forget_chat(old_id)
+        if moved:
+            log.info(
+                "telegram group %s became supergroup %s: %d turns moved", old_id, new_id, moved
+            )
+
+
+def _target(message: Message) -> Target:
+    private = message.chat.type == "private"
+    return Target(
+        chat_id=message.chat.id,
+        thread_id=message.message_thread_id if message.is_topic_message else None,
+        reply_to=None if private else message.message_id,
+    )
+
+
+def _shown(reply: Reply) -> str:
+    return reply.text + _CUT if reply.truncated else reply.text

@@ -1,0 +1,51 @@
+"""Who is a Telegram chat admin: ``getChatMember``, trusted for a short while.
+
+Admin-only commands (``/clear``, ``/scope``) are decided here, in code, from the platform's own
+answer: the chat's creator or an administrator. The answer is cached briefly so a burst of
+commands costs one request, yet a demoted admin loses the right within ``ttl`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from aiogram import Bot
+from aiogram.exceptions import TelegramAPIError
+
+log = logging.getLogger(__name__)
+
+ADMIN_STATUSES = frozenset({"creator", "administrator"})
+_MAX_ENTRIES = 10_000
+
+
+class AdminCache:
+    def __init__(
+        self, bot: Bot, ttl: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.bot = bot
+        self.ttl = ttl
+        self.clock = clock
+        self._known: dict[tuple[int, int], tuple[bool, float]] = {}
+
+    async def is_admin(self, chat_id: int, user_id: int) -> bool:
+        key = (chat_id, user_id)
+        hit = self._known.get(key)
+        now = self.clock()
+        if hit is not None and now - hit[1] < self.ttl:
+            return hit[0]
+        try:
+            member = await self.bot.get_chat_member(chat_id=chat_id, user_id=user_id)
+        except TelegramAPIError as exc:
+            log.warning("getChatMember failed chat=%s user=%s: %s", chat_id, user_id, exc)
+            return False  # unknown is not admin: refusing is the safe answer
+        admin = member.status in ADMIN_STATUSES
+        if len(self._known) >= _MAX_ENTRIES:
+            self._known.clear()
+        self._known[key] = (admin, now)
+        return admin
+
+    def forget_chat(self, chat_id: int) -> None:
+        for key in [k for k in self._known if k[0] == chat_id]:
+            del self._known[key]

@@ -1,0 +1,153 @@
+"""Putting one reply into a Telegram chat: send, edit, and never lose it to formatting.
+
+The model writes Markdown; Telegram takes a small HTML subset. The text is rendered first and
+split *after* rendering (``split.py``: every chunk balanced, within 4096 UTF-16 units), then each
+chunk is sent as HTML. If Telegram still answers "can't parse entities", the same chunk goes out
+as plain text: a reply may lose its bold, never its words. A blocked or kicked bot, or a message
+deleted under us, is logged and the reply abandoned; nothing here raises into the handler.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from aiogram import Bot
+from aiogram.enums import ParseMode
+from aiogram.exceptions import TelegramAPIError, TelegramBadRequest, TelegramForbiddenError
+from aiogram.types import LinkPreviewOptions, Message, ReplyParameters
+
+from adapters.telegram.render import html_to_text, markdown_to_html
+from adapters.telegram.split import split_html, split_text
+
+log = logging.getLogger(__name__)
+
+_NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
+
+
+class Undeliverable(Exception):
+    """The chat cannot receive messages from us (blocked, kicked, gone)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a reply goes: the chat, its forum topic, and the message it quotes (groups)."""
+
+    chat_id: int
+    thread_id: int | None = None
+    reply_to: int | None = None
+
+
+class Outbox:
+    """Sends and edits the messages of one reply, in order."""
+
+    def __init__(self, bot: Bot, target: Target) -> None:
+        self.bot = bot
+        self.target = target
+        self.messages: list[Message] = []
+
+    async def send_plain(self, text: str) -> None:
+        """A short notice (errors, command answers), split if it must be."""
+        for chunk in split_text(text):
+            await self._send(chunk, html=False)
+
+    async def send_markdown(self, text: str) -> None:
+        await self.finish(text)
+
+    async def finish(self, markdown: str) -> None:
+        """The final formatted text, reusing messages already sent while streaming."""
+        chunks = split_html(markdown_to_html(markdown)) or split_text(markdown)
+        for index, chunk in enumerate(chunks):
+            if index < len(self.messages):
+                await self.edit(index, chunk, html=True)
+            else:
+                await self._send(chunk, html=True)
+        for extra in self.messages[len(chunks) :]:
+            await self._delete(extra)
+        del self.messages[len(chunks) :]
+
+    async def stream_text(self, index: int, text: str) -> None:
+        """Show plain ``text`` in message ``index`` (a new message if it does not exist yet)."""
+        if index < len(self.messages):
+            await self.edit(index, text, html=False)
+        else:
+            await self._send(text, html=False)
+
+    async def edit(self, index: int, text: str, *, html: bool) -> None:
+        message = self.messages[index]
+        try:
+            edited = await self._edit_once(message, text, html)
+        except TelegramBadRequest as exc:
+            description = exc.message.lower()
+            if "not modified" in description:
+                return
+            if html and "can't parse entities" in description:
+                log.warning(
+                    "HTML rejected, editing as plain text chat=%s: %s", message.chat.id, exc
+                )
+                edited = await self._edit_fallback(message, html_to_text(text))
+            elif "not found" in description or "can't be edited" in description:
+                log.info(
+                    "message %s gone, sending anew chat=%s", message.message_id, message.chat.id
+                )
+                await self._send(text, html=html, replace=index)
+                return
+            else:
+                raise
+        if isinstance(edited, Message):
+            self.messages[index] = edited
+
+    async def _edit_once(self, message: Message, text: str, html: bool) -> Message | bool:
+        return await self.bot.edit_message_text(
+            text=text,
+            chat_id=message.chat.id,
+            message_id=message.message_id,
+            parse_mode=ParseMode.HTML if html else None,
+            link_preview_options=_NO_PREVIEW,
+        )
+
+    async def _edit_fallback(self, message: Message, text: str) -> Message | bool:
+        try:
+            return await self._edit_once(message, text, False)
+        except TelegramBadRequest as exc:
+            if "not modified" in exc.message.lower():
+                return message
+            raise
+
+    async def _send(self, text: str, *, html: bool, replace: int | None = None) -> None:
+        try:
+            message = await self._send_once(text, html)
+        except TelegramBadRequest as exc:
+            if not (html and "can't parse entities" in exc.message.lower()):
+                raise
+            log.warning("HTML rejected, sending plain text chat=%s: %s", self.target.chat_id, exc)
+            message = await self._send_once(html_to_text(text), False)
+        if replace is None:
+            self.messages.append(message)
+        else:
+            self.messages[replace] = message
+
+    async def _send_once(self, text: str, html: bool) -> Message:
+        first = not self.messages
+        reply = (
+            ReplyParameters(message_id=self.target.reply_to, allow_sending_without_reply=True)
+            if first and self.target.reply_to is not None
+            else None
+        )
+        try:
+            return await self.bot.send_message(
+                chat_id=self.target.chat_id,
+                text=text,
+                message_thread_id=self.target.thread_id,
+                parse_mode=ParseMode.HTML if html else None,
+                reply_parameters=reply,
+                link_preview_options=_NO_PREVIEW,
+            )
+        except TelegramForbiddenError as exc:
+            raise Undeliverable(str(exc)) from exc
+
+    async def _delete(self, message: Message) -> None:
+        try:
+            await self.bot.delete_message(chat_id=message.chat.id, message_id=message.message_id)
+        except TelegramAPIError as exc:
+            log.info("could not delete message %s: %s", message.message_id, exc)

@@ -1,0 +1,119 @@
+"""The ``telegram:`` config section, owned by this adapter and validated when it starts.
+
+The core only reads ``telegram.enabled``; everything else is checked here so a typo names the
+field (``telegram.webhook.url: ...``) instead of surfacing as a failed request later.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from bot.config import Settings
+from bot.errors import ConfigError
+
+DEFAULT_API_SERVER = "https://api.telegram.org"
+_TOKEN = re.compile(r"^\d+:[\w-]+$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GroupTrigger(_Section):
+    """When the bot answers in a group (private chats always answer)."""
+
+    mention: bool = Field(True, description="answer an @mention of the bot")
+    reply: bool = Field(True, description="answer a reply to one of the bot's messages")
+    ask_command: bool = Field(True, description="answer /ask <text>")
+    keywords: tuple[str, ...] = Field((), description="answer messages containing any of these")
+    keep_context: bool = Field(
+        True, description="keep unaddressed messages as context (bounded by history.context_*)"
+    )
+
+
+class WebhookSettings(_Section):
+    url: str | None = Field(None, description="public HTTPS URL Telegram posts updates to")
+    secret_token: SecretStr | None = Field(
+        None, description="X-Telegram-Bot-Api-Secret-Token; a random one is made when unset"
+    )
+    listen_host: str = "0.0.0.0"
+    listen_port: int = Field(8080, ge=0, le=65535)
+    path: str = "/telegram/webhook"
+    drop_pending_updates: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if self.url is not None and not self.url.startswith(("https://", "http://")):
+            raise ValueError("url must be an http(s) URL")
+        if self.secret_token is not None and not re.fullmatch(
+            r"[A-Za-z0-9_-]{1,256}", self.secret_token.get_secret_value()
+        ):
+            raise ValueError("secret_token may only use A-Z, a-z, 0-9, _ and - (1-256 chars)")
+        if not self.path.startswith("/"):
+            raise ValueError("path must start with /")
+        return self
+
+    def secret(self) -> str:
+        if self.secret_token is not None:
+            return self.secret_token.get_secret_value()
+        return _GENERATED_SECRET
+
+
+_GENERATED_SECRET = secrets.token_urlsafe(32)
+
+
+class TelegramSettings(_Section):
+    enabled: bool = False
+    token: SecretStr | None = Field(None, description="from BotFather; env TELEGRAM_BOT_TOKEN")
+    api_server: str = Field(DEFAULT_API_SERVER, description="Bot API server base URL")
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook: WebhookSettings = WebhookSettings()
+    group_trigger: GroupTrigger = GroupTrigger()
+    chats: dict[str, GroupTrigger] = Field(
+        default_factory=dict, description="per-chat trigger overrides, keyed by chat id"
+    )
+    stream: bool = Field(True, description="stream replies by editing one message")
+    edit_interval_private: float = Field(1.0, gt=0, description="seconds between edits")
+    edit_interval_group: float = Field(3.0, gt=0, description="seconds between edits in groups")
+    admin_cache_seconds: float = Field(60.0, ge=0, description="how long getChatMember is trusted")
+    flood_retries: int = Field(3, ge=0, description="resends after a 429 (flood control)")
+    flood_max_wait: float = Field(60.0, gt=0, description="longest retry_after worth waiting")
+    polling_timeout: int = Field(30, ge=1, le=50, description="getUpdates long-poll seconds")
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if self.enabled:
+            if self.token is None:
+                raise ValueError("token is missing: set TELEGRAM_BOT_TOKEN or telegram.token")
+            if not _TOKEN.match(self.token.get_secret_value()):
+                raise ValueError("token does not look like a bot token (123456:ABC-...)")
+            if self.mode == "webhook" and self.webhook.url is None:
+                raise ValueError("mode is webhook but webhook.url is not set")
+        if not self.api_server.startswith(("https://", "http://")):
+            raise ValueError("api_server must be an http(s) URL")
+        return self
+
+    def trigger_for(self, chat_id: int | str) -> GroupTrigger:
+        return self.chats.get(str(chat_id), self.group_trigger)
+
+    @property
+    def bot_token(self) -> str:
+        assert self.token is not None, "validated when enabled"
+        return self.token.get_secret_value()
+
+
+def telegram_settings(settings: Settings) -> TelegramSettings:
+    """Validate the generic ``telegram:`` section; errors name the field, never the token."""
+    raw = settings.telegram.model_dump()
+    try:
+        return TelegramSettings.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(p) for p in ("telegram", *error["loc"]))
+            problems.append(f"{where}: {error['msg']}")
+        raise ConfigError("; ".join(problems)) from None
