@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING, Protocol, cast
 
 from bot.errors import ConfigError
 
 if TYPE_CHECKING:
     from bot.app import App
+    from bot.config import Settings
 
 
 class Adapter(Protocol):
@@ -32,7 +34,23 @@ class Adapter(Protocol):
 AdapterFactory = Callable[["App"], Adapter]
 
 
+def check_adapter_settings(name: str, settings: Settings) -> None:
+    """Let an adapter validate its own config section (``check_settings(settings)``, optional)."""
+    module = _module(name, settings.adapters)
+    check = getattr(module, "check_settings", None)
+    if callable(check):
+        check(settings)
+
+
 def load_adapter(name: str, modules: dict[str, str]) -> AdapterFactory:
+    module = _module(name, modules)
+    factory = getattr(module, "create_adapter", None)
+    if not callable(factory):
+        raise ConfigError(f"adapters.{name}: {module.__name__} has no create_adapter(app)")
+    return cast(AdapterFactory, factory)
+
+
+def _module(name: str, modules: dict[str, str]) -> ModuleType:
     module_name = modules.get(name)
     if module_name is None:
         raise ConfigError(f"adapters.{name}: no module configured for adapter {name!r}")
@@ -40,7 +58,4 @@ def load_adapter(name: str, modules: dict[str, str]) -> AdapterFactory:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"adapters.{name}: cannot import {module_name}: {exc}") from exc
-    factory = getattr(module, "create_adapter", None)
-    if not callable(factory):
-        raise ConfigError(f"adapters.{name}: {module_name} has no create_adapter(app)")
-    return cast(AdapterFactory, factory)
+    return module

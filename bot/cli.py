@@ -19,7 +19,7 @@ from typing import TextIO
 
 import yaml
 
-from bot.adapter import Adapter, load_adapter
+from bot.adapter import Adapter, check_adapter_settings, load_adapter
 from bot.app import App, check_llm_settings
 from bot.config import Settings, load_settings, masked_dump, secret_values
 from bot.errors import ConfigError, ParlourError
@@ -89,6 +89,8 @@ def _check_config(settings: Settings, redactor: Redactor) -> int:
     text = yaml.safe_dump(masked_dump(settings), sort_keys=False, allow_unicode=True)
     sys.stdout.write(redactor(text))
     check_llm_settings(settings)
+    for name in settings.enabled_platforms():
+        check_adapter_settings(name, settings)
     sys.stdout.write("config OK\n")
     return 0
 
@@ -117,6 +119,8 @@ async def _history(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _serve(settings: Settings, names: list[str]) -> int:
     factories = [load_adapter(name, settings.adapters) for name in names]
+    for name in names:
+        check_adapter_settings(name, settings)
     async with App(settings) as app:
         adapters: list[Adapter] = [factory(app) for factory in factories]
         loop = asyncio.get_running_loop()

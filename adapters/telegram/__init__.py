@@ -11,8 +11,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from adapters.telegram.adapter import TelegramAdapter
     from bot.app import App
+    from bot.config import Settings
 
-__all__ = ["create_adapter"]
+__all__ = ["check_settings", "create_adapter"]
+
+
+def check_settings(settings: Settings) -> None:
+    """Validate ``telegram:`` (``check-config`` and start-up call this)."""
+    from adapters.telegram.settings import telegram_settings
+
+    telegram_settings(settings)
 
 
 def create_adapter(app: App) -> TelegramAdapter:

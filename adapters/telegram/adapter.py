@@ -83,6 +83,7 @@ class TelegramAdapter:
         self.webhook: WebhookServer | None = None
         self._stopped = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
+        self._migrations: dict[int, asyncio.Future[None]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -221,6 +222,9 @@ class TelegramAdapter:
         if message.migrate_from_chat_id is not None:
             await self._migrate(message.migrate_from_chat_id, message.chat.id)
             return
+        moving = self._migrations.get(message.chat.id)
+        if moving is not None:  # the history is still moving to this chat's new id
+            await asyncio.shield(moving)
         assert self.me is not None, "handlers run after getMe"
         incoming = normalise(message, self.me)
         names = {info.name for info in self.app.commands.infos}
@@ -301,12 +305,25 @@ class TelegramAdapter:
             log.warning("telegram: notice not delivered chat=%s: %s", outbox.target.chat_id, exc)
 
     async def _migrate(self, old_id: int, new_id: int) -> None:
-        moved = await self.app.service.migrate_chat(chat_key(old_id), chat_key(new_id))
-        self.admins.forget_chat(old_id)
-        if moved:
+        """Move history and settings; the new chat's messages wait until it is done.
+
+        The future is registered before the first await, so a message that arrived after the
+        service message, but runs concurrently, finds it and waits.
+        """
+        moving = self._migrations.get(new_id)
+        if moving is not None:  # Telegram sends two service messages for one migration
+            await asyncio.shield(moving)
+            return
+        moving = self._migrations[new_id] = asyncio.get_running_loop().create_future()
+        try:
+            moved = await self.app.service.migrate_chat(chat_key(old_id), chat_key(new_id))
+            self.admins.forget_chat(old_id)
             log.info(
-                "telegram group %s became supergroup %s: %d turns moved", old_id, new_id, moved
+                "telegram group %s is now supergroup %s: %d turns moved", old_id, new_id, moved
             )
+        finally:
+            moving.set_result(None)
+            del self._migrations[new_id]
 
 
 def _target(message: Message) -> Target:

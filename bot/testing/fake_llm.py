@@ -125,11 +125,13 @@ class FakeLLM:
         model_context_window: int = 128_000,
         api_key: str | None = None,
         latency: float = 0.0,
+        stream_interval: float = 0.0,
         default_reply: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
         self.model_context_window = model_context_window
         self.api_key = api_key
         self.latency = latency
+        self.stream_interval = stream_interval  # seconds between streamed chunks (a slow model)
         self.default_reply = default_reply
         self.models: list[str] = list(DEFAULT_MODELS)
         self.requests: list[RecordedRequest] = []
@@ -325,7 +327,9 @@ class FakeLLM:
         response.headers["Cache-Control"] = "no-cache"
         try:
             await response.prepare(request)
-            for chunk in chunks:
+            for index, chunk in enumerate(chunks):
+                if index and self.stream_interval:
+                    await asyncio.sleep(self.stream_interval)
                 await response.write(sse_event(chunk))
             await response.write(sse_event("[DONE]"))
             await response.write_eof()
