@@ -1,4 +1,4 @@
-"""Telegram messages -> ChatContext and trigger decisions: pure functions over real aiogram types."""
+"""Telegram messages -> ChatContext and trigger decisions: pure, over real aiogram types."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The ``fake_llm`` pytest fixture, registered through the ``pytest11`` entry point.
+"""The ``fake_llm`` and ``fake_telegram`` pytest fixtures, registered through ``pytest11``.
 
-Installing Parlour makes the fixture available to plugin authors' test suites. It needs
+Installing Parlour makes the fixtures available to plugin authors' test suites. It needs
 pytest-asyncio (1.x); without it the fixture fails with an explanation instead of breaking
 every pytest run in the environment at import time.
 """
@@ -14,6 +14,7 @@ import pytest
 
 if TYPE_CHECKING:
     from bot.testing.fake_llm import FakeLLM
+    from bot.testing.fake_telegram import FakeTelegram
 
 try:
     import pytest_asyncio
@@ -31,9 +32,22 @@ if pytest_asyncio is not None:
         async with FakeLLM() as fake:
             yield fake
 
+    @pytest_asyncio.fixture
+    async def fake_telegram() -> AsyncIterator[FakeTelegram]:
+        """A started ``FakeTelegram`` (Bot API) on a free 127.0.0.1 port, stopped after."""
+        from bot.testing.fake_telegram import FakeTelegram
+
+        async with FakeTelegram() as fake:
+            yield fake
+
 else:  # pragma: no cover - depends on the environment
 
     @pytest.fixture
     def fake_llm() -> None:
         """Placeholder that explains the missing dependency."""
         pytest.fail("the fake_llm fixture needs pytest-asyncio: pip install pytest-asyncio")
+
+    @pytest.fixture
+    def fake_telegram() -> None:
+        """Placeholder that explains the missing dependency."""
+        pytest.fail("the fake_telegram fixture needs pytest-asyncio: pip install pytest-asyncio")
