@@ -19,7 +19,7 @@ from aiogram import Bot
 from aiogram.enums import ChatAction
 from aiogram.exceptions import TelegramAPIError
 
-from adapters.telegram.output import Outbox
+from adapters.telegram.output import Outbox, Undeliverable
 from adapters.telegram.split import utf16_len
 
 log = logging.getLogger(__name__)
@@ -97,11 +97,20 @@ class StreamingReply:
         self._segment_start = 0  # where the current message's text begins in ``text``
         self._index = 0  # which message of the outbox shows the current segment
         self._shown = ""
+        self._paused = False
 
     async def feed(self, delta: str) -> None:
         self.text += delta
-        if self.throttle.ready(self.outbox.target.chat_id, self.private):
+        if self._paused or not self.throttle.ready(self.outbox.target.chat_id, self.private):
+            return
+        try:
             await self._show()
+        except Undeliverable:
+            raise
+        except TelegramAPIError as exc:
+            # The live preview is a nicety: keep the answer coming, deliver it at the end.
+            log.warning("streaming edits paused chat=%s: %s", self.outbox.target.chat_id, exc)
+            self._paused = True
 
     async def _show(self) -> None:
         segment = self.text[self._segment_start :]
