@@ -2,8 +2,9 @@
 
 Sections: 1. per-turn cost of ``ChatService.chat`` against the bare SDK round trip; 2. a burst of
 1,000 conversations at once, and ordering under load; 3. window load time against stored size;
-4. peak RSS. Targets are printed next to the figures; nothing asserts. ``--quick`` skips the
-10^6-message database. Progress goes to stderr only when it is a terminal.
+4. peak RSS; 5. the Telegram path (rendering a long reply, a burst of chats through the real
+adapter and the fake Bot API). Targets are printed next to the figures; nothing asserts.
+``--quick`` skips the 10^6-message database. Progress goes to stderr only when it is a terminal.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from bench.common import Row, fake_in_child, fmt_count, fmt_ms
 from bench.concurrency import Burst, fan_out, ordered, sdk_floor
 from bench.seed import seed_in_child
 from bench.table import machine_line, render
+from bench.telegram import TelegramFigures, measure_telegram
 from bench.turns import TurnFigures, measure_turns
 from bench.window import WindowFigures, measure_windows
 from bot.testing.fake_llm import FakeLLM
@@ -38,6 +40,9 @@ S1 = "1. Per-turn cost vs floor"
 S2 = "2. Many conversations at once"
 S3 = "3. Window load vs stored size"
 S4 = "4. Memory"
+S5 = "5. Telegram"
+RENDER_TARGET = 0.1  # seconds to render and split a 10,000-character reply
+TELEGRAM_CHATS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +204,32 @@ def _window_rows(figures: Sequence[WindowFigures]) -> list[Row]:
     return rows
 
 
+def _telegram_rows(t: TelegramFigures) -> list[Row]:
+    return [
+        Row(
+            S5,
+            f"Markdown -> Telegram HTML + split, {t.reply_chars:,}-char reply"
+            f" ({t.chunks} messages)",
+            fmt_ms(t.render_s),
+            f"<= {RENDER_TARGET * 1000:g} ms",
+            t.render_s <= RENDER_TARGET,
+        ),
+        Row(
+            S5,
+            f"{t.chats} private chats x 1 message at once, end to end (aiogram polling the fake"
+            " Bot API, streamed reply, 0 s model)",
+            f"{t.burst_s:.2f} s",
+        ),
+        Row(
+            S5,
+            "chats answered",
+            f"{t.delivered}/{t.chats}",
+            f"{t.chats}/{t.chats}",
+            t.delivered == t.chats,
+        ),
+    ]
+
+
 def _mib(kib: int) -> str:
     return f"{kib / 1024:.0f} MiB"
 
@@ -232,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 turns.append(asyncio.run(measure_turns(path, size)))
             _remove_db(path)
         concurrency = asyncio.run(_concurrency(root))
+        _progress("telegram: rendering and a burst of chats")
+        telegram = asyncio.run(measure_telegram(root, TELEGRAM_CHATS))
 
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -240,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *_concurrency_rows(concurrency),
         *_window_rows(windows),
         *_window_rows(cached_windows),
+        *_telegram_rows(telegram),
         Row(
             S4, "peak RSS of the bench process (bot, in-process fake, everything above)", _mib(own)
         ),

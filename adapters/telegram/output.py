@@ -9,6 +9,7 @@ deleted under us, is logged and the reply abandoned; nothing here raises into th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -18,11 +19,20 @@ from aiogram.exceptions import TelegramAPIError, TelegramBadRequest, TelegramFor
 from aiogram.types import LinkPreviewOptions, Message, ReplyParameters
 
 from adapters.telegram.render import html_to_text, markdown_to_html
-from adapters.telegram.split import split_html, split_text
+from adapters.telegram.split import TELEGRAM_LIMIT, split_html, split_text, utf16_len
 
 log = logging.getLogger(__name__)
 
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
+_OFF_LOOP_CHARS = 2_000
+
+
+def render_chunks(markdown: str) -> list[str]:
+    """The model's Markdown as Telegram HTML messages: rendered first, then split."""
+    html = markdown_to_html(markdown)
+    if html.strip() and utf16_len(html) <= TELEGRAM_LIMIT:
+        return [html]  # the markup itself fits, so the visible text does too
+    return split_html(html) or split_text(markdown)
 
 
 class Undeliverable(Exception):
@@ -56,7 +66,10 @@ class Outbox:
 
     async def finish(self, markdown: str) -> None:
         """The final formatted text, reusing messages already sent while streaming."""
-        chunks = split_html(markdown_to_html(markdown)) or split_text(markdown)
+        if len(markdown) > _OFF_LOOP_CHARS:  # ~5 ms per 1,000 characters: keep the loop free
+            chunks = await asyncio.to_thread(render_chunks, markdown)
+        else:
+            chunks = render_chunks(markdown)
         for index, chunk in enumerate(chunks):
             if index < len(self.messages):
                 await self.edit(index, chunk, html=True)
