@@ -1,24 +1,37 @@
-"""The README's test-kit example is real code: extract it and run it as a test."""
+"""The README's test-kit examples are real code: extract them and run them as tests."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.testing.fake_llm import FakeLLM
+from bot.testing.fake_telegram import FakeTelegram
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def _example() -> str:
+def _examples() -> list[str]:
     text = README.read_text(encoding="utf-8")
-    match = re.search(r"<!-- readme-test.*?-->\n```python\n(.*?)```", text, re.DOTALL)
-    assert match, "README lost its tested example"
-    return match.group(1)
+    return re.findall(r"<!-- readme-test.*?-->\n```python\n(.*?)```", text, re.DOTALL)
 
 
-async def test_readme_example_runs(fake_llm: FakeLLM, tmp_path: Path) -> None:
+def test_readme_keeps_its_examples() -> None:
+    assert len(_examples()) >= 2, "README lost a tested example"
+
+
+@pytest.mark.parametrize("index", range(len(_examples())))
+async def test_readme_example_runs(
+    index: int, fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
     namespace: dict[str, Any] = {}
-    exec(compile(_example(), str(README), "exec"), namespace)
-    await namespace["test_my_bot"](fake_llm, tmp_path)
+    exec(compile(_examples()[index], str(README), "exec"), namespace)
+    fixtures = {"fake_llm": fake_llm, "fake_telegram": fake_telegram, "tmp_path": tmp_path}
+    tests = [f for name, f in namespace.items() if name.startswith("test_") and callable(f)]
+    assert len(tests) == 1
+    wanted = inspect.signature(tests[0]).parameters
+    await tests[0](**{name: fixtures[name] for name in wanted})

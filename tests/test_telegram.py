@@ -57,6 +57,7 @@ async def test_group_triggers_and_silence(
     make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
 ) -> None:
     tg = fake_telegram
+    tg.privacy_mode = False  # to see (and keep as context) messages not addressed to it
     alice, bob = tg.user(7, "Alice"), tg.user(8, "Bob")
     group = tg.group(-100, "Team", supergroup=True)
     async with running_bot(make_app, tg):

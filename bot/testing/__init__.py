@@ -1,8 +1,9 @@
 """Parlour's test kit: fakes of the services a bot talks to, for offline, deterministic tests.
 
-Today it has a fake OpenAI-compatible chat server (``FakeLLM``, scripted with ``reply``,
-``tool_calls``, ``error``, ``rate_limited``, ``quota_exhausted``, ``hang`` and ``delay``) and
-the ``fake_llm`` pytest fixture; fake Telegram and Discord servers come later.
+It has a fake OpenAI-compatible chat server (``FakeLLM``, scripted with ``reply``,
+``tool_calls``, ``error``, ``rate_limited``, ``quota_exhausted``, ``hang`` and ``delay``), a fake
+Telegram Bot API server (``FakeTelegram``) and the ``fake_llm`` / ``fake_telegram`` pytest
+fixtures; a fake Discord server comes later.
 
 Names are imported lazily so that ``python -m bot.testing.fake_llm`` and the pytest plugin do
 not load aiohttp before they need it.
@@ -26,9 +27,13 @@ if TYPE_CHECKING:
         reply,
         tool_calls,
     )
+    from bot.testing.fake_telegram import FakeTelegram
+
+_HOMES = {"FakeTelegram": "bot.testing.fake_telegram"}
 
 __all__ = [
     "FakeLLM",
+    "FakeTelegram",
     "RecordedRequest",
     "Script",
     "delay",
@@ -43,5 +48,6 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        return getattr(importlib.import_module("bot.testing.fake_llm"), name)
+        module = _HOMES.get(name, "bot.testing.fake_llm")
+        return getattr(importlib.import_module(module), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

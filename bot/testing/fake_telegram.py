@@ -1,0 +1,321 @@
+"""A fake Telegram Bot API server, so Telegram bots can be tested offline with their real client.
+
+It speaks the Bot API wire protocol (``/bot<token>/<method>``, form, JSON or query bodies,
+``{"ok": false, "error_code", "description", "parameters"}`` errors, HTML validation, the
+4096-character limit, long polling and webhooks) well enough that aiogram itself is the
+client in tests::
+
+    from aiogram import Bot, Dispatcher
+    from aiogram.client.session.aiohttp import AiohttpSession
+    from aiogram.client.telegram import TelegramAPIServer
+    from aiogram.filters import CommandStart
+    from aiogram.types import Message
+
+    dp = Dispatcher()
+
+    @dp.message(CommandStart())
+    async def hello(message: Message) -> None:
+        await message.answer(f"Hello, <b>{message.chat.first_name}</b>!", parse_mode="HTML")
+
+    async with FakeTelegram() as fake:                     # or the fake_telegram fixture
+        api = TelegramAPIServer.from_base(fake.api_server)
+        bot = Bot(fake.token, session=AiohttpSession(api=api))
+        polling = asyncio.create_task(dp.start_polling(bot, handle_signals=False))
+        alice = fake.user(42, "Alice", username="alice")
+        fake.send(fake.private_chat(alice), alice, "/start")  # a user writes to the bot
+        [reply] = await fake.wait_for_message(42)
+        assert reply["text"] == "Hello, Alice!"            # plain text after HTML parsing
+        assert fake.sent == [reply]
+        await dp.stop_polling()
+        await polling                                       # also closes the bot's session
+
+Acting as users: ``user``, ``private_chat``, ``group``, ``set_member``, ``topic``, ``send``
+(entities are detected with UTF-16 offsets, like Telegram), ``press`` (inline buttons),
+``migrate`` (group to supergroup) and ``push_update`` (anything raw). Reading back:
+``sent`` (every message the bot created, current state after edits), ``messages(chat_id)``,
+``edits(chat_id, message_id)``, ``actions``, ``commands``, ``calls`` (every API call) and
+``webhook_deliveries``; waiting: ``wait_for_message``, ``wait_until``, ``wait_idle``.
+Failures: ``flood`` (429 with retry_after), ``fail`` (any status) and ``block`` (403).
+Errors use Telegram's exact texts, so bots can be tested on what they branch on.
+
+Like a new BotFather bot, it starts in privacy mode: in groups where the bot is not an admin
+only commands, @mentions of the bot and replies to its messages reach it. Set
+``fake.privacy_mode = False`` (or make the bot an admin with ``fake.set_member(chat_id,
+fake.bot_id, "administrator")``) to deliver every group message.
+
+Implemented methods: getMe, getUpdates, setWebhook, deleteWebhook, getWebhookInfo,
+sendMessage, editMessageText, editMessageReplyMarkup, deleteMessage, sendChatAction, getChat,
+getChatMember, getChatAdministrators, getChatMemberCount, setMyCommands, getMyCommands,
+deleteMyCommands, answerCallbackQuery. Any other method answers 404 ``Not Found``.
+
+Run standalone with ``python -m bot.testing.fake_telegram --port 8081 --token 1:abc``; it
+prints the api_server URL. Its small HTTP control API, for tests in another process:
+
+* ``POST /_fake/send`` JSON ``{chat_id, user_id, text, chat_type?, first_name?, username?,
+  reply_to_message_id?, thread_id?}``: a user writes a message (users and chats are created
+  on first use; ``chat_type`` defaults to private when ``chat_id == user_id``, else group).
+  Answers ``{"ok": true, "result": <Message>}``.
+* ``GET /_fake/sent``: JSON list of the bot's messages; ``GET /_fake/calls``: every call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Self
+
+import aiohttp
+from aiohttp import web
+
+from bot.testing.fake_telegram_delivery import UpdateDelivery, WebhookDelivery
+from bot.testing.fake_telegram_state import ChatAction
+from bot.testing.fake_telegram_wire import (
+    ApiCall,
+    ApiError,
+    JSONDict,
+    bad_request,
+    error_response,
+    ok_response,
+    read_params,
+)
+
+__all__ = ["ApiCall", "ChatAction", "FakeTelegram", "WebhookDelivery", "main"]
+
+
+class FakeTelegram(UpdateDelivery):
+    """The fake server (see the module docstring). Start with ``async with`` or ``start()``.
+
+    Every constructor argument is also an attribute; ``bot_id`` is the token's numeric prefix
+    and ``bot_user`` the bot's User object. Waits raise ``AssertionError`` on timeout with a
+    summary of what the bot did.
+    """
+
+    def __init__(
+        self,
+        token: str = "123456:TEST-fake-token",
+        bot_username: str = "parlour_bot",
+        bot_name: str = "Parlour",
+        privacy_mode: bool = True,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        super().__init__(token, bot_username, bot_name, privacy_mode)
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+        self._api_server: str | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Listen on ``host:port`` (port 0 picks a free one); ``api_server`` is valid after."""
+        if self._runner is not None:
+            raise RuntimeError("FakeTelegram is already running")
+        self._stopping = asyncio.Event()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/bot{token}/{method}", self._handle_api)
+        app.router.add_post("/_fake/send", self._control_send)
+        app.router.add_get("/_fake/sent", self._control_sent)
+        app.router.add_get("/_fake/calls", self._control_calls)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.host, self.port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
+        shown = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
+        self._api_server = f"http://{f'[{shown}]' if ':' in shown else shown}:{self.port}"
+        self._client = aiohttp.ClientSession()
+
+    async def stop(self) -> None:
+        """Stop serving: long polls return empty, the webhook worker ends, sockets close."""
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        self._stopping.set()
+        self._bump()
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+        await runner.cleanup()
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @property
+    def api_server(self) -> str:
+        """``http://127.0.0.1:<port>``: give it to ``TelegramAPIServer.from_base``."""
+        if self._api_server is None:
+            raise RuntimeError("FakeTelegram is not started; call start() or use 'async with'")
+        return self._api_server
+
+    # ------------------------------------------------------------------- waiting
+
+    # The waits take ``timeout`` (not ``asyncio.timeout``) so failures can say what was sent.
+    async def wait_until(
+        self,
+        predicate: Callable[[], bool],
+        timeout: float = 5.0,  # noqa: ASYNC109
+        *,
+        what: str = "condition",
+    ) -> None:
+        """Wait until ``predicate()`` holds, re-checking on every change of the fake's state."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(
+                    f"timed out after {timeout}s waiting for {what}\n{self.summary()}"
+                )
+            await self._wait_change(remaining)
+
+    async def wait_for_message(
+        self,
+        chat_id: int,
+        *,
+        count: int = 1,
+        timeout: float = 5.0,  # noqa: ASYNC109
+        thread_id: int | None = None,
+    ) -> list[JSONDict]:
+        """Wait until the bot has at least ``count`` messages in the chat; returns them all."""
+        await self.wait_until(
+            lambda: len(self.messages(chat_id, thread_id)) >= count,
+            timeout,
+            what=f"{count} bot message(s) in chat {chat_id}",
+        )
+        return self.messages(chat_id, thread_id)
+
+    async def wait_idle(self, quiet: float = 0.2, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+        """Wait until no call but ``getUpdates`` is running or arrived for ``quiet`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            busy = [c.at for c in self.calls if c.method != "getUpdates"]
+            since = time.monotonic() - max(busy, default=0.0)
+            if self._in_flight == 0 and since >= quiet:
+                return
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"the bot was not idle within {timeout}s\n{self.summary()}")
+            await asyncio.sleep(min(max(quiet - since, 0.01), quiet))
+
+    def summary(self, last: int = 10) -> str:
+        """A readable digest of what the bot did, for assertion messages."""
+        lines = [f"bot messages ({len(self.sent)}):"]
+        for m in self.sent[-last:]:
+            lines.append(f"  chat {m['chat']['id']} #{m['message_id']}: {m.get('text', '')[:80]!r}")
+        lines.append(f"last calls ({len(self.calls)} total):")
+        for c in [c for c in self.calls if c.method != "getUpdates"][-last:]:
+            lines.append(f"  {c.method} {'ok' if c.ok else 'FAILED: ' + str(c.error)}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------- routing
+
+    async def _handle_api(self, request: web.Request) -> web.Response:
+        failure: ApiError | None = None
+        try:
+            params = await read_params(request)
+        except ApiError as exc:
+            params, failure = {}, exc
+        if request.match_info["token"] != self.token:
+            failure = ApiError(401, "Unauthorized")
+        return await self._invoke(request.match_info["method"], params, failure)
+
+    async def _not_found(self, request: web.Request) -> web.Response:
+        return error_response(ApiError(404, "Not Found"))
+
+    # -------------------------------------------------------------- HTTP control
+
+    async def _control_send(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+            user_id, chat_id, text = int(body["user_id"]), int(body["chat_id"]), str(body["text"])
+        except (ValueError, KeyError, TypeError) as exc:
+            return error_response(bad_request(f"expected JSON with chat_id, user_id, text: {exc}"))
+        user = self.users.get(user_id)
+        if user is None or body.get("first_name") or body.get("username"):
+            first = body.get("first_name") or (user or {}).get("first_name") or f"User {user_id}"
+            user = self.user(user_id, first, body.get("username") or (user or {}).get("username"))
+        if chat_id in self._chats:
+            chat = self._chats[chat_id].chat
+        elif body.get("chat_type", "private" if chat_id == user_id else "group") == "private":
+            chat = self.private_chat(user)
+        else:
+            kind = body.get("chat_type", "group")
+            chat = self.group(chat_id, body.get("title") or f"Group {chat_id}", kind != "group")
+        reply_id = body.get("reply_to_message_id")
+        reply = self._chats[chat_id].messages.get(int(reply_id)) if reply_id else None
+        if reply_id and reply is None:
+            return error_response(bad_request("message to be replied not found"))
+        try:
+            thread = body.get("thread_id")
+            thread_id = int(thread) if thread is not None else None
+            message = self.send(chat, user, text, reply_to=reply, thread_id=thread_id)
+        except ValueError as exc:
+            return error_response(bad_request(str(exc)))
+        return ok_response(message)
+
+    async def _control_sent(self, request: web.Request) -> web.Response:
+        return web.json_response(self.sent)
+
+    async def _control_calls(self, request: web.Request) -> web.Response:
+        return web.json_response([c.as_json() for c in self.calls])
+
+
+# ------------------------------------------------------------------------- CLI
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bot.testing.fake_telegram``: serve until Ctrl-C or SIGTERM."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bot.testing.fake_telegram",
+        description="Fake Telegram Bot API server (see the module docstring for /_fake/*).",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8081)
+    parser.add_argument("--token", default="123456:TEST-fake-token")
+    parser.add_argument("--username", default="parlour_bot", help="the bot's username")
+    args = parser.parse_args(argv)
+    fake = FakeTelegram(args.token, args.username, host=args.host, port=args.port)
+    asyncio.run(_serve(fake))
+    return 0
+
+
+async def _serve(fake: FakeTelegram) -> None:
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, done.set)
+    await fake.start()
+    try:
+        sys.stdout.write(f"TELEGRAM_API_SERVER={fake.api_server}\n")
+        sys.stdout.flush()
+        await done.wait()
+    finally:
+        await fake.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
