@@ -178,3 +178,18 @@ def test_settings_name_the_field_and_hide_the_token(monkeypatch: pytest.MonkeyPa
     per_chat = {"chats": {"-100": {"mention": False}}}
     config = telegram_settings(settings_from_mapping({"telegram": per_chat}))
     assert not config.trigger_for(-100).mention and config.trigger_for(-5).mention
+
+
+def test_updates_without_entities_still_find_mentions_and_commands() -> None:
+    bare = Message.model_validate(
+        {"message_id": 1, "date": 0, "chat": GROUP, "from": ALICE, "text": "hi 😀 @Parlour_Bot!"}
+    )
+    assert decision(bare) == (Action.ANSWER, "hi 😀 !")
+    ask = Message.model_validate(
+        {"message_id": 2, "date": 0, "chat": GROUP, "from": ALICE, "text": "/ask@parlour_bot why"}
+    )
+    assert decision(ask) == (Action.ANSWER, "why")
+    email = Message.model_validate(
+        {"message_id": 3, "date": 0, "chat": GROUP, "from": ALICE, "text": "me@parlour_bot.com"}
+    )
+    assert decision(email)[0] is Action.OVERHEAR

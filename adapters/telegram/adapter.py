@@ -152,7 +152,10 @@ class TelegramAdapter:
         return _PRIVACY_NOTE
 
     async def _poll(self) -> None:
-        await self.bot.delete_webhook(drop_pending_updates=False)
+        try:
+            await self.bot.delete_webhook(drop_pending_updates=False)
+        except TelegramAPIError as exc:  # polling still works if no webhook was ever set
+            log.warning("telegram deleteWebhook failed, polling anyway: %s", exc)
         polling = asyncio.ensure_future(
             self.dispatcher.start_polling(
                 self.bot,

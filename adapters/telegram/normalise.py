@@ -19,6 +19,8 @@ PLATFORM = "telegram"
 GROUP_ANONYMOUS_BOT_ID = 1087968824  # posts of anonymous group admins come "from" this bot
 _QUOTE_LIMIT = 500
 _SPACES = re.compile(r"[ \t]{2,}")
+_MENTION = re.compile(r"(?<![\w@])@[A-Za-z0-9_]{5,32}\b")
+_COMMAND = re.compile(r"^/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{5,32})?(?![\w@])")
 
 _CHAT_TYPES = {
     "private": ChatType.PRIVATE,
@@ -65,7 +67,7 @@ def normalise(message: Message, me: User) -> Incoming:
         reply_to_message_id=str(reply.message_id) if reply and not _is_topic_root(reply) else None,
     )
     raw = message.text if message.text is not None else (message.caption or "")
-    entities = list(message.entities or message.caption_entities or [])
+    entities = list(message.entities or message.caption_entities or []) or _detect(raw)
     mentions = [e for e in entities if _mentions(e, raw, me)]
     command, args, other_bot = _command(raw, entities, me)
     reply_to_bot = bool(reply and reply.from_user and reply.from_user.id == me.id)
@@ -153,6 +155,25 @@ def _without(text: str, spans: list[MessageEntity]) -> str:
         position = entity.offset + entity.length
     kept += encoded[position * 2 :]
     return _SPACES.sub(" ", kept.decode("utf-16-le", errors="replace"))
+
+
+def _detect(text: str) -> list[MessageEntity]:
+    """Mentions and a leading command, for updates that arrive without entities.
+
+    Telegram always sends entities; hand-made updates (other servers, tests) may not.
+    """
+    found: list[MessageEntity] = []
+    for match in _MENTION.finditer(text):
+        offset = _utf16_len(text[: match.start()])
+        found.append(MessageEntity(type="mention", offset=offset, length=_utf16_len(match[0])))
+    command = _COMMAND.match(text)
+    if command:
+        found.append(MessageEntity(type="bot_command", offset=0, length=_utf16_len(command[0])))
+    return found
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
 
 
 def _utf16_slice(text: str, start: int, end: int | None) -> str:
