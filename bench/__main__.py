@@ -273,11 +273,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         *_concurrency_rows(concurrency),
         *_window_rows(windows),
         *_window_rows(cached_windows),
-        *_telegram_rows(telegram),
         Row(
             S4, "peak RSS of the bench process (bot, in-process fake, everything above)", _mib(own)
         ),
         Row(S4, "peak RSS of the largest child (seeder or out-of-process fake)", _mib(children)),
+        *_telegram_rows(telegram),
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))
