@@ -115,3 +115,32 @@ async def test_schema_v1_database_upgrades_in_place(tmp_path: Path) -> None:
         window = await store.load_window("tg:1", 10)
         assert [t.messages[0]["content"] for t in window] == ["m1", "m2"]
         assert await store.begin_turn(turn("tg:1")) == 4
+
+
+async def test_reset_forgets_overheard_chatter(make_app: AppFactory, fake_llm: FakeLLM) -> None:
+    async with make_app() as app:
+        await app.service.overhear(group("2", "Bob"), "my password is hunter2")
+        await app.service.reset(group())
+        await app.service.chat(group(), "hi")
+    assert sent_contents(fake_llm) == ["[Alice] hi"]
+
+
+async def test_chatter_does_not_push_real_turns_out_of_the_window(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    async with make_app(history={"max_turns": 2}) as app:
+        for n in range(3):
+            for m in range(3):
+                await app.service.overhear(group("2", "Bob"), f"chatter {n}.{m}")
+            await app.service.chat(group(), f"question {n}")
+        cached = await app.store.load_window("telegram:-100", 2)
+    async with make_app(history={"max_turns": 2}) as app:
+        stored = await app.store.load_window("telegram:-100", 2)
+    for window in (cached, stored):
+        assert [t.messages[0]["content"] for t in window] == [
+            "question 1",
+            "chatter 2.0",
+            "chatter 2.1",
+            "chatter 2.2",
+            "question 2",
+        ]

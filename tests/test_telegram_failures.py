@@ -138,3 +138,41 @@ async def test_a_failed_preview_edit_does_not_lose_the_answer(
     [message] = tg.messages(chat["id"])
     assert message["text"] == " ".join(f"w{n}" for n in range(80))
     assert stats.unanswered == 0
+
+
+async def test_clear_is_not_overtaken_by_the_next_message(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    tg = fake_telegram
+    admin = tg.user(7, "Alice")
+    group = tg.group(-100, "Team", supergroup=True)
+    tg.set_member(group["id"], admin["id"], "administrator")
+    async with running_bot(make_app, tg):
+        tg.send(group, admin, "@parlour_bot my secret is 1234")
+        await tg.wait_for_message(group["id"])
+        await tg.wait_idle()
+        tg.send(group, admin, "/clear")  # needs a getChatMember lookup first
+        tg.send(group, admin, "@parlour_bot what do you know?")
+        await tg.wait_for_message(group["id"], count=3)
+        await tg.wait_idle()
+    last = fake_llm.chat_requests[-1].json["messages"]
+    assert "1234" not in str(last)
+    assert [m["content"] for m in last if m["role"] == "user"] == ["[Alice] what do you know?"]
+    assert sum(c.method == "getMe" for c in tg.calls) == 1  # aiogram reuses our cached getMe
+
+
+async def test_the_model_cannot_ping_people(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    tg = fake_telegram
+    alice = tg.user(7, "Alice")
+    group = tg.group(-100, "Team", supergroup=True)
+    fake_llm.script(reply("Sure, @bob_smith and [Carol](tg://user?id=9) are pinged."))
+    async with running_bot(make_app, tg):
+        tg.send(group, alice, "@parlour_bot ping bob")
+        await tg.wait_for_message(group["id"])
+        await tg.wait_idle()
+    [answer] = tg.messages(group["id"])
+    assert answer["text"] == "Sure, @\u2060bob_smith and Carol are pinged."
+    kinds = {e["type"] for e in answer.get("entities", [])}
+    assert not kinds & {"mention", "text_mention", "text_link"}

@@ -193,3 +193,12 @@ def test_updates_without_entities_still_find_mentions_and_commands() -> None:
         {"message_id": 3, "date": 0, "chat": GROUP, "from": ALICE, "text": "me@parlour_bot.com"}
     )
     assert decision(email)[0] is Action.OVERHEAR
+
+
+def test_paths_are_not_commands() -> None:
+    private = {"id": 7, "type": "private", "first_name": "Alice"}
+    for text in ("/usr/bin/python crashes", "/etc/nginx/nginx.conf: what is wrong?"):
+        bare = Message.model_validate(
+            {"message_id": 1, "date": 0, "chat": private, "from": ALICE, "text": text}
+        )
+        assert decision(bare) == (Action.ANSWER, text)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
 from aiogram import Bot, Dispatcher, Router
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
-from aiogram.exceptions import TelegramAPIError, TelegramUnauthorizedError
+from aiogram.exceptions import AiogramError, TelegramUnauthorizedError
 from aiogram.types import Message, Update, User
 
 from adapters.telegram.admins import AdminCache
@@ -83,7 +84,7 @@ class TelegramAdapter:
         self.webhook: WebhookServer | None = None
         self._stopped = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
-        self._migrations: dict[int, asyncio.Future[None]] = {}
+        self._barriers: dict[int, asyncio.Future[None]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -95,9 +96,9 @@ class TelegramAdapter:
                 await self._serve_webhook()
             else:
                 await self._poll()
-            if self._inflight:
-                await asyncio.gather(*self._inflight, return_exceptions=True)
         finally:
+            if self._inflight:  # replies being written finish, even if polling crashed
+                await asyncio.gather(*self._inflight, return_exceptions=True)
             await self.bot.session.close()
 
     async def stop(self) -> None:
@@ -108,13 +109,13 @@ class TelegramAdapter:
         delay = 1.0
         while self.me is None:
             try:
-                self.me = await self.bot.get_me()
+                self.me = await self.bot.me()  # cached: aiogram's polling asks for it again
             except TelegramUnauthorizedError:
                 raise ConfigError(
                     "telegram.token was rejected by Telegram (401 Unauthorized): "
                     "check the token BotFather gave you"
                 ) from None
-            except TelegramAPIError as exc:
+            except AiogramError as exc:
                 log.warning("telegram getMe failed, retrying in %.0fs: %s", delay, exc)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopped.wait(), delay)
@@ -154,7 +155,7 @@ class TelegramAdapter:
     async def _poll(self) -> None:
         try:
             await self.bot.delete_webhook(drop_pending_updates=False)
-        except TelegramAPIError as exc:  # polling still works if no webhook was ever set
+        except AiogramError as exc:  # polling still works if no webhook was ever set
             log.warning("telegram deleteWebhook failed, polling anyway: %s", exc)
         polling = asyncio.ensure_future(
             self.dispatcher.start_polling(
@@ -199,7 +200,11 @@ class TelegramAdapter:
             await self.webhook.stop()
 
     async def _feed(self, raw: dict[str, object]) -> None:
-        update = Update.model_validate(raw, context={"bot": self.bot})
+        try:
+            update = Update.model_validate(raw, context={"bot": self.bot})
+        except ValueError as exc:
+            log.error("telegram webhook: update %s does not parse: %s", raw.get("update_id"), exc)
+            return
         await self.dispatcher.feed_update(self.bot, update)
 
     # -- one message -------------------------------------------------------------------------
@@ -225,9 +230,9 @@ class TelegramAdapter:
         if message.migrate_from_chat_id is not None:
             await self._migrate(message.migrate_from_chat_id, message.chat.id)
             return
-        moving = self._migrations.get(message.chat.id)
-        if moving is not None:  # the history is still moving to this chat's new id
-            await asyncio.shield(moving)
+        waiting = self._barriers.get(message.chat.id)
+        if waiting is not None:  # a migration or an admin command of this chat comes first
+            await asyncio.shield(waiting)
         assert self.me is not None, "handlers run after getMe"
         incoming = normalise(message, self.me)
         names = {info.name for info in self.app.commands.infos}
@@ -252,11 +257,11 @@ class TelegramAdapter:
             return
         typing = Typing(self.bot, message.chat.id, outbox.target.thread_id)
         typing.start()
+        streaming = StreamingReply(
+            outbox, self.throttle, private=incoming.ctx.is_private, typing=typing
+        )
         try:
             if self.config.stream:
-                streaming = StreamingReply(
-                    outbox, self.throttle, private=incoming.ctx.is_private, typing=typing
-                )
                 reply = await self._stream(incoming.ctx, text, streaming)
                 await streaming.finish(_shown(reply))
             else:
@@ -264,15 +269,15 @@ class TelegramAdapter:
                 await typing.stop()
                 await outbox.send_markdown(_shown(reply))
         except UserFacingError as exc:
-            await typing.stop()
+            await streaming.abandon("interrupted")
             await self._notify(outbox, exc.chat_text)
         except Undeliverable as exc:
             log.warning("telegram: cannot post in chat=%s: %s", message.chat.id, exc)
-        except TelegramAPIError as exc:
+        except AiogramError as exc:
             log.warning("telegram: reply not delivered chat=%s: %s", message.chat.id, exc)
         except Exception:
             log.exception("telegram: answering failed chat=%s", message.chat.id)
-            await typing.stop()
+            await streaming.abandon("interrupted")
             await self._notify(outbox, _FAILED)
         finally:
             await typing.stop()
@@ -297,36 +302,54 @@ class TelegramAdapter:
             and sender is not None
             and message.sender_chat is None
         ):
-            ctx = replace(ctx, is_admin=await self.admins.is_admin(message.chat.id, sender.id))
-        result = await self.app.commands.handle(ctx, name, decision.text)
+            # The member lookup is an await before the command reaches the service: later
+            # messages of this chat wait, so "/clear" then "@bot ..." stays in that order.
+            async with self._barrier(message.chat.id):
+                admin = await self.admins.is_admin(message.chat.id, sender.id)
+                result = await self.app.commands.handle(
+                    replace(ctx, is_admin=admin), name, decision.text
+                )
+        else:
+            result = await self.app.commands.handle(ctx, name, decision.text)
         await self._notify(Outbox(self.bot, _target(message)), result.text)
 
     async def _notify(self, outbox: Outbox, text: str) -> None:
         try:
             await outbox.send_plain(text)
-        except (Undeliverable, TelegramAPIError) as exc:
+        except (Undeliverable, AiogramError) as exc:
             log.warning("telegram: notice not delivered chat=%s: %s", outbox.target.chat_id, exc)
 
     async def _migrate(self, old_id: int, new_id: int) -> None:
         """Move history and settings; the new chat's messages wait until it is done.
 
-        The future is registered before the first await, so a message that arrived after the
-        service message, but runs concurrently, finds it and waits.
+        Telegram sends two service messages for one migration: the second moves nothing.
         """
-        moving = self._migrations.get(new_id)
-        if moving is not None:  # Telegram sends two service messages for one migration
-            await asyncio.shield(moving)
-            return
-        moving = self._migrations[new_id] = asyncio.get_running_loop().create_future()
-        try:
+        async with self._barrier(new_id):
             moved = await self.app.service.migrate_chat(chat_key(old_id), chat_key(new_id))
             self.admins.forget_chat(old_id)
+        if moved:
             log.info(
                 "telegram group %s is now supergroup %s: %d turns moved", old_id, new_id, moved
             )
+
+    @contextlib.asynccontextmanager
+    async def _barrier(self, chat_id: int) -> AsyncIterator[None]:
+        """Messages of ``chat_id`` that arrive while the body runs wait until it is done.
+
+        Registered before the first await (``async with`` enters without suspending), so a
+        message that arrived later but runs concurrently always finds it.
+        """
+        previous = self._barriers.get(chat_id)
+        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._barriers[chat_id] = mine
+        try:
+            if previous is not None:
+                await asyncio.shield(previous)
+            yield
         finally:
-            moving.set_result(None)
-            del self._migrations[new_id]
+            mine.set_result(None)
+            if self._barriers.get(chat_id) is mine:
+                del self._barriers[chat_id]
 
 
 def _target(message: Message) -> Target:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from aiogram import Bot
-from aiogram.exceptions import TelegramAPIError
+from aiogram.exceptions import AiogramError
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class AdminCache:
             return hit[0]
         try:
             member = await self.bot.get_chat_member(chat_id=chat_id, user_id=user_id)
-        except TelegramAPIError as exc:
+        except AiogramError as exc:
             log.warning("getChatMember failed chat=%s user=%s: %s", chat_id, user_id, exc)
             return False  # unknown is not admin: refusing is the safe answer
         admin = member.status in ADMIN_STATUSES

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 
 from aiogram import Bot
-from aiogram.exceptions import TelegramAPIError
+from aiogram.exceptions import AiogramError
 from aiogram.types import (
     BotCommand,
     BotCommandScopeAllChatAdministrators,
@@ -42,7 +42,7 @@ async def register_menus(bot: Bot, infos: Sequence[CommandInfo]) -> None:
     for scope, commands in menus(infos):
         try:
             await bot.set_my_commands(commands=commands, scope=scope)
-        except TelegramAPIError as exc:  # a menu is a convenience: never fatal
+        except AiogramError as exc:  # a menu is a convenience: never fatal
             log.warning("setMyCommands failed scope=%s: %s", scope.type, exc)
 
 

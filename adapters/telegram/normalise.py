@@ -20,7 +20,7 @@ GROUP_ANONYMOUS_BOT_ID = 1087968824  # posts of anonymous group admins come "fro
 _QUOTE_LIMIT = 500
 _SPACES = re.compile(r"[ \t]{2,}")
 _MENTION = re.compile(r"(?<![\w@])@[A-Za-z0-9_]{5,32}\b")
-_COMMAND = re.compile(r"^/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{5,32})?(?![\w@])")
+_COMMAND = re.compile(r"^/[A-Za-z0-9_]{1,64}(?:@[A-Za-z0-9_]{3,32})?(?![\w@/<>])")
 
 _CHAT_TYPES = {
     "private": ChatType.PRIVATE,

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 
 from aiogram import Bot
 from aiogram.enums import ParseMode
-from aiogram.exceptions import TelegramAPIError, TelegramBadRequest, TelegramForbiddenError
+from aiogram.exceptions import (
+    AiogramError,
+    TelegramBadRequest,
+    TelegramForbiddenError,
+    TelegramMigrateToChat,
+)
 from aiogram.types import LinkPreviewOptions, Message, ReplyParameters
 
 from adapters.telegram.render import html_to_text, markdown_to_html
@@ -158,9 +163,14 @@ class Outbox:
             )
         except TelegramForbiddenError as exc:
             raise Undeliverable(str(exc)) from exc
+        except TelegramMigrateToChat as exc:
+            # The group became a supergroup while we were answering: follow it there.
+            log.info("chat %s moved to %s, resending", self.target.chat_id, exc.migrate_to_chat_id)
+            self.target = Target(exc.migrate_to_chat_id)
+            return await self._send_once(text, html)
 
     async def _delete(self, message: Message) -> None:
         try:
             await self.bot.delete_message(chat_id=message.chat.id, message_id=message.message_id)
-        except TelegramAPIError as exc:
+        except AiogramError as exc:
             log.info("could not delete message %s: %s", message.message_id, exc)

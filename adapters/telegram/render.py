@@ -27,12 +27,16 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markdown_it.tree import SyntaxTreeNode
 
-__all__ = ["html_to_text", "markdown_to_html", "unescape_html"]
+__all__ = ["defuse_mentions", "html_to_text", "markdown_to_html", "unescape_html"]
 
 HR = "———"
 BULLET = "• "
 INDENT = "  "
 _LINK_SCHEMES = frozenset({"http", "https", "mailto", "tg"})
+# "@name" in a bot's text becomes a mention that notifies that user; the model must not ping
+# people, so a word joiner (invisible) goes after the "@". tg://user links are text mentions.
+_MENTION = re.compile(r"(?<![\w@])@(?=[A-Za-z0-9_])")
+_WORD_JOINER = "\u2060"
 _LANG_JUNK = re.compile(r"[^A-Za-z0-9_+#-]")
 _TAG = re.compile(r"<[^>]*>")
 _ENTITY = re.compile(r"&(?:#x([0-9a-fA-F]*)|#([0-9]*)|([A-Za-z]+));?")
@@ -252,7 +256,7 @@ def _char_width(ch: str) -> int:
 def _inline(node: SyntaxTreeNode, ctx: _Ctx) -> str:
     kind = node.type
     if kind in ("text", "html_inline"):
-        return escape(node.content)
+        return escape(defuse_mentions(node.content))
     if kind in ("softbreak", "hardbreak"):
         return "\n"
     if kind == "code_inline":
@@ -273,8 +277,15 @@ def _mark(tag: str, node: SyntaxTreeNode, ctx: _Ctx) -> str:
     return f"<{tag}>{''.join(_inline(child, inner_ctx) for child in node.children)}</{tag}>"
 
 
+def defuse_mentions(text: str) -> str:
+    """``@name`` shown as typed but no longer a mention Telegram would notify."""
+    return _MENTION.sub("@" + _WORD_JOINER, text)
+
+
 def _link(node: SyntaxTreeNode, ctx: _Ctx) -> str:
     href = str(node.attrs.get("href", ""))
+    if href.lower().startswith("tg://user"):
+        href = ""  # a text mention: it would notify that user
     inner = "".join(_inline(child, replace(ctx, in_link=True)) for child in node.children)
     if ctx.in_link or not _linkable(href, _LINK_SCHEMES):
         return inner

@@ -17,9 +17,10 @@ from collections.abc import Callable
 
 from aiogram import Bot
 from aiogram.enums import ChatAction
-from aiogram.exceptions import TelegramAPIError
+from aiogram.exceptions import AiogramError
 
 from adapters.telegram.output import Outbox, Undeliverable
+from adapters.telegram.render import defuse_mentions
 from adapters.telegram.split import utf16_len
 
 log = logging.getLogger(__name__)
@@ -63,11 +64,17 @@ class Typing:
         self._task = asyncio.ensure_future(self._loop())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not task.cancelled():  # we were cancelled ourselves, not the typing task
+                raise
+        except Exception:  # its failure was logged or is harmless: typing is a nicety
+            log.debug("typing task ended with an error", exc_info=True)
 
     async def _loop(self) -> None:
         while True:
@@ -77,7 +84,7 @@ class Typing:
                     action=ChatAction.TYPING,
                     message_thread_id=self.thread_id,
                 )
-            except TelegramAPIError as exc:
+            except AiogramError as exc:
                 log.info("typing action failed chat=%s: %s", self.chat_id, exc)
                 return
             await asyncio.sleep(TYPING_EVERY)
@@ -107,7 +114,7 @@ class StreamingReply:
             await self._show()
         except Undeliverable:
             raise
-        except TelegramAPIError as exc:
+        except AiogramError as exc:
             # The live preview is a nicety: keep the answer coming, deliver it at the end.
             log.warning("streaming edits paused chat=%s: %s", self.outbox.target.chat_id, exc)
             self._paused = True
@@ -127,8 +134,18 @@ class StreamingReply:
         if text == self._shown and self._index < len(self.outbox.messages):
             return
         await self.typing.stop()
-        await self.outbox.stream_text(self._index, text)
+        await self.outbox.stream_text(self._index, defuse_mentions(text))
         self._shown = text
+
+    async def abandon(self, note: str) -> None:
+        """The answer failed mid-stream: leave the words shown, marked as cut off."""
+        await self.typing.stop()
+        if self._shown and self._index < len(self.outbox.messages):
+            shown = self._shown.removesuffix(_CURSOR)
+            with contextlib.suppress(AiogramError, Undeliverable):
+                await self.outbox.edit(
+                    self._index, defuse_mentions(f"{shown} [{note}]"), html=False
+                )
 
     async def finish(self, final_text: str) -> None:
         await self.typing.stop()

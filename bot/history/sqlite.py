@@ -258,13 +258,7 @@ class SQLiteStore:
         if cached is not None:
             return cached
         rows = list(
-            await self._read.execute_fetchall(
-                "SELECT id, user_id, user_name, status, user_text, answer, chat_key FROM turns"
-                " WHERE conv_key = ? AND id > coalesce("
-                "   (SELECT after_turn_id FROM resets WHERE conv_key = ?), 0)"
-                " ORDER BY id DESC LIMIT ?",
-                (conversation_key, conversation_key, max_turns),
-            )
+            await self._read.execute_fetchall(_WINDOW, (conversation_key,) * 3 + (max_turns,))
         )
         turns = [
             StoredTurn(
@@ -297,7 +291,9 @@ class SQLiteStore:
     # -- resets, clears, stats, export -----------------------------------------------------
 
     async def reset(self, conversation_key: str, chat_key: str, by_user: str) -> None:
-        async with self._writing() as conn:
+        async with self._transaction() as conn:
+            # Chatter overheard before the reset is forgotten with the rest.
+            await conn.execute("DELETE FROM overheard WHERE conv_key = ?", (conversation_key,))
             await conn.execute(
                 "INSERT INTO resets (conv_key, chat_key, after_turn_id, by_user, at)"
                 " VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM turns), ?, ?)"
@@ -436,6 +432,24 @@ class SQLiteStore:
                 ),
             )
 
+
+# The newest N turns after the last reset, with the overheard context rows among them (those do
+# not count toward N). Walks the (conv_key, id) index backwards: O(window), whatever the size.
+_WINDOW = """
+WITH after AS (
+    SELECT coalesce((SELECT after_turn_id FROM resets WHERE conv_key = ?1), 0) AS id
+),
+oldest AS (
+    SELECT coalesce(
+        (SELECT id FROM turns WHERE conv_key = ?2 AND id > (SELECT id FROM after)
+            AND status != 'context' ORDER BY id DESC LIMIT 1 OFFSET ?4 - 1),
+        (SELECT id FROM after) + 1
+    ) AS id
+)
+SELECT id, user_id, user_name, status, user_text, answer, chat_key FROM turns
+WHERE conv_key = ?3 AND id >= (SELECT id FROM oldest) AND id > (SELECT id FROM after)
+ORDER BY id DESC
+"""
 
 _INSERT_TURN = (
     "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"

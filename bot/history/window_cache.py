@@ -19,6 +19,23 @@ from typing import Any
 from bot.history.store import StoredTurn, TurnStatus
 
 
+def window_tail(turns: Sequence[StoredTurn], max_turns: int) -> list[StoredTurn]:
+    """The newest ``max_turns`` turns with the overheard context rows among them.
+
+    Context rows do not count: a chatty group must not push real turns out of the window.
+    With fewer turns than that, everything is kept (the store's query does the same).
+    """
+    if max_turns <= 0:
+        return []
+    seen = 0
+    for index in range(len(turns) - 1, -1, -1):
+        if turns[index].status is not TurnStatus.CONTEXT:
+            seen += 1
+            if seen == max_turns:
+                return list(turns[index:])
+    return list(turns)
+
+
 @dataclass
 class _Entry:
     chat_key: str
@@ -42,7 +59,7 @@ class WindowCache:
         if entry is None or entry.version != version or max_turns > entry.capacity:
             return None
         self._entries.move_to_end(key)
-        return entry.turns[-max_turns:] if max_turns else []
+        return window_tail(entry.turns, max_turns)
 
     def put(
         self,
@@ -68,8 +85,7 @@ class WindowCache:
             return
         self._pending[turn.turn_id] = key
         entry.turns.append(turn)
-        if len(entry.turns) > entry.capacity:
-            del entry.turns[0]
+        entry.turns = window_tail(entry.turns, entry.capacity)
 
     def completed(self, turn_id: int, answer: Sequence[Mapping[str, Any]]) -> None:
         self._update(turn_id, TurnStatus.ANSWERED, answer)
