@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import yaml
@@ -258,6 +258,27 @@ def settings_from_mapping(raw: dict[str, Any]) -> Settings:
         return Settings.model_validate(interpolate(raw))
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from None
+
+
+PlatformSection = TypeVar("PlatformSection", bound=BaseModel)
+
+
+def platform_settings(
+    settings: Settings, name: str, model: type[PlatformSection]
+) -> PlatformSection:
+    """Validate an adapter's own section (``telegram:``, ``discord:``) with its model.
+
+    Errors name the field (``telegram.webhook.url: ...``) and never echo a value.
+    """
+    section: PlatformSettings = getattr(settings, name)
+    try:
+        return model.model_validate(section.model_dump())
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(p) for p in (name, *error["loc"]))
+            problems.append(f"{where}: {error['msg']}")
+        raise ConfigError("; ".join(problems)) from None
 
 
 def secret_values(settings: Settings) -> list[str]:

@@ -30,7 +30,7 @@ from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
 from adapters.telegram.output import Outbox, Target, Undeliverable
 from adapters.telegram.settings import TelegramSettings, telegram_settings
-from adapters.telegram.streaming import EditThrottle, StreamingReply, Typing
+from adapters.telegram.streaming import StreamingReply, Typing
 from adapters.telegram.triggers import Action, Decision, decide
 from adapters.telegram.webhook import WebhookServer
 from bot.app import App
@@ -38,6 +38,7 @@ from bot.context import ChatContext
 from bot.errors import ConfigError, UserFacingError
 from bot.llm.client import TextDelta
 from bot.service import Done, Reply
+from bot.streaming import EditThrottle
 
 log = logging.getLogger(__name__)
 

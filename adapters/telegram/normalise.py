@@ -17,7 +17,6 @@ from bot.context import ChatContext, ChatType
 
 PLATFORM = "telegram"
 GROUP_ANONYMOUS_BOT_ID = 1087968824  # posts of anonymous group admins come "from" this bot
-_QUOTE_LIMIT = 500
 _SPACES = re.compile(r"[ \t]{2,}")
 _MENTION = re.compile(r"(?<![\w@])@[A-Za-z0-9_]{5,32}\b")
 _COMMAND = re.compile(r"^/[A-Za-z0-9_]{1,64}(?:@[A-Za-z0-9_]{3,32})?(?![\w@/<>])")
@@ -133,8 +132,6 @@ def _quote(reply: Message | None, me: User) -> tuple[str | None, str]:
     if not text:
         return None, ""
     _, author, _ = _sender(reply)
-    if len(text) > _QUOTE_LIMIT:
-        text = text[:_QUOTE_LIMIT] + "…"
     return text, author
 
 

@@ -10,10 +10,9 @@ import re
 import secrets
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from bot.config import Settings
-from bot.errors import ConfigError
+from bot.config import Settings, platform_settings
 
 DEFAULT_API_SERVER = "https://api.telegram.org"
 _TOKEN = re.compile(r"^\d+:[\w-]+$")
@@ -108,12 +107,4 @@ class TelegramSettings(_Section):
 
 def telegram_settings(settings: Settings) -> TelegramSettings:
     """Validate the generic ``telegram:`` section; errors name the field, never the token."""
-    raw = settings.telegram.model_dump()
-    try:
-        return TelegramSettings.model_validate(raw)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            where = ".".join(str(p) for p in ("telegram", *error["loc"]))
-            problems.append(f"{where}: {error['msg']}")
-        raise ConfigError("; ".join(problems)) from None
+    return platform_settings(settings, "telegram", TelegramSettings)

@@ -1,10 +1,9 @@
 """Streaming a reply by editing one message, within Telegram's limits.
 
 Telegram allows about one message per second per chat and 20 per minute in a group, and every
-edit counts. So edits are throttled per *chat* (two replies streaming into one group share the
-budget), shown as plain text while the model writes (half-written Markdown would not parse), and
-formatted once at the end. Before a message reaches 4096 characters the stream rolls over to a
-new one. A typing action is kept alive until the first words appear.
+edit counts: ``bot.streaming`` throttles edits per chat and rolls over before 4096 UTF-16 units.
+The preview is plain text (half-written Markdown would not parse) and formatted once at the end.
+A typing action is kept alive until the first words appear.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Callable
 
 from aiogram import Bot
 from aiogram.enums import ChatAction
@@ -21,34 +18,12 @@ from aiogram.exceptions import AiogramError
 
 from adapters.telegram.output import Outbox, Undeliverable
 from adapters.telegram.render import defuse_mentions
-from adapters.telegram.split import utf16_len
+from bot.streaming import EditThrottle, LivePreview
 
 log = logging.getLogger(__name__)
 
 ROLLOVER = 3900  # UTF-16 units: leave room for the "…" marker and the final formatting
 TYPING_EVERY = 4.5  # a chat action shows for five seconds
-_CURSOR = " …"
-
-
-class EditThrottle:
-    """At most one edit per ``interval`` seconds in each chat."""
-
-    def __init__(
-        self, private: float, group: float, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.private = private
-        self.group = group
-        self.clock = clock
-        self._next: dict[int, float] = {}
-
-    def ready(self, chat_id: int, private: bool) -> bool:
-        now = self.clock()
-        if now < self._next.get(chat_id, 0.0):
-            return False
-        self._next[chat_id] = now + (self.private if private else self.group)
-        if len(self._next) > 10_000:
-            self._next = {k: v for k, v in self._next.items() if v > now}
-        return True
 
 
 class Typing:
@@ -91,78 +66,43 @@ class Typing:
 
 
 class StreamingReply:
-    """Accumulates text deltas and shows them by throttled edits; ``finish`` formats."""
+    """A Telegram reply shown while it is written; ``finish`` formats it."""
 
     def __init__(
         self, outbox: Outbox, throttle: EditThrottle, *, private: bool, typing: Typing
     ) -> None:
         self.outbox = outbox
-        self.throttle = throttle
-        self.private = private
         self.typing = typing
-        self.text = ""
-        self._segment_start = 0  # where the current message's text begins in ``text``
-        self._index = 0  # which message of the outbox shows the current segment
-        self._shown = ""
-        self._paused = False
+        self.live = LivePreview(
+            self, throttle, outbox.target.chat_id, private=private, rollover=ROLLOVER, utf16=True
+        )
+
+    @property
+    def text(self) -> str:
+        return self.live.text
 
     async def feed(self, delta: str) -> None:
-        self.text += delta
-        if self._paused or not self.throttle.ready(self.outbox.target.chat_id, self.private):
-            return
         try:
-            await self._show()
+            await self.live.feed(delta)
         except Undeliverable:
             raise
         except AiogramError as exc:
             # The live preview is a nicety: keep the answer coming, deliver it at the end.
             log.warning("streaming edits paused chat=%s: %s", self.outbox.target.chat_id, exc)
-            self._paused = True
+            self.live.paused = True
 
-    async def _show(self) -> None:
-        segment = self.text[self._segment_start :]
-        while utf16_len(segment) > ROLLOVER:
-            cut = _cut_point(segment, ROLLOVER)
-            await self._display(segment[:cut].rstrip())
-            self._segment_start += cut
-            self._index += 1
-            segment = self.text[self._segment_start :]
-        if segment.strip():
-            await self._display(segment.rstrip() + _CURSOR)
-
-    async def _display(self, text: str) -> None:
-        if text == self._shown and self._index < len(self.outbox.messages):
-            return
+    async def show(self, index: int, text: str) -> None:
         await self.typing.stop()
-        await self.outbox.stream_text(self._index, defuse_mentions(text))
-        self._shown = text
+        await self.outbox.stream_text(index, defuse_mentions(text))
 
     async def abandon(self, note: str) -> None:
         """The answer failed mid-stream: leave the words shown, marked as cut off."""
         await self.typing.stop()
-        if self._shown and self._index < len(self.outbox.messages):
-            shown = self._shown.removesuffix(_CURSOR)
+        cut = self.live.cut_off(note)
+        if cut is not None and self.live.index < len(self.outbox.messages):
             with contextlib.suppress(AiogramError, Undeliverable):
-                await self.outbox.edit(
-                    self._index, defuse_mentions(f"{shown} [{note}]"), html=False
-                )
+                await self.outbox.edit(self.live.index, defuse_mentions(cut), html=False)
 
     async def finish(self, final_text: str) -> None:
         await self.typing.stop()
         await self.outbox.finish(final_text)
-
-
-def _cut_point(text: str, limit: int) -> int:
-    """A str index at most ``limit`` UTF-16 units in, preferring a newline, then a space."""
-    index = 0
-    units = 0
-    for index, char in enumerate(text):  # noqa: B007 - the index is used after the loop
-        units += 2 if ord(char) > 0xFFFF else 1
-        if units > limit:
-            break
-    head = text[:index]
-    for separator in ("\n\n", "\n", " "):
-        position = head.rfind(separator)
-        if position > len(head) // 2:
-            return position + len(separator)
-    return max(index, 1)

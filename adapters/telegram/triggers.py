@@ -8,28 +8,12 @@ Private chats always answer. In groups the bot answers an @mention, a reply to i
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
-from enum import StrEnum
 
 from adapters.telegram.normalise import Incoming
 from adapters.telegram.settings import GroupTrigger
+from bot.triggers import IGNORE, Action, Decision, with_quote
 
-
-class Action(StrEnum):
-    ANSWER = "answer"  # send ``text`` to the model
-    COMMAND = "command"  # run ``command`` with ``text`` as its arguments
-    OVERHEAR = "overhear"  # keep ``text`` as context for later
-    IGNORE = "ignore"
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    action: Action
-    text: str = ""
-    command: str | None = None
-
-
-IGNORE = Decision(Action.IGNORE)
+__all__ = ["Action", "Decision", "decide"]
 
 
 def decide(incoming: Incoming, trigger: GroupTrigger, commands: Collection[str]) -> Decision:
@@ -70,8 +54,4 @@ def _addressed(incoming: Incoming, trigger: GroupTrigger) -> bool:
 
 
 def _with_quote(incoming: Incoming, text: str) -> str:
-    """Carry the message being replied to, so "@bot is this right?" has its subject."""
-    if incoming.quoted is None:
-        return text
-    quote = f'[replying to {incoming.quoted_author}: "{incoming.quoted}"]'
-    return f"{quote}\n{text}" if text else quote
+    return with_quote(text, incoming.quoted, incoming.quoted_author)

@@ -1,0 +1,121 @@
+"""Showing an answer while the model writes it, within a chat platform's limits.
+
+Platforms rate-limit edits per chat and cap a message's length, so a streamed answer is shown by
+*throttled* edits of one message (two replies streaming into one chat share the budget), as
+plain text with a cursor, and rolls over to a new message before the cap. Adapters supply how a
+message is shown (:class:`Preview`) and format the final text themselves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from typing import Protocol
+
+CURSOR = " …"
+
+
+class EditThrottle:
+    """At most one edit per interval in each chat (``private`` chats may go faster)."""
+
+    def __init__(
+        self, private: float, group: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.private = private
+        self.group = group
+        self.clock = clock
+        self._next: dict[Hashable, float] = {}
+
+    def ready(self, chat: Hashable, private: bool) -> bool:
+        now = self.clock()
+        if now < self._next.get(chat, 0.0):
+            return False
+        self._next[chat] = now + (self.private if private else self.group)
+        if len(self._next) > 10_000:
+            self._next = {k: v for k, v in self._next.items() if v > now}
+        return True
+
+
+class Preview(Protocol):
+    async def show(self, index: int, text: str) -> None:
+        """Show ``text`` as message ``index`` of the reply: the next new message, or an edit."""
+        ...
+
+
+class LivePreview:
+    """Accumulates deltas; shows them by throttled edits, rolling over before ``rollover``.
+
+    ``utf16`` measures like Telegram (an emoji outside the BMP counts two), else like Discord
+    (code points). A failed show is the caller's to handle; set ``paused`` to stop trying.
+    """
+
+    def __init__(
+        self,
+        preview: Preview,
+        throttle: EditThrottle,
+        chat: Hashable,
+        *,
+        private: bool,
+        rollover: int,
+        utf16: bool = False,
+    ) -> None:
+        self.preview = preview
+        self.throttle = throttle
+        self.chat = chat
+        self.private = private
+        self.rollover = rollover
+        self.utf16 = utf16
+        self.text = ""
+        self.paused = False
+        self.shown = ""  # what the current message shows, cursor included
+        self.index = 0  # which message of the reply shows the current segment
+        self.messages = 0  # how many messages the preview has created
+        self._segment_start = 0  # where the current message's text begins in ``text``
+
+    async def feed(self, delta: str) -> None:
+        self.text += delta
+        if not self.paused and self.throttle.ready(self.chat, self.private):
+            await self._show()
+
+    def cut_off(self, note: str) -> str | None:
+        """The current message's words marked as cut off, or None when nothing is shown."""
+        if not self.shown or self.index >= self.messages:
+            return None
+        return f"{self.shown.removesuffix(CURSOR)} [{note}]"
+
+    async def _show(self) -> None:
+        segment = self.text[self._segment_start :]
+        while self._length(segment) > self.rollover:
+            cut = cut_point(segment, self.rollover, utf16=self.utf16)
+            await self._display(segment[:cut].rstrip())
+            self._segment_start += cut
+            self.index += 1
+            segment = self.text[self._segment_start :]
+        if segment.strip():
+            await self._display(segment.rstrip() + CURSOR)
+
+    async def _display(self, text: str) -> None:
+        if text == self.shown and self.index < self.messages:
+            return
+        await self.preview.show(self.index, text)
+        self.messages = max(self.messages, self.index + 1)
+        self.shown = text
+
+    def _length(self, text: str) -> int:
+        return len(text.encode("utf-16-le")) // 2 if self.utf16 else len(text)
+
+
+def cut_point(text: str, limit: int, *, utf16: bool = False) -> int:
+    """A str index at most ``limit`` units in, preferring a paragraph, a newline, a space."""
+    index = 0
+    units = 0
+    for index, char in enumerate(text):  # noqa: B007 - the index is used after the loop
+        units += 2 if utf16 and ord(char) > 0xFFFF else 1
+        if units > limit:
+            break
+    head = text[:index]
+    for separator in ("\n\n", "\n", " "):
+        position = head.rfind(separator)
+        if position > len(head) // 2:
+            return position + len(separator)
+    return max(index, 1)
