@@ -8,9 +8,13 @@ message is shown (:class:`Preview`) and format the final text themselves.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Protocol
+
+log = logging.getLogger(__name__)
 
 CURSOR = " …"
 
@@ -119,3 +123,41 @@ def cut_point(text: str, limit: int, *, utf16: bool = False) -> int:
         if position > len(head) // 2:
             return position + len(separator)
     return max(index, 1)
+
+
+class Repeating:
+    """Runs ``action`` now and every ``every`` seconds until stopped: typing indicators.
+
+    A task, so starting it never delays the turn; a failing action ends the loop quietly
+    (an indicator is a nicety, never worth an error).
+    """
+
+    def __init__(self, action: Callable[[], Awaitable[object]], every: float, what: str) -> None:
+        self.action = action
+        self.every = every
+        self.what = what
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._loop())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not task.cancelled():  # we were cancelled ourselves, not the task
+                raise
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.action()
+            except Exception as exc:
+                log.info("%s failed, giving up on it: %s", self.what, exc)
+                return
+            await asyncio.sleep(self.every)

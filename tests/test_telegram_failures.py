@@ -13,7 +13,7 @@ from aiogram.client.telegram import TelegramAPIServer
 
 from adapters.telegram.output import Outbox, Target
 from adapters.telegram.split import utf16_len
-from adapters.telegram.streaming import StreamingReply, Typing
+from adapters.telegram.streaming import StreamingReply, typing_indicator
 from bot.streaming import EditThrottle
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
@@ -103,9 +103,9 @@ async def test_streaming_rolls_over_before_the_limit(
     tg = fake_telegram
     chat = tg.private_chat(tg.user(7, "Alice"))
     outbox = Outbox(bot, Target(chat["id"]))
-    typing = Typing(bot, chat["id"], None)
-    typing.start()
-    reply = StreamingReply(outbox, EditThrottle(0.0, 0.0), private=True, typing=typing)
+    indicator = typing_indicator(bot, chat["id"], None)
+    indicator.start()
+    reply = StreamingReply(outbox, EditThrottle(0.0, 0.0), private=True, typing=indicator)
     sentence = "The quick brown fox jumps over the lazy dog 🦊. "
     text = ""
     while len(text) < 9_000:

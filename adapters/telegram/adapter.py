@@ -30,7 +30,7 @@ from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
 from adapters.telegram.output import Outbox, Target, Undeliverable
 from adapters.telegram.settings import TelegramSettings, telegram_settings
-from adapters.telegram.streaming import StreamingReply, Typing
+from adapters.telegram.streaming import StreamingReply, typing_indicator
 from adapters.telegram.triggers import Action, Decision, decide
 from adapters.telegram.webhook import WebhookServer
 from bot.app import App
@@ -256,10 +256,10 @@ class TelegramAdapter:
         if not text.strip() and incoming.command == "ask":
             await self._notify(outbox, "Ask me something: /ask <your question>")
             return
-        typing = Typing(self.bot, message.chat.id, outbox.target.thread_id)
-        typing.start()
+        indicator = typing_indicator(self.bot, message.chat.id, outbox.target.thread_id)
+        indicator.start()
         streaming = StreamingReply(
-            outbox, self.throttle, private=incoming.ctx.is_private, typing=typing
+            outbox, self.throttle, private=incoming.ctx.is_private, typing=indicator
         )
         try:
             if self.config.stream:
@@ -267,7 +267,7 @@ class TelegramAdapter:
                 await streaming.finish(_shown(reply))
             else:
                 reply = await self.app.service.chat(incoming.ctx, text)
-                await typing.stop()
+                await indicator.stop()
                 await outbox.send_markdown(_shown(reply))
         except UserFacingError as exc:
             await streaming.abandon("interrupted")
@@ -281,7 +281,7 @@ class TelegramAdapter:
             await streaming.abandon("interrupted")
             await self._notify(outbox, _FAILED)
         finally:
-            await typing.stop()
+            await indicator.stop()
 
     async def _stream(self, ctx: ChatContext, text: str, streaming: StreamingReply) -> Reply:
         async with contextlib.aclosing(self.app.service.stream(ctx, text)) as events:

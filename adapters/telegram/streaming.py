@@ -8,7 +8,6 @@ A typing action is kept alive until the first words appear.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 
@@ -18,7 +17,7 @@ from aiogram.exceptions import AiogramError
 
 from adapters.telegram.output import Outbox, Undeliverable
 from adapters.telegram.render import defuse_mentions
-from bot.streaming import EditThrottle, LivePreview
+from bot.streaming import EditThrottle, LivePreview, Repeating
 
 log = logging.getLogger(__name__)
 
@@ -26,50 +25,22 @@ ROLLOVER = 3900  # UTF-16 units: leave room for the "…" marker and the final f
 TYPING_EVERY = 4.5  # a chat action shows for five seconds
 
 
-class Typing:
+def typing_indicator(bot: Bot, chat_id: int, thread_id: int | None) -> Repeating:
     """Keeps "typing…" visible while the model works; stop it when words appear."""
 
-    def __init__(self, bot: Bot, chat_id: int, thread_id: int | None) -> None:
-        self.bot = bot
-        self.chat_id = chat_id
-        self.thread_id = thread_id
-        self._task: asyncio.Task[None] | None = None
+    async def action() -> None:
+        await bot.send_chat_action(
+            chat_id=chat_id, action=ChatAction.TYPING, message_thread_id=thread_id
+        )
 
-    def start(self) -> None:
-        self._task = asyncio.ensure_future(self._loop())
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is None:
-            return
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            if not task.cancelled():  # we were cancelled ourselves, not the typing task
-                raise
-        except Exception:  # its failure was logged or is harmless: typing is a nicety
-            log.debug("typing task ended with an error", exc_info=True)
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.bot.send_chat_action(
-                    chat_id=self.chat_id,
-                    action=ChatAction.TYPING,
-                    message_thread_id=self.thread_id,
-                )
-            except AiogramError as exc:
-                log.info("typing action failed chat=%s: %s", self.chat_id, exc)
-                return
-            await asyncio.sleep(TYPING_EVERY)
+    return Repeating(action, TYPING_EVERY, f"typing action chat={chat_id}")
 
 
 class StreamingReply:
     """A Telegram reply shown while it is written; ``finish`` formats it."""
 
     def __init__(
-        self, outbox: Outbox, throttle: EditThrottle, *, private: bool, typing: Typing
+        self, outbox: Outbox, throttle: EditThrottle, *, private: bool, typing: Repeating
     ) -> None:
         self.outbox = outbox
         self.typing = typing
