@@ -2,8 +2,8 @@
 
 It has a fake OpenAI-compatible chat server (``FakeLLM``, scripted with ``reply``,
 ``tool_calls``, ``error``, ``rate_limited``, ``quota_exhausted``, ``hang`` and ``delay``), a fake
-Telegram Bot API server (``FakeTelegram``) and the ``fake_llm`` / ``fake_telegram`` pytest
-fixtures; a fake Discord server comes later.
+Telegram Bot API server (``FakeTelegram``), a fake Discord REST API + gateway (``FakeDiscord``)
+and the ``fake_llm`` / ``fake_telegram`` / ``fake_discord`` pytest fixtures.
 
 Names are imported lazily so that ``python -m bot.testing.fake_llm`` and the pytest plugin do
 not load aiohttp before they need it.
@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from bot.testing.fake_discord import FakeDiscord
     from bot.testing.fake_llm import (
         FakeLLM,
         RecordedRequest,
@@ -29,9 +30,10 @@ if TYPE_CHECKING:
     )
     from bot.testing.fake_telegram import FakeTelegram
 
-_HOMES = {"FakeTelegram": "bot.testing.fake_telegram"}
+_HOMES = {"FakeTelegram": "bot.testing.fake_telegram", "FakeDiscord": "bot.testing.fake_discord"}
 
 __all__ = [
+    "FakeDiscord",
     "FakeLLM",
     "FakeTelegram",
     "RecordedRequest",

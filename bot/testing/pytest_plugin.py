@@ -1,4 +1,4 @@
-"""The ``fake_llm`` and ``fake_telegram`` pytest fixtures, registered through ``pytest11``.
+"""The ``fake_llm``, ``fake_telegram`` and ``fake_discord`` pytest fixtures (via ``pytest11``).
 
 Installing Parlour makes the fixtures available to plugin authors' test suites. It needs
 pytest-asyncio (1.x); without it the fixture fails with an explanation instead of breaking
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from bot.testing.fake_discord import FakeDiscord
     from bot.testing.fake_llm import FakeLLM
     from bot.testing.fake_telegram import FakeTelegram
 
@@ -40,6 +41,14 @@ if pytest_asyncio is not None:
         async with FakeTelegram() as fake:
             yield fake
 
+    @pytest_asyncio.fixture
+    async def fake_discord() -> AsyncIterator[FakeDiscord]:
+        """A started ``FakeDiscord`` (REST + gateway) on a free 127.0.0.1 port, stopped after."""
+        from bot.testing.fake_discord import FakeDiscord
+
+        async with FakeDiscord() as fake:
+            yield fake
+
 else:  # pragma: no cover - depends on the environment
 
     @pytest.fixture
@@ -51,3 +60,8 @@ else:  # pragma: no cover - depends on the environment
     def fake_telegram() -> None:
         """Placeholder that explains the missing dependency."""
         pytest.fail("the fake_telegram fixture needs pytest-asyncio: pip install pytest-asyncio")
+
+    @pytest.fixture
+    def fake_discord() -> None:
+        """Placeholder that explains the missing dependency."""
+        pytest.fail("the fake_discord fixture needs pytest-asyncio: pip install pytest-asyncio")

@@ -1,0 +1,29 @@
+"""Discord on discord.py 2: slash commands, mentions and replies in servers, threads and DMs.
+
+The entry point finds this package by name (``adapters.discord``) and calls
+:func:`create_adapter`; configuration lives under ``discord:`` (see ``settings.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from adapters.discord.adapter import DiscordAdapter
+    from bot.app import App
+    from bot.config import Settings
+
+__all__ = ["check_settings", "create_adapter"]
+
+
+def check_settings(settings: Settings) -> None:
+    """Validate ``discord:`` (``check-config`` and start-up call this)."""
+    from adapters.discord.settings import discord_settings
+
+    discord_settings(settings)
+
+
+def create_adapter(app: App) -> DiscordAdapter:
+    from adapters.discord.adapter import DiscordAdapter
+
+    return DiscordAdapter(app)

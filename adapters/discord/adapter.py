@@ -1,0 +1,293 @@
+"""The Discord adapter: discord.py 2 in, ChatService in the middle, split replies out.
+
+Lifecycle: ``run`` points discord.py at ``discord.api_base`` / ``discord.gateway_url``, then
+``client.start()`` (never ``run()``: our entry point owns signals). Slash commands are synced in
+``setup_hook``, per guild (instant) when ``discord.guild_ids`` is set, else globally. If Discord
+refuses the privileged message-content intent, the adapter says what still works and reconnects
+without it. ``stop`` stops taking events, lets in-flight replies finish, then closes the client.
+
+Arrival order: discord.py dispatches each event as a task; a message reaches ``ChatService``
+without awaiting anything first, so its conversation lock is queued for in arrival order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from adapters.discord.commands import build_tree
+from adapters.discord.endpoints import use_endpoints
+from adapters.discord.normalise import Incoming, context_for, decide, normalise
+from adapters.discord.output import (
+    NO_PINGS,
+    ChannelReply,
+    InteractionReply,
+    ReplyMessages,
+    deliver,
+    typing_indicator,
+)
+from adapters.discord.settings import DiscordSettings, discord_settings
+from bot.app import App
+from bot.context import ChatContext
+from bot.errors import ConfigError, UserFacingError
+from bot.llm.client import TextDelta
+from bot.service import Done, Reply
+from bot.streaming import EditThrottle, LivePreview, Repeating
+from bot.triggers import Action
+
+log = logging.getLogger(__name__)
+
+ROLLOVER = 1900  # leave room for the cursor and fence repairs before Discord's 2000
+_FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
+_CUT = "\n\n[reply cut at the output limit]"
+_NO_CONTENT_INTENT = (
+    "discord: the Message Content intent is not enabled for this bot (Developer Portal -> Bot ->"
+    " Privileged Gateway Intents). Still working: slash commands (/ask, /reset, /clear, "
+    "/history, /scope), @mentions, replies to the bot and DMs. Not working: keeping other "
+    "messages as conversation context. Reconnecting without it."
+)
+
+
+class DiscordAdapter:
+    name = "discord"
+
+    def __init__(self, app: App, *, settings: DiscordSettings | None = None) -> None:
+        self.app = app
+        self.config = settings or discord_settings(app.settings)
+        if not self.config.enabled:
+            raise ConfigError("discord.enabled is false")
+        self.throttle = EditThrottle(self.config.edit_interval, self.config.edit_interval)
+        self.message_content = self.config.wants_message_content
+        self.client: discord.Client | None = None
+        self.tree: app_commands.CommandTree[discord.Client] | None = None
+        self._stopping = asyncio.Event()
+        self._inflight: set[asyncio.Task[Any]] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        use_endpoints(self.config.api_base, self.config.gateway_url)
+        try:
+            while not self._stopping.is_set():
+                client = self._make_client()
+                try:
+                    await client.start(self.config.bot_token)
+                    return
+                except discord.PrivilegedIntentsRequired:
+                    if not self.message_content:
+                        raise
+                    log.warning(_NO_CONTENT_INTENT)
+                    self.message_content = False
+                except discord.LoginFailure:
+                    raise ConfigError(
+                        "discord.token was rejected by Discord (401 Unauthorized): check the "
+                        "bot token in the Developer Portal"
+                    ) from None
+                finally:
+                    if not client.is_closed():
+                        await client.close()
+        finally:
+            if self._inflight:
+                await asyncio.gather(*self._inflight, return_exceptions=True)
+
+    async def stop(self) -> None:
+        """No new events; in-flight replies finish (the entry point bounds the wait)."""
+        self._stopping.set()
+        if self._inflight:
+            await asyncio.gather(*self._inflight, return_exceptions=True)
+        if self.client is not None:
+            await self.client.close()
+
+    def _make_client(self) -> discord.Client:
+        intents = discord.Intents.none()
+        intents.guilds = True
+        intents.guild_messages = True
+        intents.dm_messages = True
+        intents.message_content = self.message_content
+        client = _Client(self, intents)
+        self.client = client
+        self.tree = build_tree(client, self)
+        return client
+
+    async def on_setup(self) -> None:
+        """Sync slash commands: per guild when configured (instant), else globally (slow)."""
+        assert self.tree is not None
+        try:
+            if self.config.guild_ids:
+                for guild_id in self.config.guild_ids:
+                    guild = discord.Object(id=guild_id)
+                    self.tree.copy_global_to(guild=guild)
+                    synced = await self.tree.sync(guild=guild)
+                    log.info("discord: %d slash commands synced to guild %s", len(synced), guild_id)
+            else:
+                synced = await self.tree.sync()
+                log.info("discord: %d slash commands synced globally", len(synced))
+        except discord.HTTPException as exc:
+            log.error(
+                "discord: slash commands not synced (invite the bot with the "
+                "applications.commands scope): %s",
+                exc,
+            )
+
+    def on_ready(self, client: discord.Client) -> None:
+        user = client.user
+        log.info(
+            "discord bot %s id=%s guilds=%d message_content=%s api_base=%s",
+            user,
+            user.id if user else "?",
+            len(client.guilds),
+            self.message_content,
+            self.config.api_base,
+        )
+
+    # -- messages ----------------------------------------------------------------------------
+
+    def on_message(self, message: discord.Message) -> None:
+        """Runs in discord.py's event task; the reply runs as a tracked task."""
+        if self._stopping.is_set() or self.client is None or self.client.user is None:
+            return
+        incoming = normalise(message, self.client.user)
+        decision = decide(
+            incoming,
+            mention_trigger=self.config.mention_trigger,
+            keep_context=self.config.keep_context and self.message_content,
+        )
+        if decision.action is Action.ANSWER:
+            self._track(self._answer_message(message, incoming, decision.text))
+        elif decision.action is Action.OVERHEAR:
+            self._track(self.app.service.overhear(incoming.ctx, decision.text))
+
+    def _track(self, work: Any) -> None:
+        # ensure_future runs the coroutine's first step in this loop iteration's order, so
+        # tasks created here reach the service lock in the order events arrived.
+        task = asyncio.ensure_future(self._guard(work))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+
+    async def _guard(self, work: Any) -> None:
+        try:
+            await work
+        except Exception:
+            log.exception("discord event failed")
+
+    async def _answer_message(
+        self, message: discord.Message, incoming: Incoming, text: str
+    ) -> None:
+        reply = ChannelReply(message.channel, reference=message)
+        indicator = typing_indicator(message.channel)
+        indicator.start()
+        await self.answer(incoming.ctx, text, reply, indicator, message.channel.id)
+
+    async def answer(
+        self,
+        ctx: ChatContext,
+        text: str,
+        messages: ReplyMessages,
+        indicator: Repeating | None,
+        channel_id: int,
+    ) -> None:
+        """Stream the model's answer into ``messages``; errors become a short notice."""
+        live = LivePreview(
+            _Shown(messages), self.throttle, channel_id, private=ctx.is_private, rollover=ROLLOVER
+        )
+        try:
+            reply = await self._stream(ctx, text, live) if self.config.stream else None
+            if reply is None:
+                reply = await self.app.service.chat(ctx, text)
+            if indicator is not None:
+                await indicator.stop()
+            await deliver(messages, _shown(reply))
+        except UserFacingError as exc:
+            await self._notice(messages, live, exc.chat_text)
+        except discord.HTTPException as exc:
+            log.warning("discord: reply not delivered channel=%s: %s", channel_id, exc)
+        except Exception:
+            log.exception("discord: answering failed channel=%s", channel_id)
+            await self._notice(messages, live, _FAILED)
+        finally:
+            if indicator is not None:
+                await indicator.stop()
+
+    async def _stream(self, ctx: ChatContext, text: str, live: LivePreview) -> Reply:
+        async with contextlib.aclosing(self.app.service.stream(ctx, text)) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    try:
+                        await live.feed(event.text)
+                    except discord.HTTPException as exc:  # the preview is a nicety
+                        log.warning("discord: streaming edits paused: %s", exc)
+                        live.paused = True
+                elif isinstance(event, Done):
+                    return event.reply
+        raise AssertionError("a stream always ends with Done")  # pragma: no cover
+
+    async def _notice(self, messages: ReplyMessages, live: LivePreview, text: str) -> None:
+        try:
+            cut = live.cut_off("interrupted")
+            if cut is not None:
+                await messages.put(live.index, cut)
+            await messages.put(messages.count if cut is not None else 0, text)
+        except discord.HTTPException as exc:
+            log.warning("discord: notice not delivered: %s", exc)
+
+    # -- slash commands (called by commands.py) -----------------------------------------------
+
+    async def ask(self, interaction: discord.Interaction, prompt: str) -> None:
+        await interaction.response.defer(thinking=True)
+        ctx = self.interaction_context(interaction)
+        channel_id = interaction.channel_id or interaction.user.id
+        await self.answer(ctx, prompt, InteractionReply(interaction), None, channel_id)
+
+    async def command(self, interaction: discord.Interaction, name: str, args: str = "") -> None:
+        """Built-in and plugin commands. Their answers are only for the caller (ephemeral)."""
+        ctx = self.interaction_context(interaction)
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        result = await self.app.commands.handle(ctx, name, args)
+        await interaction.edit_original_response(content=result.text, allowed_mentions=NO_PINGS)
+
+    def interaction_context(self, interaction: discord.Interaction) -> ChatContext:
+        permissions = interaction.permissions
+        admin = interaction.guild_id is not None and (
+            permissions.manage_messages or permissions.administrator
+        )
+        return context_for(
+            interaction.channel_id or interaction.user.id,
+            interaction.guild_id is None,
+            interaction.user,
+            message_id=interaction.id,
+            is_admin=admin,
+        )
+
+
+class _Client(discord.Client):
+    def __init__(self, adapter: DiscordAdapter, intents: discord.Intents) -> None:
+        super().__init__(intents=intents, allowed_mentions=NO_PINGS)
+        self.adapter = adapter
+
+    async def setup_hook(self) -> None:
+        await self.adapter.on_setup()
+
+    async def on_ready(self) -> None:
+        self.adapter.on_ready(self)
+
+    async def on_message(self, message: discord.Message) -> None:
+        self.adapter.on_message(message)
+
+
+class _Shown:
+    """The live preview writes into the reply's messages."""
+
+    def __init__(self, messages: ReplyMessages) -> None:
+        self.messages = messages
+
+    async def show(self, index: int, text: str) -> None:
+        await self.messages.put(index, text)
+
+
+def _shown(reply: Reply) -> str:
+    return reply.text + _CUT if reply.truncated else reply.text

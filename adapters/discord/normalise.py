@@ -1,0 +1,98 @@
+"""discord.py objects -> the platform-neutral ``ChatContext``, and whether the bot is addressed.
+
+A server text channel and each thread are separate chats (a thread is its own conversation);
+a DM is a private chat. The member's display name (server nickname, else global name) is who
+is speaking. People address the bot by @mention (its user, or the role Discord gives it) or by
+replying to one of its messages; DMs always answer; other bots are never answered.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import discord
+
+from bot.context import ChatContext, ChatType
+from bot.triggers import IGNORE, Action, Decision, with_quote
+
+PLATFORM = "discord"
+_SPACES = re.compile(r"[ \t]{2,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    ctx: ChatContext
+    text: str  # content with the bot's own mentions removed
+    mentioned: bool
+    reply_to_bot: bool
+    from_bot: bool
+    quoted: str | None
+    quoted_author: str
+
+
+def context_for(
+    channel_id: int,
+    private: bool,
+    user: discord.abc.User,
+    *,
+    message_id: int | None = None,
+    reply_to: int | None = None,
+    is_admin: bool = False,
+) -> ChatContext:
+    return ChatContext(
+        platform=PLATFORM,
+        chat_id=str(channel_id),
+        chat_type=ChatType.PRIVATE if private else ChatType.GROUP,
+        user_id=str(user.id),
+        user_name=user.display_name,
+        message_id=str(message_id) if message_id is not None else None,
+        reply_to_message_id=str(reply_to) if reply_to is not None else None,
+        is_admin=is_admin,
+    )
+
+
+def normalise(message: discord.Message, me: discord.ClientUser) -> Incoming:
+    reference = message.reference
+    replied = reference.resolved if reference is not None else None
+    replied_message = replied if isinstance(replied, discord.Message) else None
+    ctx = context_for(
+        message.channel.id,
+        message.guild is None,
+        message.author,
+        message_id=message.id,
+        reply_to=reference.message_id if reference is not None else None,
+    )
+    own_role = message.guild.self_role if message.guild is not None else None
+    role_mentioned = own_role is not None and own_role in message.role_mentions
+    mentioned = any(user.id == me.id for user in message.mentions) or role_mentioned
+    text = message.content
+    for token in (f"<@{me.id}>", f"<@!{me.id}>", f"<@&{own_role.id}>" if own_role else None):
+        if token:
+            text = text.replace(token, " ")
+    reply_to_bot = replied_message is not None and replied_message.author.id == me.id
+    quoted, author = None, ""
+    if replied_message is not None and not reply_to_bot and replied_message.content:
+        quoted, author = replied_message.content, replied_message.author.display_name
+    return Incoming(
+        ctx=ctx,
+        text=_SPACES.sub(" ", text).strip(),
+        mentioned=mentioned,
+        reply_to_bot=reply_to_bot,
+        from_bot=message.author.bot or message.author.id == me.id,
+        quoted=quoted,
+        quoted_author=author,
+    )
+
+
+def decide(incoming: Incoming, *, mention_trigger: bool, keep_context: bool) -> Decision:
+    if incoming.from_bot:
+        return IGNORE
+    addressed = mention_trigger and (incoming.mentioned or incoming.reply_to_bot)
+    if incoming.ctx.is_private or addressed:
+        return Decision(
+            Action.ANSWER, with_quote(incoming.text, incoming.quoted, incoming.quoted_author)
+        )
+    if keep_context and incoming.text:
+        return Decision(Action.OVERHEAR, incoming.text)
+    return IGNORE

@@ -1,0 +1,54 @@
+"""The ``discord:`` config section, owned by this adapter and validated when it starts."""
+
+from __future__ import annotations
+
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from bot.config import Settings, platform_settings
+
+DEFAULT_API_BASE = "https://discord.com/api/v10"
+DEFAULT_GATEWAY_URL = "wss://gateway.discord.gg"
+
+
+class DiscordSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False
+    token: SecretStr | None = Field(None, description="bot token; env DISCORD_BOT_TOKEN")
+    api_base: str = Field(DEFAULT_API_BASE, description="REST base URL (proxies, tests)")
+    gateway_url: str = Field(DEFAULT_GATEWAY_URL, description="gateway websocket URL")
+    guild_ids: tuple[int, ...] = Field(
+        (), description="sync slash commands to these servers (instant); empty: globally"
+    )
+    mention_trigger: bool = Field(True, description="answer @mentions and replies to the bot")
+    keep_context: bool = Field(
+        True, description="keep unaddressed messages as context (needs the message content intent)"
+    )
+    stream: bool = Field(True, description="stream replies by editing the message")
+    edit_interval: float = Field(1.0, gt=0, description="seconds between edits in one channel")
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if self.enabled and self.token is None:
+            raise ValueError("token is missing: set DISCORD_BOT_TOKEN or discord.token")
+        if not self.api_base.startswith(("https://", "http://")):
+            raise ValueError("api_base must be an http(s) URL")
+        if not self.gateway_url.startswith(("wss://", "ws://")):
+            raise ValueError("gateway_url must be a ws(s) URL")
+        return self
+
+    @property
+    def bot_token(self) -> str:
+        assert self.token is not None, "validated when enabled"
+        return self.token.get_secret_value()
+
+    @property
+    def wants_message_content(self) -> bool:
+        """The privileged intent is only asked for when a feature reads ordinary messages."""
+        return self.mention_trigger or self.keep_context
+
+
+def discord_settings(settings: Settings) -> DiscordSettings:
+    return platform_settings(settings, "discord", DiscordSettings)

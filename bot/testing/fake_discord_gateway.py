@@ -1,0 +1,402 @@
+"""The fake Discord gateway: an aiohttp websocket speaking Discord's gateway protocol (v10,
+JSON encoding) to the real discord.py client.
+
+discord.py 2.7 always connects with ``?v=10&encoding=json&compress=zlib-stream`` (or
+``zstd-stream`` when the ``zstandard`` module is importable) and no Client option turns
+transport compression off, so the fake implements zlib-stream: one zlib context per
+connection, each payload flushed with Z_SYNC_FLUSH (the ``00 00 ff ff`` suffix the client
+waits for). zstd-stream is served when ``zstandard`` is installed, else as plain text frames,
+which discord.py also accepts.
+
+Handled: HELLO, heartbeats (ACK), IDENTIFY (token, intents, privileged intents -> close 4014
+"Disallowed intent(s).", sharding), READY with ``resume_gateway_url``, GUILD_CREATE per
+guild, RESUME (missed dispatches replayed, then RESUMED; unknown sessions get op 9),
+REQUEST_GUILD_MEMBERS (one GUILD_MEMBERS_CHUNK), PRESENCE_UPDATE (recorded). Tests can ask
+the client to reconnect (op 7), invalidate its session (op 9) or drop the socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import logging
+import secrets
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from bot.testing.fake_discord_messages import DiscordMessages
+from bot.testing.fake_discord_state import PRIVILEGED, Intents
+from bot.testing.fake_discord_wire import JSONDict
+
+__all__ = ["DiscordGateway", "GatewaySession"]
+
+log = logging.getLogger("bot.testing.fake_discord")
+
+_ALL_INTENTS = (1 << 26) - 1
+_LOG_LIMIT = 1000  # dispatches kept per session for RESUME
+_DISPATCH, _HEARTBEAT, _IDENTIFY, _PRESENCE, _VOICE, _RESUME = 0, 1, 2, 3, 4, 6
+_RECONNECT, _REQUEST_MEMBERS, _INVALID_SESSION, _HELLO, _ACK = 7, 8, 9, 10, 11
+
+
+@dataclass(slots=True)
+class _Close:
+    code: int
+    reason: str
+
+
+class _Connection:
+    """One websocket: an ordered send queue drained by a writer task (so synchronous test
+    controls can dispatch), with the transport compression the client asked for."""
+
+    def __init__(self, ws: web.WebSocketResponse, compress: str | None) -> None:
+        self.ws = ws
+        self.queue: asyncio.Queue[JSONDict | _Close | Callable[[], None]] = asyncio.Queue()
+        self.session: GatewaySession | None = None
+        self.server_closed = False
+        self.compress = compress
+        self._zlib = zlib.compressobj() if compress == "zlib-stream" else None
+        self._zstd: Any = None
+        if compress == "zstd-stream":
+            with contextlib.suppress(ImportError):
+                self._zstd = importlib.import_module("zstandard").ZstdCompressor().compressobj()
+
+    def send(self, payload: JSONDict | _Close | Callable[[], None]) -> None:
+        self.queue.put_nowait(payload)
+
+    async def write_loop(self) -> None:
+        while True:
+            item = await self.queue.get()
+            if isinstance(item, _Close):
+                self.server_closed = True
+                await self.ws.close(code=item.code, message=item.reason.encode())
+                return
+            if callable(item):
+                item()
+                continue
+            data = json.dumps(item, separators=(",", ":")).encode()
+            try:
+                if self._zlib is not None:
+                    await self.ws.send_bytes(
+                        self._zlib.compress(data) + self._zlib.flush(zlib.Z_SYNC_FLUSH)
+                    )
+                elif self._zstd is not None:
+                    flush_block = importlib.import_module("zstandard").COMPRESSOBJ_FLUSH_BLOCK
+                    await self.ws.send_bytes(
+                        self._zstd.compress(data) + self._zstd.flush(flush_block)
+                    )
+                else:
+                    await self.ws.send_str(data.decode())
+            except (ConnectionError, RuntimeError):
+                return
+
+
+@dataclass(slots=True)
+class GatewaySession:
+    """An identified gateway session: its intents, sequence, and the dispatch log replayed
+    on RESUME. ``connection`` is None while the client is away (events still accumulate)."""
+
+    id: str
+    intents: int
+    shard: tuple[int, int] | None
+    seq: int = 0
+    log: list[JSONDict] = field(default_factory=list)
+    connection: _Connection | None = None
+    ready: bool = False
+
+    def owns(self, guild_id: int | None) -> bool:
+        if guild_id is None or self.shard is None:
+            return True
+        return (guild_id >> 22) % self.shard[1] == self.shard[0]
+
+
+class DiscordGateway(DiscordMessages):
+    """Gateway sessions on top of the world; ``_dispatch`` reaches every live session."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sessions: dict[str, GatewaySession] = {}
+        self._connections: set[_Connection] = set()
+        self._gateway_url: str | None = None
+
+    @property
+    def gateway_url(self) -> str:
+        """``ws://127.0.0.1:<port>/gateway``: what ``use_endpoints`` points discord.py at."""
+        if self._gateway_url is None:
+            raise RuntimeError("FakeDiscord is not started; call start() or use 'async with'")
+        return self._gateway_url
+
+    # ---------------------------------------------------------------- test controls
+
+    def dispatch(self, event: str, data: JSONDict, intent: int = 0) -> int:
+        """Push a raw dispatch (``t=event``) to every session having ``intent``; returns how
+        many sessions got it."""
+        return self._dispatch(event, data, intent)
+
+    def request_reconnect(self) -> None:
+        """Send op 7 RECONNECT: discord.py closes and RESUMEs on ``resume_gateway_url``."""
+        for connection in list(self._connections):
+            connection.send({"op": _RECONNECT, "d": None})
+
+    def invalidate_session(self, resumable: bool = False) -> None:
+        """Send op 9 INVALID_SESSION; not resumable makes the client identify again."""
+        for connection in list(self._connections):
+            if connection.session is not None and not resumable:
+                self.sessions.pop(connection.session.id, None)
+            connection.send({"op": _INVALID_SESSION, "d": resumable})
+
+    def drop_connections(self, code: int = 4000, reason: str = "Unknown error.") -> None:
+        """Close every gateway socket with ``code`` (4000: discord.py resumes; 4004 etc. are
+        fatal for it)."""
+        for connection in list(self._connections):
+            connection.send(_Close(code, reason))
+
+    # ------------------------------------------------------------------- dispatching
+
+    def _is_connected(self) -> bool:
+        return bool(self.sessions)
+
+    def _dispatch(self, event: str, data: JSONDict, intent: int = 0, *, scrub: bool = False) -> int:
+        guild_id = data.get("guild_id") or (data.get("id") if event == "GUILD_CREATE" else None)
+        reached = 0
+        for session in list(self.sessions.values()):
+            if intent and not session.intents & intent:
+                continue
+            if not session.owns(None if guild_id is None else int(guild_id)):
+                continue
+            payload = data
+            if scrub and not session.intents & Intents.MESSAGE_CONTENT:
+                payload = _scrubbed(data)
+            self._send_dispatch(session, event, payload)
+            reached += 1
+        self._bump()
+        return reached
+
+    def _send_dispatch(self, session: GatewaySession, event: str, data: JSONDict) -> None:
+        session.seq += 1
+        payload = {"op": _DISPATCH, "t": event, "s": session.seq, "d": data}
+        session.log.append(payload)
+        del session.log[:-_LOG_LIMIT]
+        if session.connection is not None:
+            session.connection.send(payload)
+
+    # -------------------------------------------------------------------- websocket
+
+    async def _handle_gateway(self, request: web.Request) -> web.StreamResponse:
+        ws = web.WebSocketResponse(max_msg_size=0, autoping=True)
+        await ws.prepare(request)
+        version = request.query.get("v", "10")
+        encoding = request.query.get("encoding", "json")
+        connection = _Connection(ws, request.query.get("compress"))
+        self._connections.add(connection)
+        writer = asyncio.create_task(connection.write_loop())
+        try:
+            if version not in ("9", "10"):
+                connection.send(_Close(4012, "Invalid API version."))
+            elif encoding != "json":
+                connection.send(_Close(4002, "Error while decoding payload."))
+            else:
+                interval = int(self.heartbeat_interval * 1000)
+                connection.send(
+                    {
+                        "op": _HELLO,
+                        "d": {"heartbeat_interval": interval, "_trace": ["fake-discord"]},
+                    }
+                )
+            async for message in ws:
+                if message.type not in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
+                    break
+                self._receive(connection, message.data)
+        finally:
+            self._connections.discard(connection)
+            if connection.server_closed and not writer.done():  # let the writer's close finish
+                await asyncio.wait({writer}, timeout=0.5)
+            writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
+            self._detach(connection)
+        return ws
+
+    def _detach(self, connection: _Connection) -> None:
+        session = connection.session
+        if session is not None and session.connection is connection:
+            session.connection = None
+            # A client's clean close (1000/1001) ends its session; anything else may RESUME.
+            if not connection.server_closed and connection.ws.close_code in (1000, 1001):
+                self.sessions.pop(session.id, None)
+        self._bump()
+
+    def _receive(self, connection: _Connection, raw: str | bytes) -> None:
+        try:
+            payload = json.loads(raw)
+            op = payload["op"]
+        except (ValueError, KeyError, TypeError):
+            connection.send(_Close(4002, "Error while decoding payload."))
+            return
+        data = payload.get("d")
+        if op == _HEARTBEAT:
+            connection.send({"op": _ACK})
+        elif op == _IDENTIFY:
+            self._identify(connection, data if isinstance(data, dict) else {})
+        elif op == _RESUME:
+            self._resume(connection, data if isinstance(data, dict) else {})
+        elif connection.session is None:
+            connection.send(_Close(4003, "Not authenticated."))
+        elif op == _PRESENCE:
+            self.presence = data
+            self._bump()
+        elif op == _REQUEST_MEMBERS:
+            self._members_chunk(connection.session, data if isinstance(data, dict) else {})
+        elif op != _VOICE:
+            connection.send(_Close(4001, "Unknown opcode."))
+
+    def _token_ok(self, token: Any) -> bool:
+        return isinstance(token, str) and token.removeprefix("Bot ") == self.token
+
+    def _identify(self, connection: _Connection, data: JSONDict) -> None:
+        if connection.session is not None:
+            connection.send(_Close(4005, "Already authenticated."))
+            return
+        if not self._token_ok(data.get("token")):
+            connection.send(_Close(4004, "Authentication failed."))
+            return
+        intents = data.get("intents")
+        if (
+            not isinstance(intents, int)
+            or isinstance(intents, bool)
+            or not 0 <= intents <= _ALL_INTENTS
+        ):
+            connection.send(_Close(4013, "Invalid intent(s)."))
+            return
+        if intents & PRIVILEGED & ~self.allowed_intents:
+            connection.send(_Close(4014, "Disallowed intent(s)."))
+            return
+        shard = data.get("shard")
+        parsed: tuple[int, int] | None = None
+        if shard is not None:
+            if not (isinstance(shard, list) and len(shard) == 2 and 0 <= shard[0] < shard[1]):
+                connection.send(_Close(4010, "Invalid shard."))
+                return
+            parsed = (int(shard[0]), int(shard[1]))
+        self.identify = data
+        session = GatewaySession(secrets.token_hex(16), intents, parsed, connection=connection)
+        connection.session = session
+        self.sessions[session.id] = session
+        guild_ids = [g for g in self._guilds if session.owns(g)]
+        ready: JSONDict = {
+            "v": 10,
+            "user": self.bot_user,
+            "user_settings": {},
+            "guilds": [{"id": str(g), "unavailable": True} for g in guild_ids],
+            "private_channels": [],
+            "relationships": [],
+            "presences": [],
+            "geo_ordered_rtc_regions": ["fake"],
+            "guild_join_requests": [],
+            "session_id": session.id,
+            "session_type": "normal",
+            "resume_gateway_url": self.gateway_url,
+            "application": {"id": str(self.application_id), "flags": self._application_flags()},
+            "_trace": ["fake-discord"],
+        }
+        if parsed is not None:
+            ready["shard"] = list(parsed)
+        self._send_dispatch(session, "READY", ready)
+        for guild_id in guild_ids:
+            self._send_dispatch(session, "GUILD_CREATE", self.guild_create(guild_id))
+        connection.send(lambda: self._mark_ready(session))
+        self._bump()
+
+    def _mark_ready(self, session: GatewaySession) -> None:
+        session.ready = True
+        self._bump()
+
+    def _resume(self, connection: _Connection, data: JSONDict) -> None:
+        if not self._token_ok(data.get("token")):
+            connection.send(_Close(4004, "Authentication failed."))
+            return
+        session = self.sessions.get(str(data.get("session_id")))
+        if session is None or (session.connection is not None and not session.connection.ws.closed):
+            connection.send({"op": _INVALID_SESSION, "d": False})
+            return
+        seq = data.get("seq") or 0
+        if session.log and int(session.log[0]["s"]) > int(seq) + 1:
+            connection.send({"op": _INVALID_SESSION, "d": False})  # the gap is gone for good
+            return
+        session.connection = connection
+        connection.session = session
+        for payload in session.log:
+            if int(payload["s"]) > int(seq):
+                connection.send(payload)
+        self._send_dispatch(session, "RESUMED", {"_trace": ["fake-discord"]})
+        connection.send(lambda: self._mark_ready(session))
+        self._bump()
+
+    def _members_chunk(self, session: GatewaySession, data: JSONDict) -> None:
+        try:
+            state = self._guilds[int(data["guild_id"])]
+        except (KeyError, TypeError, ValueError):
+            return
+        members = list(state.members.values())
+        not_found: list[str] = []
+        if data.get("user_ids"):
+            wanted = [int(u) for u in data["user_ids"]]
+            members = [state.members[u] for u in wanted if u in state.members]
+            not_found = [str(u) for u in wanted if u not in state.members]
+        elif data.get("query"):
+            query = str(data["query"]).lower()
+            members = [m for m in members if str(m["user"]["username"]).lower().startswith(query)]
+        limit = int(data.get("limit") or 0)
+        if limit:
+            members = members[:limit]
+        chunk: JSONDict = {
+            "guild_id": str(state.id),
+            "members": members,
+            "chunk_index": 0,
+            "chunk_count": 1,
+            "not_found": not_found,
+        }
+        if data.get("nonce") is not None:
+            chunk["nonce"] = data["nonce"]
+        if data.get("presences"):
+            chunk["presences"] = []
+        self._send_dispatch(session, "GUILD_MEMBERS_CHUNK", chunk)
+
+    def _application_flags(self) -> int:
+        # The "_LIMITED" flags are what the portal toggles set for a bot in < 100 guilds.
+        allowed = self.allowed_intents
+        flags = 1 << 23  # APPLICATION_COMMAND_BADGE
+        if allowed & Intents.GUILD_PRESENCES:
+            flags |= 1 << 13
+        if allowed & Intents.GUILD_MEMBERS:
+            flags |= 1 << 15
+        if allowed & Intents.MESSAGE_CONTENT:
+            flags |= 1 << 19
+        return flags
+
+    async def _close_gateway(self) -> None:
+        """Close every socket (1001 going away) when the server stops."""
+        for connection in list(self._connections):
+            connection.send(_Close(1001, "Fake Discord is stopping."))
+        for _ in range(50):
+            if not self._connections:
+                return
+            await asyncio.sleep(0.01)
+
+
+def _scrubbed(message: JSONDict) -> JSONDict:
+    """A message as a session without MESSAGE_CONTENT sees it: no content, embeds,
+    attachments, components or poll."""
+    out = dict(message)
+    out["content"] = ""
+    out["embeds"] = []
+    out["attachments"] = []
+    out["components"] = []
+    out.pop("poll", None)
+    return out
