@@ -115,8 +115,16 @@ class DiscordAdapter:
         return client
 
     async def on_setup(self) -> None:
-        """Sync slash commands: per guild when configured (instant), else globally (slow)."""
-        assert self.tree is not None
+        """Logged in: say who we are, then sync slash commands (per guild: instant)."""
+        assert self.tree is not None and self.client is not None
+        user = self.client.user
+        log.info(
+            "discord bot %s id=%s message_content=%s api_base=%s",
+            user,
+            user.id if user else "?",
+            self.message_content,
+            self.config.api_base,
+        )
         try:
             if self.config.guild_ids:
                 for guild_id in self.config.guild_ids:
@@ -135,15 +143,7 @@ class DiscordAdapter:
             )
 
     def on_ready(self, client: discord.Client) -> None:
-        user = client.user
-        log.info(
-            "discord bot %s id=%s guilds=%d message_content=%s api_base=%s",
-            user,
-            user.id if user else "?",
-            len(client.guilds),
-            self.message_content,
-            self.config.api_base,
-        )
+        log.info("discord ready: %d servers", len(client.guilds))
 
     # -- messages ----------------------------------------------------------------------------
 
