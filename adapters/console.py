@@ -46,7 +46,18 @@ class ConsoleAdapter:
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._stopped = asyncio.Event()
 
+    async def send_text(self, chat_id: str, thread_id: str | None, text: str) -> None:
+        """Messages the bot starts itself (reminders) are printed between prompts."""
+        self._write(f"\n[{text}]\n" + ("you> " if self.interactive else ""))
+
     async def run(self) -> None:
+        self.app.outbound.register("console", self)
+        try:
+            await self._run()
+        finally:
+            self.app.outbound.unregister("console", self)
+
+    async def _run(self) -> None:
         self._start_reader()
         if self.interactive:
             self._write("Parlour console. /help for commands, /exit to leave.\n")

@@ -5,19 +5,27 @@ the service, and closes them in reverse order. Adapters receive the running app.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from types import TracebackType
+from typing import Any
 
 from bot.commands import Commands
 from bot.config import Settings, safe_url
+from bot.context import ChatContext
+from bot.delivery import Outbound
 from bot.errors import ConfigError
 from bot.history.sqlite import SQLiteStore
 from bot.llm.client import LLMClient
 from bot.llm.retry import Sleep
 from bot.memory import MemoryProvider
+from bot.plugins import PluginManager, ToolRegistry
+from bot.scheduler import Scheduler
 from bot.service import ChatService
 from bot.tools import ToolRunner
 
 log = logging.getLogger(__name__)
+
+RETENTION_JOB = "parlour:retention"
 
 
 def check_llm_settings(settings: Settings) -> None:
@@ -46,6 +54,10 @@ class App:
         self._llm: LLMClient | None = None
         self._service: ChatService | None = None
         self._commands: Commands | None = None
+        self.outbound = Outbound()
+        self.tools = ToolRegistry(self._is_admin)
+        self.scheduler: Scheduler | None = None
+        self.plugins: PluginManager | None = None
 
     @property
     def store(self) -> SQLiteStore:
@@ -68,11 +80,27 @@ class App:
         await self._store.open()
         try:
             self._llm = LLMClient(self.settings.llm, sleep=self._retry_sleep)
+            self.tools = ToolRegistry(self._is_admin)
             self._service = ChatService(
-                self.settings, self._store, self._llm, memory=self._memory, tools=self._tools
+                self.settings,
+                self._store,
+                self._llm,
+                memory=self._memory,
+                tools=self._tools if self._tools is not None else self.tools,
             )
             await self._service.start()
             self._commands = Commands(self._service)
+            self.scheduler = Scheduler(self.settings.storage.effective_jobs_path)
+            self.plugins = PluginManager(
+                self.tools, self._commands, self._store, self.outbound, self.scheduler
+            )
+            # Plugins register their job handlers before the scheduler starts: a job that fell
+            # due while the bot was down runs at start, and must find its handler.
+            await self.plugins.load_all(
+                self.settings.plugins, required=self.settings.plugins_required
+            )
+            self._schedule_retention(self.scheduler)
+            await self.scheduler.start()
         except BaseException:
             await self.aclose()
             raise
@@ -92,7 +120,29 @@ class App:
     ) -> None:
         await self.aclose()
 
+    def _is_admin(self, ctx: ChatContext) -> bool:
+        return ctx.is_admin or self.settings.is_bot_admin(ctx.platform, ctx.user_id)
+
+    def _schedule_retention(self, scheduler: Scheduler) -> None:
+        days = self.settings.history.retention_days
+        scheduler.register(RETENTION_JOB, self._apply_retention)
+        if days is None:
+            scheduler.cancel(RETENTION_JOB)
+        else:
+            scheduler.every(RETENTION_JOB, RETENTION_JOB, timedelta(hours=1))
+
+    async def _apply_retention(self, job_id: str, payload: dict[str, Any]) -> None:
+        days = self.settings.history.retention_days
+        if days is not None:
+            await self.store.delete_older_than(days * 86400)
+
     async def aclose(self) -> None:
+        if self.plugins is not None:
+            await self.plugins.teardown_all()
+            self.plugins = None
+        if self.scheduler is not None:
+            await self.scheduler.shutdown()
+            self.scheduler = None
         if self._llm is not None:
             await self._llm.close()
             self._llm = None

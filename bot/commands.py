@@ -55,6 +55,8 @@ class Commands:
             "scope": self._scope,
         }
         self._infos: list[CommandInfo] = list(BUILTIN_COMMANDS)
+        # /clear and /scope decide themselves (a private chat's owner may clear it).
+        self._own_rules = (self._handlers["clear"], self._handlers["scope"])
         self._help_notes: list[HelpNote] = []
 
     def register(self, info: CommandInfo, handler: Handler | None = None) -> None:
@@ -68,6 +70,14 @@ class Commands:
         self._infos.append(CommandInfo(name, info.description, info.admin_only))
         if handler is not None:
             self._handlers[name] = handler
+
+    def unregister(self, name: str) -> None:
+        """Take back a plugin's command (its setup failed, or it was unloaded)."""
+        name = name.lower()
+        if any(info.name == name for info in BUILTIN_COMMANDS):
+            raise ValueError(f"/{name} is built in")
+        self._infos = [info for info in self._infos if info.name != name]
+        self._handlers.pop(name, None)
 
     def add_help_note(self, note: HelpNote) -> None:
         """Adapters add what /help should also say (e.g. what the bot can see in groups)."""
@@ -88,6 +98,12 @@ class Commands:
         handler = self._handlers.get(name.lower())
         if handler is None:
             return CommandResult(f"Unknown command /{name}. Try /help.", ok=False, private=True)
+        info = next((i for i in self._infos if i.name == name.lower()), None)
+        if info and info.admin_only and handler not in self._own_rules and not self.is_admin(ctx):
+            # Platform menus only hide admin commands (and server admins can unhide them).
+            return CommandResult(
+                f"Only this chat's admins can use /{info.name}.", ok=False, private=True
+            )
         log.info(
             "command /%s chat=%s user=%s admin=%s", name, ctx.chat_key, ctx.user_id, ctx.is_admin
         )

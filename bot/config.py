@@ -108,6 +108,9 @@ class ChatSettings(_Section):
 class HistorySettings(_Section):
     max_tokens: int | None = Field(None, ge=1, description="cap on history tokens per request")
     max_turns: int = Field(50, ge=1, description="turns loaded from the store per request")
+    retention_days: float | None = Field(
+        None, gt=0, description="delete turns older than this (checked hourly); none: keep all"
+    )
     context_messages: int = Field(
         20, ge=0, description="unaddressed group messages kept as context (0: none)"
     )
@@ -118,6 +121,24 @@ class HistorySettings(_Section):
 
 class StorageSettings(_Section):
     path: Path = Path("data/parlour.db")
+    jobs_path: Path | None = Field(
+        None, description="scheduler's own SQLite file; default: jobs.sqlite beside path"
+    )
+
+    @property
+    def effective_jobs_path(self) -> Path:
+        return self.jobs_path or self.path.with_name("jobs.sqlite")
+
+
+DEFAULT_PLUGINS = ("plugins.clock", "plugins.calculator", "plugins.reminders")
+
+
+class PluginEntry(_Section):
+    """One plugin: a module or entry-point name, its settings, and whether the bot needs it."""
+
+    module: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+    required: bool = False
 
 
 class LoggingSettings(_Section):
@@ -163,6 +184,20 @@ class Settings(_Section):
     )
     telegram: PlatformSettings = PlatformSettings()
     discord: PlatformSettings = PlatformSettings()
+    plugins: tuple[PluginEntry, ...] = Field(
+        tuple(PluginEntry(module=name) for name in DEFAULT_PLUGINS),
+        description="replaces the default set; [] turns every plugin off",
+    )
+    plugins_required: bool = Field(False, description="refuse to start if any plugin fails")
+
+    @field_validator("plugins", mode="before")
+    @classmethod
+    def _plugin_entries(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        if isinstance(value, list | tuple):
+            return tuple({"module": v} if isinstance(v, str) else v for v in value)
+        return value
 
     @model_validator(mode="before")
     @classmethod

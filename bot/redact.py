@@ -16,6 +16,8 @@ _PATTERNS = (
     re.compile(r"sk-[A-Za-z0-9_\-]{8,}"),  # OpenAI-style keys
     re.compile(r"(?<!\d)\d{6,12}:[A-Za-z0-9_\-]{30,}"),  # Telegram bot tokens
     re.compile(r"(?i)(authorization:?\s*(?:bearer|bot)\s+)[^\s'\"]+"),
+    re.compile(r"(/webhooks/\d+/)[\w.\-]{20,}"),  # Discord interaction/webhook tokens in URLs
+    re.compile(r"""(['"]token['"]\s*:\s*['"])[^'"]+"""),  # "token": "..." in logged payloads
 )
 
 

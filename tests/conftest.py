@@ -53,6 +53,7 @@ def make_settings(fake: FakeLLM, tmp_path: Path, **sections: Any) -> Settings:
     raw: dict[str, Any] = {
         "llm": {"base_url": fake.base_url, "api_key": TEST_KEY, "model": "gpt-4o-mini"},
         "storage": {"path": str(tmp_path / "parlour.db")},
+        "plugins": [],  # tests that want tools ask for them
     }
     for name, values in sections.items():
         raw[name] = {**raw.get(name, {}), **values} if isinstance(values, dict) else values

@@ -17,6 +17,7 @@ import contextlib
 import logging
 from typing import Any
 
+import aiohttp
 import discord
 from discord import app_commands
 
@@ -24,6 +25,7 @@ from adapters.discord.commands import build_tree
 from adapters.discord.endpoints import use_endpoints
 from adapters.discord.normalise import Incoming, context_for, decide, normalise
 from adapters.discord.output import (
+    LIMIT,
     NO_PINGS,
     ChannelReply,
     InteractionReply,
@@ -43,6 +45,8 @@ from bot.triggers import Action
 log = logging.getLogger(__name__)
 
 ROLLOVER = 1900  # leave room for the cursor and fence repairs before Discord's 2000
+_CHAT_MESSAGES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+_PREVIEW_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
 _FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
 _CUT = "\n\n[reply cut at the output limit]"
 _NO_CONTENT_INTENT = (
@@ -70,8 +74,19 @@ class DiscordAdapter:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    async def send_text(self, chat_id: str, thread_id: str | None, text: str) -> None:
+        """Messages the bot starts itself (reminders); a thread is its own channel here."""
+        client = self.client
+        if client is None or client.is_closed():
+            raise RuntimeError("the Discord client is not connected")
+        channel = client.get_channel(int(chat_id)) or await client.fetch_channel(int(chat_id))
+        if not isinstance(channel, discord.abc.Messageable):
+            raise RuntimeError(f"channel {chat_id} cannot take messages")
+        await deliver(ChannelReply(channel), text)
+
     async def run(self) -> None:
         use_endpoints(self.config.api_base, self.config.gateway_url)
+        self.app.outbound.register("discord", self)
         try:
             while not self._stopping.is_set():
                 client = self._make_client()
@@ -88,20 +103,31 @@ class DiscordAdapter:
                         "discord.token was rejected by Discord (401 Unauthorized): check the "
                         "bot token in the Developer Portal"
                     ) from None
+                except Exception:
+                    if self._stopping.is_set():
+                        return  # stopped while connecting: not an error
+                    raise
                 finally:
                     if not client.is_closed():
                         await client.close()
+        except asyncio.CancelledError:
+            for task in self._inflight:  # forced stop: replies in flight are abandoned
+                task.cancel()
+            raise
         finally:
-            if self._inflight:
-                await asyncio.gather(*self._inflight, return_exceptions=True)
+            await self._drain()
+            self.app.outbound.unregister("discord", self)
 
     async def stop(self) -> None:
         """No new events; in-flight replies finish (the entry point bounds the wait)."""
         self._stopping.set()
-        if self._inflight:
-            await asyncio.gather(*self._inflight, return_exceptions=True)
+        await self._drain()
         if self.client is not None:
             await self.client.close()
+
+    async def _drain(self) -> None:
+        while self._inflight:  # a reply may start another task (a followup) while we wait
+            await asyncio.gather(*list(self._inflight), return_exceptions=True)
 
     def _make_client(self) -> discord.Client:
         intents = discord.Intents.none()
@@ -125,22 +151,30 @@ class DiscordAdapter:
             self.message_content,
             self.config.api_base,
         )
+        if not self.config.guild_ids:
+            await self._sync(None)
+        for guild_id in self.config.guild_ids:  # one server refusing must not stop the others
+            await self._sync(guild_id)
+
+    async def _sync(self, guild_id: int | None) -> None:
+        assert self.tree is not None
+        where = f"guild {guild_id}" if guild_id is not None else "globally"
         try:
-            if self.config.guild_ids:
-                for guild_id in self.config.guild_ids:
-                    guild = discord.Object(id=guild_id)
-                    self.tree.copy_global_to(guild=guild)
-                    synced = await self.tree.sync(guild=guild)
-                    log.info("discord: %d slash commands synced to guild %s", len(synced), guild_id)
-            else:
+            if guild_id is None:
                 synced = await self.tree.sync()
-                log.info("discord: %d slash commands synced globally", len(synced))
+            else:
+                guild = discord.Object(id=guild_id)
+                self.tree.copy_global_to(guild=guild)
+                synced = await self.tree.sync(guild=guild)
         except discord.HTTPException as exc:
             log.error(
-                "discord: slash commands not synced (invite the bot with the "
-                "applications.commands scope): %s",
+                "discord: slash commands not synced %s (is the bot in that server, invited "
+                "with the applications.commands scope?): %s",
+                where,
                 exc,
             )
+            return
+        log.info("discord: %d slash commands synced %s", len(synced), where)
 
     def on_ready(self, client: discord.Client) -> None:
         log.info("discord ready: %d servers", len(client.guilds))
@@ -151,6 +185,8 @@ class DiscordAdapter:
         """Runs in discord.py's event task; the reply runs as a tracked task."""
         if self._stopping.is_set() or self.client is None or self.client.user is None:
             return
+        if message.type not in _CHAT_MESSAGES:
+            return  # joins, pins, thread creations: not something anyone said
         incoming = normalise(message, self.client.user)
         decision = decide(
             incoming,
@@ -178,7 +214,10 @@ class DiscordAdapter:
     async def _answer_message(
         self, message: discord.Message, incoming: Incoming, text: str
     ) -> None:
-        reply = ChannelReply(message.channel, reference=message)
+        # The trigger may be gone by the time we answer (deleted, or reposted by PluralKit):
+        # then Discord sends a plain message instead of failing the reply.
+        reference = message.to_reference(fail_if_not_exists=False)
+        reply = ChannelReply(message.channel, reference=reference)
         indicator = typing_indicator(message.channel)
         indicator.start()
         await self.answer(incoming.ctx, text, reply, indicator, message.channel.id)
@@ -219,7 +258,7 @@ class DiscordAdapter:
                 if isinstance(event, TextDelta):
                     try:
                         await live.feed(event.text)
-                    except discord.HTTPException as exc:  # the preview is a nicety
+                    except _PREVIEW_ERRORS as exc:  # the preview is a nicety
                         log.warning("discord: streaming edits paused: %s", exc)
                         live.paused = True
                 elif isinstance(event, Done):
@@ -231,13 +270,18 @@ class DiscordAdapter:
             cut = live.cut_off("interrupted")
             if cut is not None:
                 await messages.put(live.index, cut)
-            await messages.put(messages.count if cut is not None else 0, text)
-        except discord.HTTPException as exc:
+            await messages.put(messages.count, text)  # after whatever is shown, never over it
+        except _PREVIEW_ERRORS as exc:
             log.warning("discord: notice not delivered: %s", exc)
 
     # -- slash commands (called by commands.py) -----------------------------------------------
 
     async def ask(self, interaction: discord.Interaction, prompt: str) -> None:
+        if not await self._accepting(interaction):
+            return
+        await self._tracked(self._ask(interaction, prompt))
+
+    async def _ask(self, interaction: discord.Interaction, prompt: str) -> None:
         await interaction.response.defer(thinking=True)
         ctx = self.interaction_context(interaction)
         channel_id = interaction.channel_id or interaction.user.id
@@ -245,10 +289,37 @@ class DiscordAdapter:
 
     async def command(self, interaction: discord.Interaction, name: str, args: str = "") -> None:
         """Built-in and plugin commands. Their answers are only for the caller (ephemeral)."""
+        if not await self._accepting(interaction):
+            return
+        await self._tracked(self._command(interaction, name, args))
+
+    async def _command(self, interaction: discord.Interaction, name: str, args: str) -> None:
         ctx = self.interaction_context(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        result = await self.app.commands.handle(ctx, name, args)
-        await interaction.edit_original_response(content=result.text, allowed_mentions=NO_PINGS)
+        try:
+            result = await self.app.commands.handle(ctx, name, args)
+            text = result.text.strip() or "Done."
+        except Exception:
+            log.exception("discord: /%s failed channel=%s", name, interaction.channel_id)
+            text = _FAILED
+        if len(text) > LIMIT:
+            text = text[: LIMIT - 1] + "…"
+        await interaction.edit_original_response(content=text, allowed_mentions=NO_PINGS)
+
+    async def _accepting(self, interaction: discord.Interaction) -> bool:
+        if not self._stopping.is_set():
+            return True
+        await interaction.response.send_message(
+            "I'm restarting; please try again in a minute.", ephemeral=True
+        )
+        return False
+
+    async def _tracked(self, work: Any) -> None:
+        """Run an interaction's work as a tracked task, so shutdown waits for it."""
+        task = asyncio.ensure_future(self._guard(work))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        await asyncio.shield(task)
 
     def interaction_context(self, interaction: discord.Interaction) -> ChatContext:
         permissions = interaction.permissions

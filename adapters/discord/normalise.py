@@ -18,6 +18,7 @@ from bot.triggers import IGNORE, Action, Decision, with_quote
 
 PLATFORM = "discord"
 _SPACES = re.compile(r"[ \t]{2,}")
+_TOKEN = re.compile(r"<(@!?|@&|#)(\d+)>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +77,30 @@ def normalise(message: discord.Message, me: discord.ClientUser) -> Incoming:
         quoted, author = replied_message.content, replied_message.author.display_name
     return Incoming(
         ctx=ctx,
-        text=_SPACES.sub(" ", text).strip(),
+        text=_SPACES.sub(" ", _readable(text, message)).strip(),
         mentioned=mentioned,
         reply_to_bot=reply_to_bot,
         from_bot=message.author.bot or message.author.id == me.id,
         quoted=quoted,
         quoted_author=author,
     )
+
+
+def _readable(text: str, message: discord.Message) -> str:
+    """``<@123>``, ``<#456>``, ``<@&789>`` as the names people see, for the model to read."""
+    users = {str(u.id): u.display_name for u in message.mentions}
+    roles = {str(r.id): r.name for r in message.role_mentions}
+    channels = {str(c.id): getattr(c, "name", str(c.id)) for c in message.channel_mentions}
+
+    def name(match: re.Match[str]) -> str:
+        kind, ident = match.group(1), match.group(2)
+        if kind == "#":
+            return f"#{channels.get(ident, ident)}"
+        if kind == "@&":
+            return f"@{roles.get(ident, 'role')}"
+        return f"@{users.get(ident, 'someone')}"
+
+    return _TOKEN.sub(name, text)
 
 
 def decide(incoming: Incoming, *, mention_trigger: bool, keep_context: bool) -> Decision:

@@ -46,7 +46,7 @@ class ChannelReply:
     """A reply in a channel: the first message references the trigger, without pinging."""
 
     def __init__(
-        self, channel: discord.abc.Messageable, reference: discord.Message | None = None
+        self, channel: discord.abc.Messageable, reference: discord.MessageReference | None = None
     ) -> None:
         self.channel = channel
         self.reference = reference

@@ -89,7 +89,13 @@ class TelegramAdapter:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    async def send_text(self, chat_id: str, thread_id: str | None, text: str) -> None:
+        """Messages the bot starts itself (reminders): rendered like any reply."""
+        target = Target(int(chat_id), int(thread_id) if thread_id else None)
+        await Outbox(self.bot, target).send_markdown(text)
+
     async def run(self) -> None:
+        self.app.outbound.register("telegram", self)
         try:
             if not await self._start():
                 return
@@ -100,6 +106,7 @@ class TelegramAdapter:
         finally:
             if self._inflight:  # replies being written finish, even if polling crashed
                 await asyncio.gather(*self._inflight, return_exceptions=True)
+            self.app.outbound.unregister("telegram", self)
             await self.bot.session.close()
 
     async def stop(self) -> None:

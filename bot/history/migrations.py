@@ -101,6 +101,16 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX overheard_by_conversation ON overheard (conv_key, id);
     CREATE INDEX overheard_by_chat ON overheard (chat_key);
     """,
+    # 3: a small key-value store per plugin (reminders, settings a plugin keeps).
+    """
+    CREATE TABLE plugin_kv (
+        plugin TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL CHECK (json_valid(value)),
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (plugin, key)
+    ) WITHOUT ROWID;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -407,6 +407,54 @@ class SQLiteStore:
         )
         return [(str(k), int(n)) for k, n in rows]
 
+    # -- plugin key-value store and retention ------------------------------------------------
+
+    async def kv_get(self, plugin: str, key: str) -> Any:
+        rows = await self._read.execute_fetchall(
+            "SELECT value FROM plugin_kv WHERE plugin = ? AND key = ?", (plugin, key)
+        )
+        row = next(iter(rows), None)
+        return None if row is None else json.loads(row[0])
+
+    async def kv_set(self, plugin: str, key: str, value: Any) -> None:
+        data = json.dumps(value, ensure_ascii=False)
+        async with self._writing() as conn:
+            await conn.execute(
+                "INSERT INTO plugin_kv (plugin, key, value, updated_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (plugin, key) DO UPDATE SET value = excluded.value,"
+                " updated_at = excluded.updated_at",
+                (plugin, key, data, time.time()),
+            )
+
+    async def kv_delete(self, plugin: str, key: str) -> bool:
+        async with self._writing() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM plugin_kv WHERE plugin = ? AND key = ?", (plugin, key)
+            )
+        return cursor.rowcount > 0
+
+    async def kv_items(self, plugin: str, prefix: str = "") -> list[tuple[str, Any]]:
+        rows = await self._read.execute_fetchall(
+            "SELECT key, value FROM plugin_kv WHERE plugin = ? AND substr(key, 1, ?) = ?"
+            " ORDER BY key",
+            (plugin, len(prefix), prefix),
+        )
+        return [(str(key), json.loads(value)) for key, value in rows]
+
+    async def delete_older_than(self, seconds: float) -> int:
+        """History retention: drop turns (and overheard messages) older than ``seconds``."""
+        cutoff = time.time() - seconds
+        async with self._transaction() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM turns WHERE created_at < ? AND status != 'pending'", (cutoff,)
+            )
+            deleted = cursor.rowcount
+            await conn.execute("DELETE FROM overheard WHERE created_at < ?", (cutoff,))
+        if deleted:
+            self._windows.clear()
+            log.info("retention: deleted %d turns older than %.0f days", deleted, seconds / 86400)
+        return deleted
+
     # -- chat preferences ------------------------------------------------------------------
 
     async def load_preferences(self) -> dict[str, ChatPreferences]:

@@ -1,0 +1,47 @@
+"""Messages the bot starts itself (a reminder firing, a plugin's notice): the outbound seam.
+
+Replies to a message go back through the adapter that received it. A scheduled job has no
+incoming message, so each running adapter registers itself here as the sender for its
+platform, and plugins post through :class:`Outbound` by platform and chat id.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+
+class Sender(Protocol):
+    async def send_text(self, chat_id: str, thread_id: str | None, text: str) -> None:
+        """Post ``text`` (Markdown) in the chat (and thread/topic), never pinging anyone."""
+        ...
+
+
+class Outbound:
+    def __init__(self) -> None:
+        self._senders: dict[str, Sender] = {}
+
+    def register(self, platform: str, sender: Sender) -> None:
+        self._senders[platform] = sender
+
+    def unregister(self, platform: str, sender: Sender) -> None:
+        if self._senders.get(platform) is sender:
+            del self._senders[platform]
+
+    def can_send(self, platform: str) -> bool:
+        return platform in self._senders
+
+    async def send(self, platform: str, chat_id: str, thread_id: str | None, text: str) -> bool:
+        """False (and a log line) when no adapter for ``platform`` is running or it failed."""
+        sender = self._senders.get(platform)
+        if sender is None:
+            log.warning("no running adapter can post to platform=%s chat=%s", platform, chat_id)
+            return False
+        try:
+            await sender.send_text(chat_id, thread_id, text)
+        except Exception:
+            log.exception("posting failed platform=%s chat=%s", platform, chat_id)
+            return False
+        return True

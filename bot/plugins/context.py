@@ -1,0 +1,60 @@
+"""What a tool call and a plugin get to work with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel
+
+from bot.context import ChatContext
+from bot.delivery import Outbound
+
+if TYPE_CHECKING:
+    from bot.scheduler import Scheduler
+
+
+class KeyValueBackend(Protocol):
+    async def kv_get(self, plugin: str, key: str) -> Any: ...
+    async def kv_set(self, plugin: str, key: str, value: Any) -> None: ...
+    async def kv_delete(self, plugin: str, key: str) -> bool: ...
+    async def kv_items(self, plugin: str, prefix: str = "") -> list[tuple[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PluginStore:
+    """A plugin's own small key-value store (JSON values), kept in the history database."""
+
+    backend: KeyValueBackend
+    plugin: str
+
+    async def get(self, key: str, default: Any = None) -> Any:
+        value = await self.backend.kv_get(self.plugin, key)
+        return default if value is None else value
+
+    async def set(self, key: str, value: Any) -> None:
+        await self.backend.kv_set(self.plugin, key, value)
+
+    async def delete(self, key: str) -> bool:
+        return await self.backend.kv_delete(self.plugin, key)
+
+    async def items(self, prefix: str = "") -> list[tuple[str, Any]]:
+        return await self.backend.kv_items(self.plugin, prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Everything one tool call may use. Built per call; the model never sees it."""
+
+    chat: ChatContext
+    is_admin: bool
+    plugin: str
+    store: PluginStore
+    outbound: Outbound
+    scheduler: Scheduler | None = None
+    settings: BaseModel | None = None
+
+    async def send(self, text: str) -> bool:
+        """Post ``text`` in the chat (and thread) the call came from, now."""
+        chat = self.chat
+        return await self.outbound.send(chat.platform, chat.chat_id, chat.thread_id, text)

@@ -1,0 +1,220 @@
+"""Loading plugins by name, with their settings validated first and a clean rollback.
+
+A plugin is a module (``plugins.clock``, ``my_package.weather``) or the name of an installed
+package's ``parlour.plugins`` entry point. It may define ``Settings`` (a pydantic model: the
+``settings:`` given in config are validated against it *before* setup) and must define
+``setup(plugin)``, sync or async, where it adds tools, commands and job handlers through the
+:class:`Plugin` handle; ``teardown(plugin)`` is optional. If anything fails, everything that
+plugin registered is taken back and the bot starts without it (or refuses to start when the
+plugin is marked ``required``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from bot.commands import CommandInfo, CommandResult, Commands
+from bot.config import PluginEntry
+from bot.context import ChatContext
+from bot.delivery import Outbound
+from bot.errors import ParlourError
+from bot.plugins.context import KeyValueBackend, PluginStore, ToolContext
+from bot.plugins.registry import ToolRegistry
+from bot.plugins.tools import ToolFunc, ToolSpec, spec_of
+
+if TYPE_CHECKING:
+    from bot.scheduler import Handler as JobHandler
+    from bot.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "parlour.plugins"
+
+
+class PluginError(ParlourError):
+    """A plugin could not be loaded; the message names it and the cause."""
+
+
+@dataclass
+class Plugin:
+    """The handle a plugin's ``setup`` receives. Everything added through it is undone together."""
+
+    name: str
+    settings: BaseModel | None
+    store: PluginStore
+    outbound: Outbound
+    scheduler: Scheduler | None
+    _registry: ToolRegistry
+    _commands: Commands
+    tools: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    job_kinds: list[str] = field(default_factory=list)
+
+    def add_tool(self, func: ToolFunc) -> ToolSpec:
+        spec = spec_of(func)
+        self._registry.add(spec, self._tool_context)
+        self.tools.append(spec.name)
+        return spec
+
+    def add_command(
+        self,
+        name: str,
+        description: str,
+        handler: Callable[[ChatContext, str], Awaitable[CommandResult]],
+        *,
+        admin_only: bool = False,
+    ) -> None:
+        """A chat command (``/name args``); listed in /help and the platforms' menus."""
+        self._commands.register(CommandInfo(name, description, admin_only), handler)
+        self.commands.append(name.lower())
+
+    def on_job(self, kind: str, handler: JobHandler) -> None:
+        """Run ``handler(job_id, payload)`` for scheduled jobs of ``kind``."""
+        if self.scheduler is None:
+            raise PluginError(f"plugin {self.name}: no scheduler is running")
+        self.scheduler.register(kind, handler)
+        self.job_kinds.append(kind)
+
+    def _tool_context(self, spec: ToolSpec, ctx: ChatContext) -> ToolContext:
+        return ToolContext(
+            chat=ctx,
+            is_admin=self._registry.is_admin(ctx),
+            plugin=self.name,
+            store=self.store,
+            outbound=self.outbound,
+            scheduler=self.scheduler,
+            settings=self.settings,
+        )
+
+    def _rollback(self) -> None:
+        for name in self.tools:
+            self._registry.remove(name)
+        for name in self.commands:
+            self._commands.unregister(name)
+        if self.scheduler is not None:
+            for kind in self.job_kinds:
+                self.scheduler.unregister(kind)
+
+
+@dataclass
+class _Loaded:
+    plugin: Plugin
+    module: ModuleType
+
+
+class PluginManager:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        commands: Commands,
+        kv: KeyValueBackend,
+        outbound: Outbound,
+        scheduler: Scheduler | None,
+    ) -> None:
+        self.registry = registry
+        self.commands = commands
+        self.kv = kv
+        self.outbound = outbound
+        self.scheduler = scheduler
+        self.loaded: list[_Loaded] = []
+        self.failed: dict[str, str] = {}
+
+    async def load_all(self, entries: tuple[PluginEntry, ...], *, required: bool = False) -> None:
+        for entry in entries:
+            try:
+                await self.load(entry)
+            except PluginError as exc:
+                if required or entry.required:
+                    raise
+                self.failed[entry.module] = str(exc)
+                log.error("%s; starting without it", exc)
+
+    async def load(self, entry: PluginEntry) -> Plugin:
+        module = _import(entry.module)
+        name = module.__name__.rsplit(".", 1)[-1]
+        if any(loaded.plugin.name == name for loaded in self.loaded):
+            raise PluginError(f"plugin {entry.module}: a plugin named {name!r} is already loaded")
+        setup = getattr(module, "setup", None)
+        if not callable(setup):
+            raise PluginError(f"plugin {entry.module}: the module has no setup(plugin) function")
+        plugin = Plugin(
+            name=name,
+            settings=_settings(module, entry),
+            store=PluginStore(self.kv, name),
+            outbound=self.outbound,
+            scheduler=self.scheduler,
+            _registry=self.registry,
+            _commands=self.commands,
+        )
+        try:
+            await _maybe_await(setup(plugin))
+        except Exception as exc:
+            plugin._rollback()
+            raise PluginError(
+                f"plugin {entry.module} failed in setup: {type(exc).__name__}: {exc}"
+            ) from exc
+        self.loaded.append(_Loaded(plugin, module))
+        log.info(
+            "plugin %s loaded: tools=%s commands=%s",
+            name,
+            ",".join(plugin.tools) or "-",
+            ",".join(plugin.commands) or "-",
+        )
+        return plugin
+
+    async def teardown_all(self) -> None:
+        for loaded in reversed(self.loaded):
+            teardown = getattr(loaded.module, "teardown", None)
+            if callable(teardown):
+                try:
+                    await _maybe_await(teardown(loaded.plugin))
+                except Exception:
+                    log.exception("plugin %s failed in teardown", loaded.plugin.name)
+        self.loaded.clear()
+
+
+def _import(name: str) -> ModuleType:
+    target = name
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.name == name:
+            target = point.value.split(":", 1)[0]
+            break
+    try:
+        return importlib.import_module(target)
+    except Exception as exc:
+        raise PluginError(f"plugin {name} cannot be imported: {type(exc).__name__}: {exc}") from exc
+
+
+def _settings(module: ModuleType, entry: PluginEntry) -> BaseModel | None:
+    model = getattr(module, "Settings", None)
+    if model is None:
+        if entry.settings:
+            raise PluginError(
+                f"plugin {entry.module} takes no settings, got {sorted(entry.settings)}"
+            )
+        return None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise PluginError(f"plugin {entry.module}: Settings must be a pydantic model")
+    try:
+        return model.model_validate(entry.settings)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
+        )
+        raise PluginError(f"plugin {entry.module} settings: {problems}") from None
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+__all__ = ["ENTRY_POINT_GROUP", "Plugin", "PluginError", "PluginManager"]

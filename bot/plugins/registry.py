@@ -1,0 +1,111 @@
+"""The tool registry: what the model may call here, and running one call safely.
+
+Permissions are code, not prompt: a tool the caller may not use is not offered, and is refused
+if called anyway. Whatever goes wrong (unknown tool, arguments that are not JSON or do not fit
+the schema, a timeout, an exception) comes back as a tool message the model can read and act
+on; the turn never crashes. Output is capped so one tool cannot flood the context window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from bot.context import ChatContext
+from bot.llm.client import ToolCall
+from bot.plugins.context import ToolContext
+from bot.plugins.tools import Permission, ToolDefinitionError, ToolSpec
+
+log = logging.getLogger(__name__)
+
+ContextFactory = Callable[[ToolSpec, ChatContext], ToolContext]
+
+
+class ToolRegistry:
+    def __init__(self, is_admin: Callable[[ChatContext], bool]) -> None:
+        self.is_admin = is_admin
+        self._tools: dict[str, tuple[ToolSpec, ContextFactory]] = {}
+
+    def add(self, spec: ToolSpec, context: ContextFactory) -> None:
+        if spec.name in self._tools:
+            raise ToolDefinitionError(f"tool {spec.name!r} is already registered")
+        self._tools[spec.name] = (spec, context)
+
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def allowed(self, spec: ToolSpec, ctx: ChatContext) -> bool:
+        if spec.permission is Permission.ADMINS:
+            return self.is_admin(ctx)
+        if spec.permission is Permission.PRIVATE:
+            return ctx.is_private
+        return True
+
+    # -- ToolRunner --------------------------------------------------------------------------
+
+    def definitions(self, ctx: ChatContext) -> list[dict[str, Any]]:
+        return [spec.definition() for spec, _ in self._tools.values() if self.allowed(spec, ctx)]
+
+    async def run(self, ctx: ChatContext, call: ToolCall) -> str:
+        entry = self._tools.get(call.name)
+        if entry is None:
+            offered = ", ".join(sorted(self._tools)) or "none"
+            return f"Error: there is no tool named {call.name!r}. Available tools: {offered}."
+        spec, context = entry
+        if not self.allowed(spec, ctx):
+            log.warning("tool %s refused chat=%s user=%s", spec.name, ctx.chat_key, ctx.user_id)
+            who = "admins of this chat" if spec.permission is Permission.ADMINS else "private chats"
+            return f"Error: {spec.name} is only available to {who}. Tell the user so."
+        try:
+            raw = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            return f"Error: the arguments are not valid JSON ({exc.msg}). Call {spec.name} again."
+        try:
+            arguments = spec.arguments.model_validate(raw)
+        except ValidationError as exc:
+            return f"Error: invalid arguments for {spec.name}: {_problems(exc)}"
+        values = {name: getattr(arguments, name) for name in type(arguments).model_fields}
+        try:
+            result = await asyncio.wait_for(spec.func(context(spec, ctx), **values), spec.timeout)
+        except TimeoutError:
+            log.warning(
+                "tool %s timed out after %ss chat=%s", spec.name, spec.timeout, ctx.chat_key
+            )
+            return f"Error: {spec.name} did not finish within {spec.timeout:g} seconds."
+        except Exception as exc:
+            log.exception("tool %s failed chat=%s", spec.name, ctx.chat_key)
+            return f"Error: {spec.name} failed: {type(exc).__name__}: {exc}"
+        return _capped(_as_text(result), spec.max_output)
+
+
+def _problems(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def _as_text(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    if result is None:
+        return "done"
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def _capped(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… [cut: {len(text) - limit} more characters]"
