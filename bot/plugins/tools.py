@@ -50,8 +50,7 @@ class ToolSpec:
 
     def definition(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry."""
-        schema = self.arguments.model_json_schema()
-        schema.pop("title", None)
+        schema = _untitled(self.arguments.model_json_schema())
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": schema},
@@ -160,6 +159,23 @@ def _arguments_model(func: ToolFunc, name: str, where: str) -> type[BaseModel]:
         f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
     return model
+
+
+def _untitled(schema: Any) -> Any:
+    """The schema without pydantic's generated titles: tokens the model does not need."""
+    if isinstance(schema, list):
+        return [_untitled(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: _untitled(sub) for name, sub in value.items()}
+        else:
+            out[key] = _untitled(value)
+    return out
 
 
 def _first_paragraph(doc: str | None) -> str:
