@@ -67,5 +67,5 @@ def configure_logging(level: str, redactor: Redactor) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("httpx", "httpx2", "httpcore", "openai", "aiosqlite"):
+    for noisy in ("httpx", "httpx2", "httpcore", "openai", "aiosqlite", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))
