@@ -42,7 +42,9 @@ async def test_tool_round_trip(make_app: AppFactory, fake_llm: FakeLLM) -> None:
 
 async def test_parallel_calls_and_streamed_events(make_app: AppFactory, fake_llm: FakeLLM) -> None:
     fake_llm.script(
-        tool_calls(("current_time", {"timezone": "Asia/Tokyo"}), ("calculate", {"expression": "6*7"})),
+        tool_calls(
+            ("current_time", {"timezone": "Asia/Tokyo"}), ("calculate", {"expression": "6*7"})
+        ),
         reply("Done."),
     )
     async with make_app(plugins=BUILTINS) as app:
@@ -188,3 +190,38 @@ async def test_plugins_key_is_validated(make_app: AppFactory) -> None:
     with pytest.raises(ConfigError, match="plugins"):
         async with make_app(plugins=[{"settings": {}}]):
             pass
+
+
+async def test_plugins_on_telegram_menus_and_reminders(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: Any
+) -> None:
+    from tests.telegram_harness import running_bot
+
+    tg = fake_telegram
+    alice = tg.user(7, "Alice")
+    forum = tg.group(-300, "Forum", supergroup=True, forum=True)
+    fake_llm.script(
+        tool_calls(("set_reminder", {"text": "stretch", "in_minutes": 0.01})), reply("Sure!")
+    )
+    plugins = [TOOLBOX, "plugins.reminders"]
+    async with running_bot(make_app, tg, plugins=plugins, telegram={"stream": False}):
+        tg.send(forum, alice, "@parlour_bot remind me to stretch", thread_id=12)
+        await tg.wait_for_message(forum["id"], count=2, timeout=8)
+        await tg.wait_idle()
+    answer, reminder = tg.messages(forum["id"])
+    assert answer["text"] == "Sure!"
+    assert reminder["text"] == "⏰ Alice, you asked me to remind you: stretch"
+    assert reminder.get("message_thread_id") == 12
+    menus = [c for c in tg.calls if c.method == "setMyCommands"]
+    assert all("greeted" in {cmd["command"] for cmd in c.params["commands"]} for c in menus)
+
+
+async def test_retention_deletes_old_turns(make_app: AppFactory, fake_llm: FakeLLM) -> None:
+    async with make_app(history={"retention_days": 1}) as app:
+        await app.service.chat(private(), "old message")
+        await app.store.delete_older_than(-1)  # everything is "older" than one second ahead
+        assert (await app.store.stats("telegram:1:u:1")).turns_stored == 0
+        assert app.scheduler is not None
+        assert [j.job_id for j in app.scheduler.pending()] == ["parlour:retention"]
+    async with make_app() as app:  # retention off: the job is gone
+        assert app.scheduler is not None and app.scheduler.pending() == []

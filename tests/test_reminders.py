@@ -23,7 +23,7 @@ class Recorder:
     async def send_text(self, chat_id: str, thread_id: str | None, text: str) -> None:
         self.posts.append((chat_id, thread_id, text, time.monotonic()))
 
-    async def wait(self, count: int = 1, timeout: float = 5.0) -> None:
+    async def wait(self, count: int = 1, timeout: float = 5.0) -> None:  # noqa: ASYNC109
         deadline = time.monotonic() + timeout
         while len(self.posts) < count:
             assert time.monotonic() < deadline, f"only {len(self.posts)} posts: {self.posts}"
@@ -112,7 +112,9 @@ async def test_users_list_and_cancel_only_their_own(
 
 
 async def test_times_are_checked(make_app: AppFactory, fake_llm: FakeLLM) -> None:
-    settings = {"plugins": [{"module": "plugins.reminders", "settings": {"timezone": "Asia/Tokyo"}}]}
+    settings = {
+        "plugins": [{"module": "plugins.reminders", "settings": {"timezone": "Asia/Tokyo"}}]
+    }
     async with make_app(**settings) as app:
         fake_llm.script(
             tool_calls(("set_reminder", {"text": "x", "at": "2020-01-01T10:00"})), reply("no")
