@@ -93,12 +93,21 @@ def _eval(node: ast.AST, depth: int) -> Number:
         function = _FUNCTIONS.get(node.func.id)
         if function is not None:
             args = [_eval(arg, depth + 1) for arg in node.args]
-            if node.func.id == "factorial" and args and isinstance(args[0], int) and args[0] > 1000:
-                raise CalculationError("factorial is limited to 1000!")
-            return _check(function(*args))
+            _guard_call(node.func.id, args)
+            try:
+                return _check(function(*args))
+            except TypeError as exc:  # abs(), min(1), factorial(2.5)
+                raise CalculationError(f"{node.func.id}: {exc}") from None
     raise CalculationError(
         f"{ast.unparse(node)!r} is not allowed (numbers and + - * / // % ** only)"
     )
+
+
+def _guard_call(name: str, args: list[Number]) -> None:
+    if name == "factorial" and args and abs(args[0]) > 1000:
+        raise CalculationError("factorial is limited to 1000!")
+    if name == "round" and len(args) > 1 and abs(args[1]) > 1000:
+        raise CalculationError("round() keeps at most 1000 digits")
 
 
 def _power(base: Number, exponent: Number) -> Number:

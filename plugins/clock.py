@@ -43,8 +43,8 @@ async def current_time(
 
 
 def describe(moment: datetime, zone: ZoneInfo) -> str:
-    offset = moment.strftime("%z")
-    offset = f"{offset[:3]}:{offset[3:]}" if offset else "+00:00"
+    offset = moment.strftime("%z") or "+0000"
+    offset = ":".join((offset[:3], offset[3:5], *((offset[5:7],) if offset[5:7] else ())))
     return (
         f"{moment:%A, %d %B %Y, %H:%M:%S} in {zone.key} (UTC{offset}); "
         f"ISO 8601: {moment.isoformat(timespec='seconds')}"
@@ -58,7 +58,7 @@ def find_zone(name: str) -> ZoneInfo | None:
         return ZoneInfo("UTC")
     try:
         return ZoneInfo(cleaned)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: "Asia" is a directory
         pass
     matches = _by_city().get(cleaned.lower(), ())
     return ZoneInfo(matches[0]) if len(matches) == 1 else None
