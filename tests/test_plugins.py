@@ -225,3 +225,18 @@ async def test_retention_deletes_old_turns(make_app: AppFactory, fake_llm: FakeL
         assert [j.job_id for j in app.scheduler.pending()] == ["parlour:retention"]
     async with make_app() as app:  # retention off: the job is gone
         assert app.scheduler is not None and app.scheduler.pending() == []
+
+
+async def test_plugins_from_installed_packages_by_entry_point_name(
+    make_app: AppFactory, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib.metadata import EntryPoint
+
+    import bot.plugins.loader as loader
+
+    point = EntryPoint("calc", "plugins.calculator", loader.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(
+        loader, "entry_points", lambda group: [point] if group == point.group else []
+    )
+    async with make_app(plugins=["calc"]) as app:
+        assert app.tools.names() == ["calculate"]
