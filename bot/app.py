@@ -90,7 +90,8 @@ class App:
             )
             await self._service.start()
             self._commands = Commands(self._service)
-            self.scheduler = Scheduler(self.settings.storage.effective_jobs_path)
+            jobs = self.settings.storage.effective_jobs_path
+            self.scheduler = Scheduler(jobs, name=f"parlour:{jobs.resolve()}")
             self.plugins = PluginManager(
                 self.tools, self._commands, self._store, self.outbound, self.scheduler
             )

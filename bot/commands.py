@@ -8,6 +8,7 @@ Who is an admin is decided in code: the platform's own admin flag that the adapt
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ BUILTIN_COMMANDS: tuple[CommandInfo, ...] = (
 )
 
 Handler = Callable[[ChatContext, str], Awaitable[CommandResult]]
+_COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 HelpNote = Callable[[ChatContext, bool], str | None]
 """Extra lines for /help: given the context and whether the caller is an admin."""
 
@@ -65,6 +67,9 @@ class Commands:
         Without a handler the adapter answers it itself (``/ask`` starts a streamed reply).
         """
         name = info.name.lower()
+        if not _COMMAND_NAME.match(name) or not info.description.strip():
+            # Telegram and Discord both accept only this; one bad name would break every menu.
+            raise ValueError(f"command /{name}: use 1-32 of a-z, 0-9, _ and give a description")
         if any(existing.name == name for existing in self._infos):
             raise ValueError(f"command /{name} is already registered")
         self._infos.append(CommandInfo(name, info.description, info.admin_only))

@@ -122,12 +122,13 @@ class HistorySettings(_Section):
 class StorageSettings(_Section):
     path: Path = Path("data/parlour.db")
     jobs_path: Path | None = Field(
-        None, description="scheduler's own SQLite file; default: jobs.sqlite beside path"
+        None, description="scheduler's own SQLite file; default: <db name>.jobs.sqlite beside it"
     )
 
     @property
     def effective_jobs_path(self) -> Path:
-        return self.jobs_path or self.path.with_name("jobs.sqlite")
+        """One jobs file per history database: two bots in one folder never share jobs."""
+        return self.jobs_path or self.path.with_name(f"{self.path.stem}.jobs.sqlite")
 
 
 DEFAULT_PLUGINS = ("plugins.clock", "plugins.calculator", "plugins.reminders")

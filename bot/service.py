@@ -254,17 +254,21 @@ class ChatService:
         retried_context = False
         rounds = 0
         while True:
-            offer = tools if tools and rounds < self.max_tool_rounds else None
+            may_call = bool(tools) and rounds < self.max_tool_rounds
+            offer = tools or None
+            choice = None if may_call or not tools else "none"  # past the cap: answer in text
             try:
                 completion: Completion | None = None
                 if streaming:
-                    async for item in self.llm.stream(transcript, tools=offer):
+                    async for item in self.llm.stream(transcript, tools=offer, tool_choice=choice):
                         if isinstance(item, TextDelta):
                             yield item
                         else:
                             completion = item
                 else:
-                    completion = await self.llm.complete(transcript, tools=offer)
+                    completion = await self.llm.complete(
+                        transcript, tools=offer, tool_choice=choice
+                    )
                 assert completion is not None
             except LLMContextLengthError:
                 if retried_context:
@@ -285,7 +289,7 @@ class ChatService:
                 self.counter.observe(
                     self.counter.count_messages(transcript), completion.usage.prompt_tokens
                 )
-            if completion.tool_calls and (offer is None or completion.finish_reason == "length"):
+            if completion.tool_calls and (not may_call or completion.finish_reason == "length"):
                 # Tools not offered, or calls cut off at the output limit: never run them.
                 completion = replace(completion, tool_calls=())
             if not completion.tool_calls and not completion.text.strip():

@@ -9,6 +9,7 @@ while the bot was down fires at once. Users list and cancel their own reminders.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
@@ -57,7 +58,10 @@ async def set_reminder(
     text: Annotated[str, Field(min_length=1, max_length=1000, description="what to remind of")],
     at: Annotated[
         str | None,
-        Field(description="ISO 8601 date-time, e.g. 2026-12-01T18:00 (user's local time)"),
+        Field(
+            description="ISO 8601 date-time, e.g. 2026-12-01T18:00+01:00; include the user's UTC"
+            " offset when known, else the bot's configured time zone is used"
+        ),
     ] = None,
     in_minutes: Annotated[
         float | None, Field(gt=0, description="or: how many minutes from now")
@@ -90,7 +94,7 @@ async def set_reminder(
     if len(mine) >= settings.max_per_user:
         return f"Error: the user already has {len(mine)} reminders; cancel some first."
     reminder = Reminder(
-        id=int(await store.get("next_id", 1)),
+        id=await store.increment("next_id"),  # atomic: parallel calls get distinct ids
         platform=chat.platform,
         chat_id=chat.chat_id,
         thread_id=chat.thread_id,
@@ -99,9 +103,8 @@ async def set_reminder(
         text=text.strip(),
         due=due,
     )
-    await store.set("next_id", reminder.id + 1)
-    await store.set(_key(reminder.id), reminder.model_dump(mode="json"))
-    _schedule(ctx.scheduler, reminder)
+    # Shielded: a cancelled tool call must not leave a stored reminder without its job.
+    await asyncio.shield(_save_and_schedule(store, ctx.scheduler, reminder))
     return f"Reminder #{reminder.id} set for {_when(reminder.due, settings)}: {reminder.text}"
 
 
@@ -110,9 +113,16 @@ async def list_reminders(ctx: ToolContext) -> str:
     """List the user's pending reminders (id, time, text)."""
     settings = _settings(ctx)
     mine = [r for r in await _all(ctx.store) if _owns(ctx, r)]
+    elsewhere = 0
+    if not ctx.chat.is_private:  # a group must not see what was set in a private chat
+        elsewhere = sum(1 for r in mine if r.chat_id != ctx.chat.chat_id)
+        mine = [r for r in mine if r.chat_id == ctx.chat.chat_id]
     if not mine:
-        return "The user has no pending reminders."
+        more = f" here ({elsewhere} in other chats)" if elsewhere else ""
+        return f"The user has no pending reminders{more}."
     lines = [f"#{r.id} {_when(r.due, settings)}: {r.text}" for r in sorted(mine, key=_due)]
+    if elsewhere:
+        lines.append(f"(and {elsewhere} set in other chats)")
     return "\n".join(lines)
 
 
@@ -141,6 +151,12 @@ async def setup(plugin: Plugin) -> None:
         reminder = await _load(store, int(payload["id"]))
         if reminder is None:
             return  # cancelled after the job was queued
+        if not plugin.outbound.can_send(reminder.platform):
+            # That platform's adapter is not running here (a console session on the same
+            # data): keep the reminder for when it is, without using up its attempts.
+            later = reminder.model_copy(update={"due": datetime.now(UTC) + RETRY_DELAY})
+            await _save_and_schedule(store, scheduler, later)
+            return
         text = f"⏰ {reminder.user_name}, you asked me to remind you: {reminder.text}"
         sent = await plugin.outbound.send(
             reminder.platform, reminder.chat_id, reminder.thread_id, text
@@ -150,11 +166,12 @@ async def setup(plugin: Plugin) -> None:
             if not sent:
                 log.error("reminder %d dropped: chat %s unreachable", reminder.id, reminder.chat_id)
             return
+        if await _load(store, reminder.id) is None:
+            return  # cancelled while we were trying
         retry = reminder.model_copy(
             update={"attempts": reminder.attempts + 1, "due": datetime.now(UTC) + RETRY_DELAY}
         )
-        await store.set(_key(retry.id), retry.model_dump(mode="json"))
-        _schedule(scheduler, retry)
+        await _save_and_schedule(store, scheduler, retry)
 
     plugin.on_job(JOB_KIND, fire)
     for tool_func in (set_reminder, list_reminders, cancel_reminder):
@@ -163,6 +180,13 @@ async def setup(plugin: Plugin) -> None:
     # job file loses nothing; a reminder due while the bot was down fires at start).
     for reminder in await _all(store):
         _schedule(scheduler, reminder)
+
+
+async def _save_and_schedule(
+    store: PluginStore, scheduler: Scheduler | None, reminder: Reminder
+) -> None:
+    await store.set(_key(reminder.id), reminder.model_dump(mode="json"))
+    _schedule(scheduler, reminder)
 
 
 def _schedule(scheduler: Scheduler | None, reminder: Reminder) -> None:

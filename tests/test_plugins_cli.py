@@ -44,4 +44,4 @@ async def test_console_time_calculation_and_reminder(fake_llm: FakeLLM, tmp_path
     with sqlite3.connect(tmp_path / "bot.db") as db:
         [(value,)] = db.execute("SELECT value FROM plugin_kv WHERE key LIKE 'reminder:%'")
     assert json.loads(value)["text"] == "stretch"
-    assert (tmp_path / "jobs.sqlite").exists()  # the scheduler's own file
+    assert (tmp_path / "bot.jobs.sqlite").exists()  # the scheduler's own file

@@ -131,3 +131,22 @@ async def test_times_are_checked(make_app: AppFactory, fake_llm: FakeLLM) -> Non
         fake_llm.script(tool_calls(("set_reminder", {"text": "x", "at": tomorrow})), reply("ok"))
         await app.service.chat(private(), "remind me at 18:00 tomorrow")
         assert "18:00 JST" in tool_result(fake_llm)  # a time without offset is the bot's zone
+
+
+async def test_parallel_reminders_get_their_own_ids_and_groups_see_only_theirs(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    async with make_app(**REMINDERS) as app:
+        fake_llm.script(
+            tool_calls(
+                ("set_reminder", {"text": "take my meds", "in_minutes": 60}),
+                ("set_reminder", {"text": "call the bank", "in_minutes": 90}),
+            ),
+            reply("ok"),
+        )
+        await app.service.chat(private(), "two reminders please")
+        assert app.scheduler is not None
+        assert sorted(j.job_id for j in app.scheduler.pending()) == ["reminders:1", "reminders:2"]
+        fake_llm.script(tool_calls(("list_reminders", {})), reply("none here"))
+        await app.service.chat(group(), "@bot my reminders?")
+        assert tool_result(fake_llm) == "The user has no pending reminders here (2 in other chats)."

@@ -63,6 +63,7 @@ def normalise(message: discord.Message, me: discord.ClientUser) -> Incoming:
         message.author,
         message_id=message.id,
         reply_to=reference.message_id if reference is not None else None,
+        is_admin=_manages_messages(message),
     )
     own_role = message.guild.self_role if message.guild is not None else None
     role_mentioned = own_role is not None and own_role in message.role_mentions
@@ -84,6 +85,15 @@ def normalise(message: discord.Message, me: discord.ClientUser) -> Incoming:
         quoted=quoted,
         quoted_author=author,
     )
+
+
+def _manages_messages(message: discord.Message) -> bool:
+    """Manage Messages or Administrator in this channel: Discord's own notion of a chat admin."""
+    author = message.author
+    if message.guild is None or not isinstance(author, discord.Member):
+        return False
+    permissions = message.channel.permissions_for(author)
+    return permissions.manage_messages or permissions.administrator
 
 
 def _readable(text: str, message: discord.Message) -> str:

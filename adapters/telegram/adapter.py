@@ -303,8 +303,9 @@ class TelegramAdapter:
         ctx = incoming.ctx
         name = decision.command or "help"
         sender = message.from_user
+        admin_only = {info.name for info in self.app.commands.infos if info.admin_only}
         if (
-            name in _ADMIN_COMMANDS
+            (name in _ADMIN_COMMANDS or name in admin_only)
             and not ctx.is_private
             and not ctx.is_admin
             and sender is not None

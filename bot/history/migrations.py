@@ -111,6 +111,48 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (plugin, key)
     ) WITHOUT ROWID;
     """,
+    # 4: long-term memories (bot/memory_store.py) and full-text indexes over them and over the
+    # users' past messages. The FTS tables hold a *search form* of the text (CJK runs as
+    # overlapping bigrams) that only Python computes, so rows are indexed from Python: memories
+    # in the same transaction as their insert, turns by MemoryStore.sync_turns (which also
+    # indexes the turns that predate this step). Deletes need no Python, so triggers do them and
+    # no writer (retention, /clear, a sqlite3 shell) can leave deleted text in an index. A later
+    # step that rebuilds ``turns`` must recreate ``turns_fts_delete``. Each index is seeded with
+    # 16 background rows (negative rowids: no memory or turn has one, so they never join a
+    # result) -- smoothing for bm25, whose idf is 0 for any term in half the rows or more, which
+    # in an index of one or two rows is every term.
+    """
+    CREATE TABLE memories (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        chat_key TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT NOT NULL DEFAULT '',
+        scope TEXT NOT NULL CHECK (scope IN ('private', 'member', 'chat')),
+        text TEXT NOT NULL,
+        source_turn_id INTEGER,
+        created_by TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX memories_by_chat ON memories (chat_key, id);
+    CREATE INDEX memories_by_user ON memories (chat_key, user_id, id);
+    CREATE VIRTUAL TABLE memories_fts USING fts5 (
+        body, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM memories_fts WHERE rowid = old.id;
+    END;
+    CREATE VIRTUAL TABLE turns_fts USING fts5 (
+        body, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN
+        DELETE FROM turns_fts WHERE rowid = old.id;
+    END;
+    INSERT INTO memories_fts (rowid, body)
+        WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 16)
+        SELECT -i, 'zzbackground zzbackground zzbackground zzbackground zzbackground'
+            || ' zzbackground zzbackground zzbackground' FROM n;
+    INSERT INTO turns_fts (rowid, body) SELECT rowid, body FROM memories_fts WHERE rowid < 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

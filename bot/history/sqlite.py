@@ -426,6 +426,18 @@ class SQLiteStore:
                 (plugin, key, data, time.time()),
             )
 
+    async def kv_increment(self, plugin: str, key: str) -> int:
+        """Add one to an integer value (missing: 0) and return it, atomically."""
+        async with self._writing() as conn:
+            rows = await conn.execute_fetchall(
+                "INSERT INTO plugin_kv (plugin, key, value, updated_at) VALUES (?, ?, '1', ?)"
+                " ON CONFLICT (plugin, key) DO UPDATE SET"
+                " value = CAST(value AS INTEGER) + 1, updated_at = excluded.updated_at"
+                " RETURNING value",
+                (plugin, key, time.time()),
+            )
+        return int(json.loads(next(iter(rows))[0]))
+
     async def kv_delete(self, plugin: str, key: str) -> bool:
         async with self._writing() as conn:
             cursor = await conn.execute(
@@ -518,7 +530,23 @@ def _turn_row(turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float
 
 
 def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
+    """Split a migration at the ``;`` that end statements, not those inside one.
+
+    A trigger body (``BEGIN ...; END;``), a string literal or a comment may hold a ``;``:
+    pieces are joined until SQLite itself calls the text a complete statement. (Not
+    ``executescript``: it commits, and a step must run inside the runner's transaction.)
+    """
+    statements: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \t\r\n;"):
+                statements.append(pending.strip()[:-1].strip())
+            pending = ""
+    if pending.strip(" \t\r\n;"):  # a last statement without its ';'
+        statements.append(pending.strip()[:-1].strip())
+    return statements
 
 
 def _plain(message: Mapping[str, Any]) -> dict[str, Any]:

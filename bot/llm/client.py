@@ -101,6 +101,7 @@ class Endpoint:
         temperature: float | None,
         tools: Sequence[Mapping[str, Any]] | None,
         stream: bool,
+        tool_choice: str | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         # OpenAI's newer models want max_completion_tokens; most compatible servers know only
@@ -110,6 +111,8 @@ class Endpoint:
             body["temperature"] = temperature
         if tools:
             body["tools"] = list(tools)
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -141,8 +144,13 @@ class LLMClient:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> Completion:
-        endpoint, result = await self._send(messages, tools, max_tokens, stream=False)
+        """``tool_choice="none"``: the tools stay declared (the history has tool calls; some
+        gateways reject that without ``tools``) but the model must answer in text."""
+        endpoint, result = await self._send(
+            messages, tools, max_tokens, stream=False, tool_choice=tool_choice
+        )
         return _completion(result, endpoint.model)
 
     async def stream(
@@ -151,9 +159,12 @@ class LLMClient:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamItem]:
         """Yield text deltas, then one final :class:`Completion` (tool calls assembled)."""
-        endpoint, chunks = await self._send(messages, tools, max_tokens, stream=True)
+        endpoint, chunks = await self._send(
+            messages, tools, max_tokens, stream=True, tool_choice=tool_choice
+        )
         async for item in _assemble(chunks, endpoint):
             yield item
 
@@ -164,6 +175,7 @@ class LLMClient:
         max_tokens: int | None,
         *,
         stream: bool,
+        tool_choice: str | None = None,
     ) -> tuple[Endpoint, Any]:
         """POST to the first endpoint that answers (each behind the retry layer)."""
         last: LLMError | None = None
@@ -174,6 +186,7 @@ class LLMClient:
                 temperature=self.settings.temperature,
                 tools=tools,
                 stream=stream,
+                tool_choice=tool_choice,
             )
 
             async def call(endpoint: Endpoint = endpoint, body: dict[str, Any] = body) -> Any:

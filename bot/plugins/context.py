@@ -18,6 +18,7 @@ class KeyValueBackend(Protocol):
     async def kv_get(self, plugin: str, key: str) -> Any: ...
     async def kv_set(self, plugin: str, key: str, value: Any) -> None: ...
     async def kv_delete(self, plugin: str, key: str) -> bool: ...
+    async def kv_increment(self, plugin: str, key: str) -> int: ...
     async def kv_items(self, plugin: str, prefix: str = "") -> list[tuple[str, Any]]: ...
 
 
@@ -34,6 +35,10 @@ class PluginStore:
 
     async def set(self, key: str, value: Any) -> None:
         await self.backend.kv_set(self.plugin, key, value)
+
+    async def increment(self, key: str) -> int:
+        """A counter (ids): one more than before, atomically across concurrent calls."""
+        return await self.backend.kv_increment(self.plugin, key)
 
     async def delete(self, key: str) -> bool:
         return await self.backend.kv_delete(self.plugin, key)

@@ -204,6 +204,12 @@ def _settings(module: ModuleType, entry: PluginEntry) -> BaseModel | None:
         return None
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise PluginError(f"plugin {entry.module}: Settings must be a pydantic model")
+    unknown = sorted(set(entry.settings) - set(model.model_fields))
+    if unknown:
+        raise PluginError(
+            f"plugin {entry.module} settings: unknown {', '.join(unknown)}"
+            f" (known: {', '.join(model.model_fields) or 'none'})"
+        )
     try:
         return model.model_validate(entry.settings)
     except ValidationError as exc:

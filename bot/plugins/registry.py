@@ -57,7 +57,12 @@ class ToolRegistry:
     async def run(self, ctx: ChatContext, call: ToolCall) -> str:
         entry = self._tools.get(call.name)
         if entry is None:
-            offered = ", ".join(sorted(self._tools)) or "none"
+            offered = (
+                ", ".join(
+                    sorted(n for n, (spec, _) in self._tools.items() if self.allowed(spec, ctx))
+                )
+                or "none"
+            )
             return f"Error: there is no tool named {call.name!r}. Available tools: {offered}."
         spec, context = entry
         if not self.allowed(spec, ctx):

@@ -9,6 +9,7 @@ parameter without annotation, a missing description, a first parameter that is n
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable
@@ -49,12 +50,8 @@ class ToolSpec:
     max_output: int = DEFAULT_MAX_OUTPUT
 
     def definition(self) -> dict[str, Any]:
-        """The OpenAI ``tools`` entry."""
-        schema = _untitled(self.arguments.model_json_schema())
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": schema},
-        }
+        """The OpenAI ``tools`` entry (built once: it is sent with every request)."""
+        return _definition(self.name, self.description, self.arguments)
 
 
 @overload
@@ -159,6 +156,15 @@ def _arguments_model(func: ToolFunc, name: str, where: str) -> type[BaseModel]:
         f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
     return model
+
+
+@functools.cache
+def _definition(name: str, description: str, arguments: type[BaseModel]) -> dict[str, Any]:
+    schema = _untitled(arguments.model_json_schema())
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": schema},
+    }
 
 
 def _untitled(schema: Any) -> Any:

@@ -1,0 +1,313 @@
+"""Long-term memories and recall of old user messages: SQLite FTS5, scoped per chat.
+
+Chinese and Japanese have no spaces, so FTS5's unicode61 tokenizer would take a whole sentence
+for one word, and the trigram tokenizer cannot match two-character words (花生, peanut). Both the
+indexed text and the query therefore go through :func:`search_form`, which turns every run of
+CJK, kana or hangul into overlapping character bigrams and keeps other text as words; the FTS
+tokenizer then only lower-cases, strips diacritics and Porter-stems English.
+
+Isolation is part of every query's WHERE clause, never a filter applied afterwards: a search
+returns only rows of the chat it names (plus, on explicit opt-in, the asker's own private
+memories on that platform). The FTS index is the outer loop and rows are fetched by primary key,
+so a search costs the query terms' postings, never a scan of a table.
+
+:class:`MemoryStore` shares :class:`~bot.history.sqlite.SQLiteStore`'s file and connections
+(``_writing``, ``_transaction``, ``_read``) on purpose: one writer lock for the whole database,
+and an index row is written in the same transaction as the row it indexes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import unicodedata
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from bot.context import ChatContext
+from bot.errors import StoreError
+from bot.history.sqlite import SQLiteStore
+
+# A bm25 relevance of 1.0 is one matching term found in at most ~27% of the indexed rows (idf =
+# ln((N - n + 0.5) / (n + 0.5)) >= 1) in a row of average length. Rows matched only by terms
+# more common than that -- in big indexes, the words everyone uses -- are not worth the prompt.
+# The background rows the migration seeds keep the rare terms of a small index above it (one
+# memory: idf ~2.4). A small index cannot tell from frequencies that "I" or "to" say nothing,
+# so stop words never reach the query at all.
+MIN_SCORE = 1.0
+MAX_MEMORY_CHARS = 1000
+MAX_QUERY_TERMS = 64  # a pasted essay must not become a thousand-term OR
+
+_CJK = (
+    "\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+)
+_TOKEN = re.compile(rf"([{_CJK}]+)|[^\W_{_CJK}]+")
+# Dropped from queries (still indexed). Single CJK characters only occur as one-character runs.
+_STOP_TEXT = """
+    a about am an and any are as at be been but by can could d did do does for from had has have
+    he her him his how i if in into is it its just ll m me my no not of on or our re s she so t
+    than that the their them then there these they this those to us ve was we were what when
+    where which who whom why will with would you your 的 了 是 我 你 他 她 它 吗 呢 の は が を に
+    で と も か
+"""
+_STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+
+class MemoryScope(StrEnum):
+    PRIVATE = "private"  # said in a private chat: recalled there only (unless shared by config)
+    MEMBER = "member"  # about one member, said in a group: recalled in that group
+    CHAT = "chat"  # about the group itself
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    memory_id: int
+    chat_key: str
+    user_id: str
+    user_name: str
+    scope: MemoryScope
+    text: str
+    created_at: float
+    score: float = 0.0  # search relevance (-bm25): higher is better; 0 outside a search
+
+
+def search_form(text: str) -> str:
+    """``text`` as the FTS index sees it: words, and CJK runs as overlapping bigrams.
+
+    NFKC first, so full-width Latin and half-width katakana index like their usual forms.
+    """
+    tokens: list[str] = []
+    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()):
+        run = match.group(1)
+        if run is None:
+            tokens.append(match.group(0))
+        elif len(run) == 1:
+            tokens.append(run)
+        else:
+            tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return " ".join(tokens)
+
+
+def match_query(text: str) -> str | None:
+    """An FTS5 query OR-ing ``text``'s terms, each quoted; None when nothing is left to match.
+
+    Quoting makes every term a plain string to FTS5, so user text such as ``AND``, ``"``,
+    ``*`` or ``NEAR(`` is searched for, never parsed as query syntax.
+    """
+    terms = dict.fromkeys(t for t in search_form(text).split() if t not in _STOP_WORDS)
+    quoted = ['"' + t.replace('"', '""') + '"' for t in list(terms)[:MAX_QUERY_TERMS]]
+    return " OR ".join(quoted) or None
+
+
+def _memory(row: Any) -> Memory:
+    memory_id, chat_key, user_id, user_name, scope, text, created_at, score = row
+    return Memory(
+        int(memory_id),
+        str(chat_key),
+        str(user_id),
+        str(user_name),
+        MemoryScope(scope),
+        str(text),
+        float(created_at),
+        float(score),
+    )
+
+
+_COLUMNS = "m.id, m.chat_key, m.user_id, m.user_name, m.scope, m.text, m.created_at"
+
+# CROSS JOIN keeps the FTS match as the outer loop; each hit is then one primary-key lookup.
+# ?3/?4: the user id and "platform:" prefix whose private memories may join, or NULL.
+_SEARCH = f"""
+SELECT {_COLUMNS}, -bm25(memories_fts) FROM memories_fts CROSS JOIN memories AS m
+    ON m.id = memories_fts.rowid
+WHERE memories_fts MATCH ?1 AND bm25(memories_fts) <= -?5
+  AND (m.chat_key = ?2 OR (?3 IS NOT NULL AND m.scope = 'private' AND m.user_id = ?3
+                           AND substr(m.chat_key, 1, length(?4)) = ?4))
+ORDER BY bm25(memories_fts) LIMIT ?6
+"""
+
+_SEARCH_TURNS = """
+SELECT t.id, t.user_name, t.user_text FROM turns_fts CROSS JOIN turns AS t ON t.id = turns_fts.rowid
+WHERE turns_fts MATCH ?1 AND turns_fts.rowid < ?2 AND t.conv_key = ?3
+  AND bm25(turns_fts) <= -?4
+  AND t.id > coalesce((SELECT after_turn_id FROM resets WHERE conv_key = ?3), 0)
+ORDER BY bm25(turns_fts) LIMIT ?5
+"""
+
+
+class MemoryStore:
+    """Memories and the user-message index, in the history database of ``store``.
+
+    Open ``store`` first; this class holds no connection of its own.
+    """
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    async def add(
+        self,
+        ctx: ChatContext,
+        text: str,
+        *,
+        chat_wide: bool = False,
+        source_turn_id: int | None = None,
+        created_by: str = "user",
+    ) -> Memory:
+        """Remember ``text`` for ``ctx``'s chat; ``created_by`` says who asked ("user", "tool").
+
+        The scope follows where it was said: a private chat's memory is private; in a group it
+        is about the member who said it, or about the whole chat when ``chat_wide``.
+        """
+        text = text.strip()
+        if not text or len(text) > MAX_MEMORY_CHARS:
+            raise ValueError(f"a memory needs 1 to {MAX_MEMORY_CHARS} characters")
+        if ctx.is_private:
+            scope = MemoryScope.PRIVATE
+        else:
+            scope = MemoryScope.CHAT if chat_wide else MemoryScope.MEMBER
+        now = time.time()
+        async with self._store._transaction() as conn:
+            row = await conn.execute_insert(
+                "INSERT INTO memories (chat_key, user_id, user_name, scope, text, source_turn_id,"
+                " created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (ctx.chat_key, ctx.user_id, ctx.user_name, scope.value, text, source_turn_id,
+                 created_by, now),
+            )  # fmt: skip
+            if row is None:
+                raise StoreError("the database returned no id for a new memory")
+            memory_id = int(row[0])
+            await conn.execute(
+                "INSERT INTO memories_fts (rowid, body) VALUES (?, ?)",
+                (memory_id, search_form(text)),
+            )
+        return Memory(memory_id, ctx.chat_key, ctx.user_id, ctx.user_name, scope, text, now)
+
+    async def delete(self, memory_id: int, *, chat_key: str, user_id: str | None) -> bool:
+        """Forget one memory of ``chat_key``: the user's own, or anyone's when ``user_id`` is
+        None (an admin). False when there is no such memory there (or it is someone else's)."""
+        async with self._store._writing() as conn:  # the trigger drops the index row with it
+            cursor = await conn.execute(
+                "DELETE FROM memories WHERE id = ?1 AND chat_key = ?2"
+                " AND (?3 IS NULL OR user_id = ?3)",
+                (memory_id, chat_key, user_id),
+            )
+        return cursor.rowcount > 0
+
+    async def search(
+        self,
+        chat_key: str,
+        query: str,
+        *,
+        limit: int = 5,
+        min_score: float = MIN_SCORE,
+        share_private_of: tuple[str, str] | None = None,
+    ) -> list[Memory]:
+        """The memories of ``chat_key`` most relevant to ``query``, best first.
+
+        ``share_private_of=(platform, user_id)`` also admits that user's PRIVATE memories from
+        their private chats on ``platform`` -- only for a deployment that opted in, since it
+        carries what was said in private into the chat asking.
+        """
+        fts_query = match_query(query)
+        if fts_query is None or limit <= 0:
+            return []
+        user_id = prefix = None
+        if share_private_of is not None:
+            platform, user_id = share_private_of
+            if not platform or ":" in platform:
+                raise ValueError(f"not a platform name: {platform!r}")
+            prefix = platform + ":"
+        rows = await self._store._read.execute_fetchall(
+            _SEARCH, (fts_query, chat_key, user_id, prefix, min_score, limit)
+        )
+        return [_memory(row) for row in rows]
+
+    async def search_turns(
+        self,
+        conversation_key: str,
+        query: str,
+        *,
+        before_turn_id: int,
+        limit: int = 5,
+        min_score: float = MIN_SCORE,
+    ) -> list[tuple[int, str, str]]:
+        """Older user messages of this conversation relevant to ``query``, best first.
+
+        Returns ``(turn_id, user_name, user_text)`` for turns with ids below ``before_turn_id``
+        (pass the oldest turn still in the context window) and after the conversation's last
+        ``/reset``: a reset is the user asking to start over, so recall honours it too.
+        """
+        fts_query = match_query(query)
+        if fts_query is None or limit <= 0:
+            return []
+        await self.sync_turns()
+        rows = await self._store._read.execute_fetchall(
+            _SEARCH_TURNS, (fts_query, before_turn_id, conversation_key, min_score, limit)
+        )
+        return [(int(turn_id), str(name), str(text)) for turn_id, name, text in rows]
+
+    async def sync_turns(self, batch: int = 1000) -> int:
+        """Index the user messages written since the last sync; returns how many.
+
+        Turns are written by SQLiteStore, which knows nothing of search forms, so the index
+        catches up here: before each :meth:`search_turns` (usually a turn or two) and, worth
+        calling at startup, for the history that predates the memory schema. Turn ids only
+        grow, so the highest indexed id is the watermark; reading it inside the write
+        transaction keeps two processes from indexing a turn twice.
+        """
+        if not await self._turns_behind():
+            return 0
+        indexed = 0
+        while True:
+            async with self._store._transaction() as conn:
+                rows = list(
+                    await conn.execute_fetchall(
+                        "SELECT id, user_text FROM turns WHERE id >"
+                        " (SELECT coalesce(max(rowid), 0) FROM turns_fts) ORDER BY id LIMIT ?",
+                        (batch,),
+                    )
+                )
+                await conn.executemany(
+                    "INSERT INTO turns_fts (rowid, body) VALUES (?, ?)",
+                    [(turn_id, search_form(text)) for turn_id, text in rows],
+                )
+            indexed += len(rows)
+            if len(rows) < batch:
+                return indexed
+
+    async def _turns_behind(self) -> bool:
+        rows = await self._store._read.execute_fetchall(
+            "SELECT (SELECT coalesce(max(id), 0) FROM turns)"
+            " > (SELECT coalesce(max(rowid), 0) FROM turns_fts)"
+        )
+        return bool(next(iter(rows))[0])
+
+    async def move_chat(self, old_chat_key: str, new_chat_key: str) -> int:
+        """Re-key a chat's memories (a Telegram group upgraded to a supergroup gets a new id)."""
+        async with self._store._writing() as conn:
+            cursor = await conn.execute(
+                "UPDATE memories SET chat_key = ? WHERE chat_key = ?", (new_chat_key, old_chat_key)
+            )
+        return cursor.rowcount
+
+    async def clear_chat(self, chat_key: str) -> int:
+        """Forget every memory of the chat (the index rows go with them); returns how many."""
+        async with self._store._writing() as conn:
+            cursor = await conn.execute("DELETE FROM memories WHERE chat_key = ?", (chat_key,))
+        return cursor.rowcount
+
+    async def list(
+        self, chat_key: str, user_id: str | None = None, limit: int = 50
+    ) -> list[Memory]:
+        """The chat's memories (or one user's there), newest first, for /memories and review.
+
+        Defined last: inside the class body, ``list`` names this method from here on.
+        """
+        rows = await self._store._read.execute_fetchall(
+            f"SELECT {_COLUMNS}, 0.0 FROM memories AS m WHERE m.chat_key = ?1"
+            " AND (?2 IS NULL OR m.user_id = ?2) ORDER BY m.id DESC LIMIT ?3",
+            (chat_key, user_id, limit),
+        )
+        return [_memory(row) for row in rows]
