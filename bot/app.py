@@ -17,7 +17,8 @@ from bot.errors import ConfigError
 from bot.history.sqlite import SQLiteStore
 from bot.llm.client import LLMClient
 from bot.llm.retry import Sleep
-from bot.memory import MemoryProvider
+from bot.memory import MemoryProvider, StoredMemory
+from bot.memory_store import MemoryStore
 from bot.plugins import PluginManager, ToolRegistry
 from bot.scheduler import Scheduler
 from bot.service import ChatService
@@ -57,6 +58,7 @@ class App:
         self.outbound = Outbound()
         self.tools = ToolRegistry(self._is_admin)
         self.scheduler: Scheduler | None = None
+        self.memories: MemoryStore | None = None
         self.plugins: PluginManager | None = None
 
     @property
@@ -80,12 +82,17 @@ class App:
         await self._store.open()
         try:
             self._llm = LLMClient(self.settings.llm, sleep=self._retry_sleep)
+            memory = self._memory
+            if self.settings.memory.enabled:
+                self.memories = MemoryStore(self._store)
+                await self.memories.sync_turns()  # index messages written before an upgrade
+                memory = memory or StoredMemory(self.memories, self.settings.memory)
             self.tools = ToolRegistry(self._is_admin)
             self._service = ChatService(
                 self.settings,
                 self._store,
                 self._llm,
-                memory=self._memory,
+                memory=memory,
                 tools=self._tools if self._tools is not None else self.tools,
             )
             await self._service.start()
@@ -93,7 +100,12 @@ class App:
             jobs = self.settings.storage.effective_jobs_path
             self.scheduler = Scheduler(jobs, name=f"parlour:{jobs.resolve()}")
             self.plugins = PluginManager(
-                self.tools, self._commands, self._store, self.outbound, self.scheduler
+                self.tools,
+                self._commands,
+                self._store,
+                self.outbound,
+                self.scheduler,
+                memories=self.memories,
             )
             # Plugins register their job handlers before the scheduler starts: a job that fell
             # due while the bot was down runs at start, and must find its handler.

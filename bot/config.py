@@ -119,6 +119,18 @@ class HistorySettings(_Section):
     )
 
 
+class MemorySettings(_Section):
+    enabled: bool = Field(True, description="recall stored memories and old messages")
+    top_k: int = Field(5, ge=1, le=50, description="memories (and old messages) per request")
+    max_tokens: int = Field(400, ge=0, description="cap on the recalled block in the prompt")
+    recall_history: bool = Field(
+        True, description="also search this conversation's messages older than the window"
+    )
+    share_private: bool = Field(
+        False, description="recall a user's private-chat memories for them in groups too"
+    )
+
+
 class StorageSettings(_Section):
     path: Path = Path("data/parlour.db")
     jobs_path: Path | None = Field(
@@ -131,7 +143,7 @@ class StorageSettings(_Section):
         return self.jobs_path or self.path.with_name(f"{self.path.stem}.jobs.sqlite")
 
 
-DEFAULT_PLUGINS = ("plugins.clock", "plugins.calculator", "plugins.reminders")
+DEFAULT_PLUGINS = ("plugins.clock", "plugins.calculator", "plugins.reminders", "plugins.memory")
 
 
 class PluginEntry(_Section):
@@ -171,6 +183,7 @@ class Settings(_Section):
     chat: ChatSettings = ChatSettings()
     history: HistorySettings = HistorySettings()
     storage: StorageSettings = StorageSettings()
+    memory: MemorySettings = MemorySettings()
     logging: LoggingSettings = LoggingSettings()
     admins: tuple[str, ...] = Field(
         (), description='bot admins as "platform:user_id", e.g. "telegram:12345"'

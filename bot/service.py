@@ -184,7 +184,7 @@ class ChatService:
             overheard = await self._overheard(ctx, key)
             shared = _is_shared(key)
             user_message = {"role": "user", "content": _speaker_text(ctx, text) if shared else text}
-            prefix = await self._prefix(ctx, key, text)
+            prefix = await self._prefix(ctx, key, text, history[0].turn_id if history else None)
             tools = self.tools.definitions(ctx) if self.tools else []
             budget = self._budget(prefix, user_message, tools)
             messages = [
@@ -348,11 +348,22 @@ class ChatService:
 
     # -- context assembly ------------------------------------------------------------------------
 
-    async def _prefix(self, ctx: ChatContext, key: str, text: str) -> list[dict[str, Any]]:
+    async def _prefix(
+        self, ctx: ChatContext, key: str, text: str, oldest_in_window: int | None = None
+    ) -> list[dict[str, Any]]:
         prefix: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt(ctx)}]
-        memories = await self.memory.recall(ctx, key, text)
-        if memories:
-            facts = "\n".join(f"- {m}" for m in memories)
+        recalled = await self.memory.recall(ctx, key, text, before_turn_id=oldest_in_window)
+        cap = self.settings.memory.max_tokens
+        kept: list[str] = []
+        used = 0
+        for line in recalled:  # most relevant first: the cap drops the least relevant
+            cost = self.counter.count_text(line) + 2
+            if used + cost > cap:
+                break
+            kept.append(line)
+            used += cost
+        if kept:
+            facts = "\n".join(f"- {m}" for m in kept)
             prefix.append({"role": "system", "content": f"Things you remember:\n{facts}"})
         return prefix
 

@@ -314,6 +314,7 @@ class SQLiteStore:
             await conn.execute("DELETE FROM turns WHERE chat_key = ?", (chat_key,))
             await conn.execute("DELETE FROM resets WHERE chat_key = ?", (chat_key,))
             await conn.execute("DELETE FROM overheard WHERE chat_key = ?", (chat_key,))
+            await conn.execute("DELETE FROM memories WHERE chat_key = ?", (chat_key,))
             await conn.execute(
                 "INSERT INTO clear_audit (chat_key, actor_id, actor_name, at, deleted_turns,"
                 " deleted_messages) VALUES (?, ?, ?, ?, ?, ?)",
@@ -391,10 +392,11 @@ class SQLiteStore:
                 "UPDATE OR IGNORE chat_preferences SET chat_key = ? WHERE chat_key = ?",
                 (new_chat_key, old_chat_key),
             )
-            await conn.execute(
-                "UPDATE clear_audit SET chat_key = ? WHERE chat_key = ?",
-                (new_chat_key, old_chat_key),
-            )
+            for table in ("clear_audit", "memories"):
+                await conn.execute(
+                    f"UPDATE {table} SET chat_key = ? WHERE chat_key = ?",
+                    (new_chat_key, old_chat_key),
+                )
         self._windows.forget_chat(old_chat_key)
         self._windows.forget_chat(new_chat_key)
         log.info("chat migrated old=%s new=%s turns=%d", old_chat_key, new_chat_key, moved)

@@ -11,6 +11,7 @@ from bot.context import ChatContext
 from bot.delivery import Outbound
 
 if TYPE_CHECKING:
+    from bot.memory_store import MemoryStore
     from bot.scheduler import Scheduler
 
 
@@ -58,6 +59,7 @@ class ToolContext:
     outbound: Outbound
     scheduler: Scheduler | None = None
     settings: BaseModel | None = None
+    memories: MemoryStore | None = None  # long-term memory, when enabled
 
     async def send(self, text: str) -> bool:
         """Post ``text`` in the chat (and thread) the call came from, now."""

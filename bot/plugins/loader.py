@@ -32,6 +32,7 @@ from bot.plugins.registry import ToolRegistry
 from bot.plugins.tools import ToolFunc, ToolSpec, spec_of
 
 if TYPE_CHECKING:
+    from bot.memory_store import MemoryStore
     from bot.scheduler import Handler as JobHandler
     from bot.scheduler import Scheduler
 
@@ -53,6 +54,7 @@ class Plugin:
     store: PluginStore
     outbound: Outbound
     scheduler: Scheduler | None
+    memories: MemoryStore | None
     _registry: ToolRegistry
     _commands: Commands
     tools: list[str] = field(default_factory=list)
@@ -77,6 +79,10 @@ class Plugin:
         self._commands.register(CommandInfo(name, description, admin_only), handler)
         self.commands.append(name.lower())
 
+    def is_admin(self, ctx: ChatContext) -> bool:
+        """The chat's platform admins and the bot admins from config (for plugin commands)."""
+        return self._registry.is_admin(ctx)
+
     def on_job(self, kind: str, handler: JobHandler) -> None:
         """Run ``handler(job_id, payload)`` for scheduled jobs of ``kind``."""
         if self.scheduler is None:
@@ -93,6 +99,7 @@ class Plugin:
             outbound=self.outbound,
             scheduler=self.scheduler,
             settings=self.settings,
+            memories=self.memories,
         )
 
     def _rollback(self) -> None:
@@ -119,7 +126,10 @@ class PluginManager:
         kv: KeyValueBackend,
         outbound: Outbound,
         scheduler: Scheduler | None,
+        *,
+        memories: MemoryStore | None = None,
     ) -> None:
+        self.memories = memories
         self.registry = registry
         self.commands = commands
         self.kv = kv
@@ -152,6 +162,7 @@ class PluginManager:
             store=PluginStore(self.kv, name),
             outbound=self.outbound,
             scheduler=self.scheduler,
+            memories=self.memories,
             _registry=self.registry,
             _commands=self.commands,
         )
