@@ -153,6 +153,18 @@ MIGRATIONS: tuple[str, ...] = (
             || ' zzbackground zzbackground zzbackground' FROM n;
     INSERT INTO turns_fts (rowid, body) SELECT rowid, body FROM memories_fts WHERE rowid < 0;
     """,
+    # 5: the rolling summary of each conversation's turns that left the context window.
+    """
+    CREATE TABLE summaries (
+        conv_key TEXT PRIMARY KEY,
+        chat_key TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        through_turn_id INTEGER NOT NULL,
+        turns_since INTEGER NOT NULL DEFAULT 0,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX summaries_by_chat ON summaries (chat_key);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
