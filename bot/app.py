@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import Any
 
 from bot.commands import Commands
+from bot.compaction import Compactor
 from bot.config import Settings, safe_url
 from bot.context import ChatContext
 from bot.delivery import Outbound
@@ -59,6 +60,8 @@ class App:
         self.tools = ToolRegistry(self._is_admin)
         self.scheduler: Scheduler | None = None
         self.memories: MemoryStore | None = None
+        self.compactor: Compactor | None = None
+        self._summary_llm: LLMClient | None = None
         self.plugins: PluginManager | None = None
 
     @property
@@ -96,6 +99,15 @@ class App:
                 tools=self._tools if self._tools is not None else self.tools,
             )
             await self._service.start()
+            if self.settings.memory.summarize:
+                summary_llm = self._llm
+                if self.settings.memory.summary_model:
+                    own = self.settings.llm.model_copy(
+                        update={"model": self.settings.memory.summary_model}
+                    )
+                    summary_llm = self._summary_llm = LLMClient(own, sleep=self._retry_sleep)
+                self.compactor = Compactor(self.settings, self._store, summary_llm, self.memories)
+                self._service.compactor = self.compactor
             self._commands = Commands(self._service)
             jobs = self.settings.storage.effective_jobs_path
             self.scheduler = Scheduler(jobs, name=f"parlour:{jobs.resolve()}")
@@ -150,6 +162,12 @@ class App:
             await self.store.delete_older_than(days * 86400)
 
     async def aclose(self) -> None:
+        if self.compactor is not None:
+            await self.compactor.aclose()
+            self.compactor = None
+        if self._summary_llm is not None:
+            await self._summary_llm.close()
+            self._summary_llm = None
         if self.plugins is not None:
             await self.plugins.teardown_all()
             self.plugins = None

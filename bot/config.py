@@ -129,6 +129,13 @@ class MemorySettings(_Section):
     share_private: bool = Field(
         False, description="recall a user's private-chat memories for them in groups too"
     )
+    summarize: bool = Field(
+        False, description="summarise turns that left the window (an extra LLM call, background)"
+    )
+    summary_model: str | None = Field(None, description="model for summaries; default llm.model")
+    summary_every: int = Field(10, ge=1, description="compact at most once per this many turns")
+    summary_max_words: int = Field(200, ge=20, le=2000, description="length of the summary")
+    extract_facts: bool = Field(True, description="store facts the summary names as memories")
 
 
 class StorageSettings(_Section):

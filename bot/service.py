@@ -18,6 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from bot.compaction import Compactor
 from bot.config import Settings
 from bot.context import ChatContext, Scope
 from bot.errors import ContextTooLongError, LLMContextLengthError, UserFacingError
@@ -115,6 +116,7 @@ class ChatService:
         self.max_tool_rounds = max_tool_rounds
         self._locks = KeyedLocks()
         self._prefs: dict[str, ChatPreferences] = {}
+        self.compactor: Compactor | None = None  # set by the App when memory.summarize is on
 
     async def start(self) -> None:
         """Load per-chat preferences so a conversation key is known without awaiting."""
@@ -224,6 +226,8 @@ class ChatService:
                 assert final is not None
                 turn_id = await asyncio.shield(begin)
                 await self.store.complete_turn(turn_id, answer, usage, final.model)
+                if self.compactor is not None:
+                    self.compactor.turn_done(ctx, key)  # background: never delays this reply
             except BaseException as exc:
                 await self._fail(begin, exc, key)
                 raise
@@ -352,6 +356,14 @@ class ChatService:
         self, ctx: ChatContext, key: str, text: str, oldest_in_window: int | None = None
     ) -> list[dict[str, Any]]:
         prefix: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt(ctx)}]
+        summary = await self.compactor.summary(key) if self.compactor is not None else None
+        if summary is not None:
+            prefix.append(
+                {
+                    "role": "system",
+                    "content": f"Summary of the earlier conversation:\n{summary.text}",
+                }
+            )
         recalled = await self.memory.recall(ctx, key, text, before_turn_id=oldest_in_window)
         cap = self.settings.memory.max_tokens
         kept: list[str] = []

@@ -292,8 +292,9 @@ class SQLiteStore:
 
     async def reset(self, conversation_key: str, chat_key: str, by_user: str) -> None:
         async with self._transaction() as conn:
-            # Chatter overheard before the reset is forgotten with the rest.
+            # Chatter overheard before the reset, and the summary, are forgotten with the rest.
             await conn.execute("DELETE FROM overheard WHERE conv_key = ?", (conversation_key,))
+            await conn.execute("DELETE FROM summaries WHERE conv_key = ?", (conversation_key,))
             await conn.execute(
                 "INSERT INTO resets (conv_key, chat_key, after_turn_id, by_user, at)"
                 " VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM turns), ?, ?)"
@@ -315,6 +316,7 @@ class SQLiteStore:
             await conn.execute("DELETE FROM resets WHERE chat_key = ?", (chat_key,))
             await conn.execute("DELETE FROM overheard WHERE chat_key = ?", (chat_key,))
             await conn.execute("DELETE FROM memories WHERE chat_key = ?", (chat_key,))
+            await conn.execute("DELETE FROM summaries WHERE chat_key = ?", (chat_key,))
             await conn.execute(
                 "INSERT INTO clear_audit (chat_key, actor_id, actor_name, at, deleted_turns,"
                 " deleted_messages) VALUES (?, ?, ?, ?, ?, ?)",
@@ -382,7 +384,7 @@ class SQLiteStore:
                 (new_chat_key, new_chat_key, start, old_chat_key),
             )
             moved = cursor.rowcount
-            for table in ("resets", "overheard"):
+            for table in ("resets", "overheard", "summaries"):
                 await conn.execute(
                     f"UPDATE {table} SET chat_key = ?, conv_key = ? || substr(conv_key, ?)"
                     " WHERE chat_key = ?",

@@ -1,0 +1,205 @@
+"""Compaction: turns that left the context window become a rolling summary (and facts).
+
+Trimming keeps requests within the model's window but forgets (seed 001). When enough turns
+have fallen out of a conversation's window, the model summarises them together with the
+previous summary; the summary goes back into every prompt as its own system message, and
+durable facts it names are stored as memories. It runs in the background after a reply (never
+delaying or failing it), at most once per ``memory.summary_every`` turns, and its state lives in
+SQLite (``summaries``), so it survives restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bot.config import Settings
+from bot.context import ChatContext
+from bot.history.store import StoredTurn, TurnStatus
+from bot.llm.client import LLMClient
+
+if TYPE_CHECKING:
+    from bot.history.sqlite import SQLiteStore
+    from bot.memory_store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+MAX_TURNS_PER_PASS = 60  # one summarising request stays small whatever the backlog
+_PROMPT = (
+    "You maintain the long-term memory of a chat assistant. Below are the previous summary of "
+    "an earlier part of a conversation and the turns that followed it. Write an updated "
+    "summary (at most {words} words, third person, keep names, decisions, open questions and "
+    "anything the user asked to be remembered), and list durable facts about the participants "
+    '(one sentence each; none if there are none). Answer with JSON only: {{"summary": "...", '
+    '"facts": ["..."]}}'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    text: str
+    through_turn_id: int
+    turns_since: int
+
+
+class Compactor:
+    def __init__(
+        self,
+        settings: Settings,
+        store: SQLiteStore,
+        llm: LLMClient,
+        memories: MemoryStore | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.llm = llm
+        self.memories = memories
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+
+    # -- reading (the service asks for the summary with every request) ------------------------
+
+    async def summary(self, conversation_key: str) -> Summary | None:
+        rows = await self.store._read.execute_fetchall(
+            "SELECT summary, through_turn_id, turns_since FROM summaries WHERE conv_key = ?",
+            (conversation_key,),
+        )
+        row = next(iter(rows), None)
+        if row is None or not row[0]:
+            return None
+        return Summary(str(row[0]), int(row[1]), int(row[2]))
+
+    # -- after each reply ---------------------------------------------------------------------
+
+    def turn_done(self, ctx: ChatContext, conversation_key: str) -> None:
+        """Count the turn and, when due, compact in the background (one pass per conversation)."""
+        running = self._tasks.get(conversation_key)
+        if running is not None and not running.done():
+            return
+        task = asyncio.ensure_future(self._after_turn(ctx, conversation_key))
+        self._tasks[conversation_key] = task
+        task.add_done_callback(lambda _: self._tasks.pop(conversation_key, None))
+
+    async def _after_turn(self, ctx: ChatContext, key: str) -> None:
+        try:
+            since = await self._count(key, ctx.chat_key)
+            if since >= self.settings.memory.summary_every:
+                await self.compact(ctx, key)
+        except Exception:  # never the user's problem: the reply is already out
+            log.exception("compaction failed conv=%s", key)
+
+    async def compact(self, ctx: ChatContext, key: str) -> bool:
+        """Summarise the turns between the last summary and the window. False: nothing to do."""
+        previous = await self.summary(key)
+        after = previous.through_turn_id if previous else 0
+        window = await self.store.load_window(key, self.settings.history.max_turns)
+        if not window:
+            return False
+        dropped = await self._turns_between(key, after, window[0].turn_id)
+        if not dropped:
+            return False
+        dropped = dropped[:MAX_TURNS_PER_PASS]
+        text, facts = await self._summarise(previous.text if previous else "", dropped)
+        async with self.store._writing() as conn:
+            await conn.execute(
+                "INSERT INTO summaries (conv_key, chat_key, summary, through_turn_id,"
+                " turns_since, updated_at) VALUES (?, ?, ?, ?, 0, ?) ON CONFLICT (conv_key)"
+                " DO UPDATE SET summary = excluded.summary,"
+                " through_turn_id = excluded.through_turn_id, turns_since = 0,"
+                " updated_at = excluded.updated_at",
+                (key, ctx.chat_key, text, dropped[-1].turn_id, time.time()),
+            )
+        if self.memories is not None and self.settings.memory.extract_facts:
+            for fact in facts:
+                await self.memories.add(
+                    ctx,
+                    fact,
+                    chat_wide=not ctx.is_private and ":u:" not in key,
+                    created_by="summary",
+                )
+        log.info(
+            "compacted conv=%s turns=%d through=%d facts=%d",
+            key,
+            len(dropped),
+            dropped[-1].turn_id,
+            len(facts),
+        )
+        return True
+
+    async def aclose(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- internals ------------------------------------------------------------------------------
+
+    async def _count(self, key: str, chat_key: str) -> int:
+        async with self.store._writing() as conn:
+            rows = await conn.execute_fetchall(
+                "INSERT INTO summaries (conv_key, chat_key, summary, through_turn_id,"
+                " turns_since, updated_at) VALUES (?, ?, '', 0, 1, ?) ON CONFLICT (conv_key)"
+                " DO UPDATE SET turns_since = turns_since + 1 RETURNING turns_since",
+                (key, chat_key, time.time()),
+            )
+        return int(next(iter(rows))[0])
+
+    async def _turns_between(self, key: str, after: int, before: int) -> list[StoredTurn]:
+        rows = await self.store._read.execute_fetchall(
+            "SELECT id, user_id, user_name, status, user_text, answer FROM turns"
+            " WHERE conv_key = ? AND id > ? AND id < ? AND status != 'pending' ORDER BY id",
+            (key, after, before),
+        )
+        turns = []
+        for turn_id, user_id, user_name, status, user_text, answer in rows:
+            messages: list[dict[str, Any]] = [{"role": "user", "content": user_text}]
+            if answer:
+                messages += [m for m in json.loads(answer) if m.get("role") == "assistant"]
+            turns.append(
+                StoredTurn(
+                    int(turn_id), str(user_id), str(user_name), TurnStatus(status), tuple(messages)
+                )
+            )
+        return turns
+
+    async def _summarise(self, previous: str, turns: Sequence[StoredTurn]) -> tuple[str, list[str]]:
+        lines = []
+        for turn in turns:
+            for message in turn.messages:
+                content = str(message.get("content") or "").strip()
+                if not content:
+                    continue
+                who = (turn.user_name or turn.user_id) if message["role"] == "user" else "assistant"
+                lines.append(f"{who}: {content}")
+        words = self.settings.memory.summary_max_words
+        request = [
+            {"role": "system", "content": _PROMPT.format(words=words)},
+            {
+                "role": "user",
+                "content": f"Previous summary:\n{previous or '(none)'}\n\nTurns:\n"
+                + "\n".join(lines),
+            },
+        ]
+        completion = await self.llm.complete(request, max_tokens=max(64, words * 3))
+        return _parse(completion.text)
+
+
+def _parse(text: str) -> tuple[str, list[str]]:
+    """The model's JSON, or, when it wrote prose instead, the prose as the summary."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`").removeprefix("json").strip()
+    start, end = body.find("{"), body.rfind("}")
+    if start != -1 and end > start:
+        try:
+            data = json.loads(body[start : end + 1])
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("summary"), str):
+            facts = [str(f).strip() for f in data.get("facts") or [] if str(f).strip()]
+            return data["summary"].strip(), facts[:20]
+    return body, []
