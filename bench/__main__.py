@@ -3,8 +3,10 @@
 Sections: 1. per-turn cost of ``ChatService.chat`` against the bare SDK round trip; 2. a burst of
 1,000 conversations at once, and ordering under load; 3. window load time against stored size;
 4. peak RSS; 5. the Telegram path (rendering a long reply, a burst of chats through the real
-adapter and the fake Bot API). Targets are printed next to the figures; nothing asserts.
-``--quick`` skips the 10^6-message database. Progress goes to stderr only when it is a terminal.
+adapter and the fake Bot API); 6. long-term memory (facts recalled after 200 turns, prompt size
+across a conversation, search time at 10^5 memories). Targets are printed next to the figures;
+nothing asserts. ``--quick`` skips the 10^6-message database, ``--skip-memory`` section 6.
+Progress goes to stderr only when it is a terminal.
 """
 
 from __future__ import annotations
@@ -22,6 +24,15 @@ from pathlib import Path
 
 from bench.common import Row, fake_in_child, fmt_count, fmt_ms
 from bench.concurrency import Burst, fan_out, ordered, sdk_floor
+from bench.memory import (
+    HISTORY_BUDGET,
+    SAMPLE_TURNS,
+    EmbeddingFailure,
+    MemoryFigures,
+    RetentionFigures,
+    embeddings_configurable,
+    measure_memory,
+)
 from bench.seed import seed_in_child
 from bench.table import machine_line, render
 from bench.telegram import TelegramFigures, measure_telegram
@@ -43,6 +54,10 @@ S4 = "4. Memory"
 S5 = "5. Telegram"
 RENDER_TARGET = 0.1  # seconds to render and split a 10,000-character reply
 TELEGRAM_CHATS = 200
+S6 = "6. Long-term memory"
+RETENTION_TARGET = 0.95  # share of questions whose prompt carries the fact asked about
+SEARCH_P95_TARGET = 0.005  # seconds, MemoryStore.search at 10^5 memories
+EMBEDDING_MODEL = "text-embedding-3-small"
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +245,76 @@ def _telegram_rows(t: TelegramFigures) -> list[Row]:
     ]
 
 
+def _retention_rows(r: RetentionFigures, how: str) -> list[Row]:
+    case = (
+        f"facts recalled {how}: {r.questions} facts said in turns 1-{r.questions},"
+        f" {len(r.prompt_tokens) - 2 * r.questions} chit-chat turns, then a question per fact;"
+        " prompts carrying the fact"
+    )
+    if r.missed:
+        case += f" (missed: {', '.join(r.missed)})"
+    return [
+        Row(
+            S6,
+            case,
+            f"{r.carried}/{r.questions} ({r.share:.0%})",
+            f">= {RETENTION_TARGET:.0%}",
+            r.share >= RETENTION_TARGET,
+        )
+    ]
+
+
+def _memory_rows(m: MemoryFigures) -> list[Row]:
+    r, s = m.retention, m.search
+    sampled = [r.prompt_tokens[t - 1] for t in SAMPLE_TURNS if t <= len(r.prompt_tokens)]
+    steady = sorted(r.prompt_tokens[SAMPLE_TURNS[1] - 1 :])
+    rows = _retention_rows(r, "by FTS")
+    if isinstance(m.with_embeddings, EmbeddingFailure):
+        rows.append(Row(S6, "same, `memory.embeddings.model` set", m.with_embeddings.error))
+    elif m.with_embeddings is not None:
+        e = m.with_embeddings
+        rows += _retention_rows(e, f"with embeddings ({EMBEDDING_MODEL} on the fake)")
+        if not e.embedding_requests:
+            rows.append(Row(S6, "`/embeddings` requests in that run", "0 (not wired in yet)"))
+    rows += [
+        Row(
+            S6,
+            "prompt tokens at turns " + ", ".join(str(t) for t in SAMPLE_TURNS),
+            " / ".join(f"{n:,}" for n in sampled),
+        ),
+        Row(
+            S6,
+            f"prompt tokens per turn, turns {SAMPLE_TURNS[1]}-{len(r.prompt_tokens)}:"
+            " min / median / max",
+            f"{steady[0]:,} / {steady[len(steady) // 2]:,} / {steady[-1]:,}",
+            "flat",
+        ),
+        Row(
+            S6,
+            f"history part of the prompt, largest of all turns (`history.max_tokens`"
+            f" {HISTORY_BUDGET:,})",
+            f"{max(r.history_tokens):,}",
+            f"<= {HISTORY_BUDGET:,}",
+            max(r.history_tokens) <= HISTORY_BUDGET,
+        ),
+        Row(
+            S6,
+            f"`MemoryStore.search` p50, {fmt_count(s.memories)} memories over {s.chats:,}"
+            f" private chats ({s.calls} searches)",
+            fmt_ms(s.p50_s),
+        ),
+        Row(
+            S6,
+            "`MemoryStore.search` p95, same",
+            fmt_ms(s.p95_s),
+            f"<= {SEARCH_P95_TARGET * 1000:g} ms",
+            s.p95_s <= SEARCH_P95_TARGET,
+        ),
+        Row(S6, "searches that found at least one memory", f"{s.hit_share:.0%}"),
+    ]
+    return rows
+
+
 def _mib(kib: int) -> str:
     return f"{kib / 1024:.0f} MiB"
 
@@ -237,6 +322,9 @@ def _mib(kib: int) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="skip the 10^6-message database")
+    parser.add_argument(
+        "--skip-memory", action="store_true", help="skip section 6 (seeding takes about a minute)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger().setLevel(logging.WARNING)
@@ -265,6 +353,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         concurrency = asyncio.run(_concurrency(root))
         _progress("telegram: rendering and a burst of chats")
         telegram = asyncio.run(measure_telegram(root, TELEGRAM_CHATS))
+        memory: MemoryFigures | None = None
+        if not args.skip_memory:
+            _progress("memory: 10^5 memories seeding beside the fact-recall conversation")
+            model = EMBEDDING_MODEL if embeddings_configurable() else None
+            memory = asyncio.run(measure_memory(root, embeddings_model=model))
 
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -278,6 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         Row(S4, "peak RSS of the largest child (seeder or out-of-process fake)", _mib(children)),
         *_telegram_rows(telegram),
+        *(_memory_rows(memory) if memory is not None else []),
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))
@@ -288,7 +382,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Section 1: latency-0 fake in this process (its work is in both figures); median of "
         "5 interleaved batches of 200 turns (create: 40). Section 2: fresh databases. "
         "Section 3: median of 7 x 200 loads. Databases seeded with stdlib sqlite3 "
-        f"({'; '.join(seeding)}). Whole run {elapsed:.0f} s."
+        f"({'; '.join(seeding)})."
+        + (
+            ""
+            if memory is None
+            else f" Section 6: the latency-0 fake in this process; memories written one"
+            f" transaction each by `MemoryStore.add` in a child process"
+            f" ({memory.search.seed_s:.0f} s, beside the conversation runs), then"
+            f" {memory.search.calls} searches (after 20 untimed) of random chats."
+        )
+        + f" Whole run {elapsed:.0f} s."
     )
     return 0
 

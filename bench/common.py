@@ -41,6 +41,7 @@ def make_settings(base_url: str, db_path: Path, **sections: dict[str, Any]) -> S
         "llm": {"base_url": base_url, "api_key": API_KEY, "model": MODEL},
         "storage": {"path": str(db_path)},
         "plugins": [],  # the per-turn figures compare like with like: no tool definitions
+        "memory": {"enabled": False},  # nor recall: section 6 measures memory on its own
     }
     for name, values in sections.items():
         raw[name] = {**raw.get(name, {}), **values}
