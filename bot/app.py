@@ -4,6 +4,7 @@ the service, and closes them in reverse order. Adapters receive the running app.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import timedelta
 from types import TracebackType
@@ -14,7 +15,8 @@ from bot.compaction import Compactor
 from bot.config import Settings, safe_url
 from bot.context import ChatContext
 from bot.delivery import Outbound
-from bot.errors import ConfigError
+from bot.embeddings import Embedder
+from bot.errors import ConfigError, LLMError
 from bot.history.sqlite import SQLiteStore
 from bot.llm.client import LLMClient
 from bot.llm.retry import Sleep
@@ -60,6 +62,8 @@ class App:
         self.tools = ToolRegistry(self._is_admin)
         self.scheduler: Scheduler | None = None
         self.memories: MemoryStore | None = None
+        self._embedder: Embedder | None = None
+        self._backfill: asyncio.Task[None] | None = None
         self.compactor: Compactor | None = None
         self._summary_llm: LLMClient | None = None
         self.plugins: PluginManager | None = None
@@ -87,8 +91,14 @@ class App:
             self._llm = LLMClient(self.settings.llm, sleep=self._retry_sleep)
             memory = self._memory
             if self.settings.memory.enabled:
-                self.memories = MemoryStore(self._store)
+                if self.settings.memory.embeddings.model is not None:
+                    self._embedder = Embedder(
+                        self.settings.memory.embeddings, self.settings.llm, sleep=self._retry_sleep
+                    )
+                self.memories = MemoryStore(self._store, self._embedder)
                 await self.memories.sync_turns()  # index messages written before an upgrade
+                if self._embedder is not None:  # in the background: a slow endpoint won't block
+                    self._backfill = asyncio.create_task(self._backfill_vectors(self.memories))
                 memory = memory or StoredMemory(self.memories, self.settings.memory)
             self.tools = ToolRegistry(self._is_admin)
             self._service = ChatService(
@@ -161,7 +171,21 @@ class App:
         if days is not None:
             await self.store.delete_older_than(days * 86400)
 
+    async def _backfill_vectors(self, memories: MemoryStore) -> None:
+        """Embed memories stored without a vector (endpoint down, embeddings newly on)."""
+        try:
+            filled = await memories.backfill_vectors()
+        except LLMError as exc:
+            log.warning("memory vectors not backfilled, retried at next start: %s", exc)
+        else:
+            if filled:
+                log.info("memory vectors backfilled count=%d", filled)
+
     async def aclose(self) -> None:
+        if self._backfill is not None:
+            self._backfill.cancel()
+            await asyncio.gather(self._backfill, return_exceptions=True)
+            self._backfill = None
         if self.compactor is not None:
             await self.compactor.aclose()
             self.compactor = None
@@ -177,6 +201,9 @@ class App:
         if self._llm is not None:
             await self._llm.close()
             self._llm = None
+        if self._embedder is not None:
+            await self._embedder.close()
+            self._embedder = None
         if self._store is not None:
             await self._store.close()
             self._store = None

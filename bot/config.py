@@ -119,6 +119,39 @@ class HistorySettings(_Section):
     )
 
 
+class EmbeddingSettings(_Section):
+    """Optional vectors for memory recall (``memory.embeddings``); off unless ``model`` is set.
+
+    ``base_url`` defaults to ``llm.base_url``. ``api_key`` defaults to ``llm.api_key`` only
+    while both talk to the same host: the chat provider's key is never sent to another server.
+    """
+
+    model: str | None = Field(None, description="embedding model; none: recall uses FTS only")
+    base_url: str | None = Field(None, description="OpenAI-compatible server; default: llm's")
+    api_key: SecretStr | None = None
+    batch_size: int = Field(64, ge=1, le=2048, description="texts per /embeddings request")
+    min_similarity: float = Field(
+        0.3, ge=-1, le=1, description="cosine below which a memory is not recalled by meaning"
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str | None) -> str | None:
+        return (value or "").strip() or None  # "${EMBEDDING_MODEL:-}" switches it off
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if not value or not value.strip():
+            return None
+        try:  # the same rules as every other endpoint's URL
+            return EndpointSettings(base_url=value).base_url
+        except ValidationError:
+            raise ValueError(
+                "must start with http:// or https:// and hold no credentials"
+            ) from None
+
+
 class MemorySettings(_Section):
     enabled: bool = Field(True, description="recall stored memories and old messages")
     top_k: int = Field(5, ge=1, le=50, description="memories (and old messages) per request")
@@ -129,6 +162,7 @@ class MemorySettings(_Section):
     share_private: bool = Field(
         False, description="recall a user's private-chat memories for them in groups too"
     )
+    embeddings: EmbeddingSettings = EmbeddingSettings()
     summarize: bool = Field(
         False, description="summarise turns that left the window (an extra LLM call, background)"
     )

@@ -14,20 +14,42 @@ so a search costs the query terms' postings, never a scan of a table.
 :class:`MemoryStore` shares :class:`~bot.history.sqlite.SQLiteStore`'s file and connections
 (``_writing``, ``_transaction``, ``_read``) on purpose: one writer lock for the whole database,
 and an index row is written in the same transaction as the row it indexes.
+
+With an :class:`~bot.embeddings.Embedder` (``memory.embeddings.model`` set), each memory also
+gets a unit vector (table ``memory_vectors``), and :meth:`MemoryStore.search` fuses two rankings
+by reciprocal rank fusion (score = sum of 1 / (60 + rank)): BM25 as above, and cosine similarity
+between the query's vector and the vectors of the memories the *same* scope clause admits. The
+relevance floor still holds: a memory enters the fusion only if it passes the BM25 floor
+(``min_score``) or its cosine reaches ``memory.embeddings.min_similarity`` -- fusion orders
+relevant memories, it never promotes an unrelated one for being the best of a bad lot. Cosine is
+plain Python over at most :data:`MAX_VECTOR_CANDIDATES` vectors (the chat's newest memories), in
+a worker thread: a few thousand 1536-float dot products take tens to a few hundred ms, fine per
+message; a larger corpus would want a vector index. When embedding fails, recall is FTS only and
+a new memory is stored without a vector until :meth:`MemoryStore.backfill_vectors`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import logging
+import operator
 import re
+import sys
 import time
 import unicodedata
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from bot.context import ChatContext
-from bot.errors import StoreError
+from bot.embeddings import INTERACTIVE_POLICY, Embedder
+from bot.errors import LLMError, StoreError
 from bot.history.sqlite import SQLiteStore
+
+log = logging.getLogger(__name__)
 
 # A bm25 relevance of 1.0 is one matching term found in at most ~27% of the indexed rows (idf =
 # ln((N - n + 0.5) / (n + 0.5)) >= 1) in a row of average length. Rows matched only by terms
@@ -38,6 +60,9 @@ from bot.history.sqlite import SQLiteStore
 MIN_SCORE = 1.0
 MAX_MEMORY_CHARS = 1000
 MAX_QUERY_TERMS = 64  # a pasted essay must not become a thousand-term OR
+RRF_K = 60  # the usual reciprocal-rank-fusion constant: top ranks matter, but not overwhelmingly
+RRF_POOL = 50  # candidates taken from each ranking before fusing
+MAX_VECTOR_CANDIDATES = 5000  # newest vectors scored per search; older ones: BM25 only
 
 _CJK = (
     "\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
@@ -70,7 +95,9 @@ class Memory:
     scope: MemoryScope
     text: str
     created_at: float
-    score: float = 0.0  # search relevance (-bm25): higher is better; 0 outside a search
+    # search relevance, higher is better: -bm25, or the fused RRF score with embeddings; 0
+    # outside a search
+    score: float = 0.0
 
 
 def search_form(text: str) -> str:
@@ -117,15 +144,46 @@ def _memory(row: Any) -> Memory:
 
 _COLUMNS = "m.id, m.chat_key, m.user_id, m.user_name, m.scope, m.text, m.created_at"
 
+# Who may see a memory, shared by the BM25 and the vector query so the two can never differ.
+# ?2: the chat; ?3/?4: the user id and "platform:" prefix whose private memories may join, or NULL.
+_IN_SCOPE = """(m.chat_key = ?2 OR (?3 IS NOT NULL AND m.scope = 'private' AND m.user_id = ?3
+                           AND substr(m.chat_key, 1, length(?4)) = ?4))"""
+
 # CROSS JOIN keeps the FTS match as the outer loop; each hit is then one primary-key lookup.
-# ?3/?4: the user id and "platform:" prefix whose private memories may join, or NULL.
 _SEARCH = f"""
 SELECT {_COLUMNS}, -bm25(memories_fts) FROM memories_fts CROSS JOIN memories AS m
     ON m.id = memories_fts.rowid
 WHERE memories_fts MATCH ?1 AND bm25(memories_fts) <= -?5
-  AND (m.chat_key = ?2 OR (?3 IS NOT NULL AND m.scope = 'private' AND m.user_id = ?3
-                           AND substr(m.chat_key, 1, length(?4)) = ?4))
+  AND {_IN_SCOPE}
 ORDER BY bm25(memories_fts) LIMIT ?6
+"""
+
+# ?1 is unused (NULL), so the scope clause keeps its parameter numbers. Newest first, capped.
+# The IN list only lets SQLite use the chat_key indexes (an OR defeats them: it would scan every
+# memory); it admits a superset of the scope, and _IN_SCOPE still decides. ?4 ends in ":", so
+# "platform;" bounds the platform's chat keys.
+_VECTORS = f"""
+SELECT {_COLUMNS}, 0.0, v.vector FROM memories AS m CROSS JOIN memory_vectors AS v
+    ON v.memory_id = m.id
+WHERE m.id IN (
+        SELECT id FROM memories WHERE chat_key = ?2
+        UNION ALL
+        SELECT id FROM memories WHERE ?3 IS NOT NULL AND chat_key >= ?4
+            AND chat_key < substr(?4, 1, length(?4) - 1) || ';' AND user_id = ?3
+    )
+  AND {_IN_SCOPE} AND v.model = ?5 AND v.dims = ?6
+ORDER BY m.id DESC LIMIT ?7
+"""
+
+_UNEMBEDDED = """
+SELECT m.id, m.text FROM memories AS m LEFT JOIN memory_vectors AS v ON v.memory_id = m.id
+WHERE m.id > ?1 AND (v.memory_id IS NULL OR v.model != ?2) ORDER BY m.id LIMIT ?3
+"""
+
+# INSERT ... SELECT: a memory deleted while its vector was being computed gets none.
+_PUT_VECTOR = """
+INSERT OR REPLACE INTO memory_vectors (memory_id, model, dims, vector)
+    SELECT id, ?2, ?3, ?4 FROM memories WHERE id = ?1
 """
 
 _SEARCH_TURNS = """
@@ -137,14 +195,61 @@ ORDER BY bm25(turns_fts) LIMIT ?5
 """
 
 
+def pack_vector(vector: Sequence[float]) -> bytes:
+    """A vector as stored: float32, little-endian whatever the machine."""
+    packed = array("f", vector)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack_vector(blob: bytes) -> array[float]:
+    packed = array("f")
+    packed.frombytes(blob)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed
+
+
+def _by_cosine(
+    query: Sequence[float], rows: Sequence[Any], floor: float, top: int
+) -> list[tuple[float, Memory]]:
+    """The ``top`` rows whose vectors are at least ``floor`` similar to ``query``, best first.
+
+    Vectors are stored normalised, so cosine is a dot product. Runs in a worker thread.
+    """
+    scored: list[tuple[float, Memory]] = []
+    for row in rows:
+        similarity = sum(map(operator.mul, query, unpack_vector(row[-1])))
+        if similarity >= floor:
+            scored.append((similarity, _memory(row[:-1])))
+    scored.sort(key=lambda pair: (-pair[0], -pair[1].memory_id))
+    return scored[:top]
+
+
+def fuse(rankings: Sequence[Sequence[Memory]], limit: int, k: int = RRF_K) -> list[Memory]:
+    """Reciprocal rank fusion: each memory scores the sum of 1 / (k + rank) over the rankings
+    it appears in (rank 1 = best); ties go to the newer memory. Scores replace ``score``."""
+    fused: dict[int, float] = {}
+    found: dict[int, Memory] = {}
+    for ranking in rankings:
+        for rank, memory in enumerate(ranking, start=1):
+            fused[memory.memory_id] = fused.get(memory.memory_id, 0.0) + 1.0 / (k + rank)
+            found.setdefault(memory.memory_id, memory)
+    best = sorted(fused, key=lambda memory_id: (-fused[memory_id], -memory_id))[:limit]
+    return [dataclasses.replace(found[i], score=fused[i]) for i in best]
+
+
 class MemoryStore:
     """Memories and the user-message index, in the history database of ``store``.
 
-    Open ``store`` first; this class holds no connection of its own.
+    Open ``store`` first; this class holds no connection of its own. With an ``embedder``,
+    memories are embedded too and search fuses BM25 with cosine similarity (module docstring).
     """
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: SQLiteStore, embedder: Embedder | None = None) -> None:
         self._store = store
+        self.embedder = embedder
 
     async def add(
         self,
@@ -167,6 +272,7 @@ class MemoryStore:
             scope = MemoryScope.PRIVATE
         else:
             scope = MemoryScope.CHAT if chat_wide else MemoryScope.MEMBER
+        vector = await self._embed_new(text)  # before the write lock: it is a network call
         now = time.time()
         async with self._store._transaction() as conn:
             row = await conn.execute_insert(
@@ -182,7 +288,50 @@ class MemoryStore:
                 "INSERT INTO memories_fts (rowid, body) VALUES (?, ?)",
                 (memory_id, search_form(text)),
             )
+            if vector is not None and self.embedder is not None:
+                await conn.execute(
+                    _PUT_VECTOR, (memory_id, self.embedder.model, len(vector), pack_vector(vector))
+                )
         return Memory(memory_id, ctx.chat_key, ctx.user_id, ctx.user_name, scope, text, now)
+
+    async def _embed_new(self, text: str) -> list[float] | None:
+        """The new memory's vector, or None: a memory is worth keeping without one."""
+        if self.embedder is None:
+            return None
+        try:
+            [vector] = await self.embedder.embed([text], policy=INTERACTIVE_POLICY)
+        except LLMError as exc:
+            log.warning("memory stored without a vector (backfill_vectors adds it): %s", exc)
+            return None
+        return vector
+
+    async def backfill_vectors(self, batch: int = 64) -> int:
+        """Embed the memories without a vector of the current model; returns how many.
+
+        Fills the gaps left by failed embeddings, by memories from before embeddings were
+        switched on, and by a change of model. Raises the ``LLMError`` of a failing endpoint
+        (what was filled until then stays); safe to run again, and beside other writers.
+        """
+        if self.embedder is None:
+            return 0
+        model, after, filled = self.embedder.model, 0, 0
+        while True:
+            rows = list(
+                await self._store._read.execute_fetchall(_UNEMBEDDED, (after, model, batch))
+            )
+            if not rows:
+                return filled
+            vectors = await self.embedder.embed([str(text) for _, text in rows])
+            async with self._store._transaction() as conn:
+                await conn.executemany(
+                    _PUT_VECTOR,
+                    [
+                        (memory_id, model, len(vector), pack_vector(vector))
+                        for (memory_id, _), vector in zip(rows, vectors, strict=True)
+                    ],
+                )
+            filled += len(rows)
+            after = int(rows[-1][0])
 
     async def delete(self, memory_id: int, *, chat_key: str, user_id: str | None) -> bool:
         """Forget one memory of ``chat_key``: the user's own, or anyone's when ``user_id`` is
@@ -219,10 +368,26 @@ class MemoryStore:
             if not platform or ":" in platform:
                 raise ValueError(f"not a platform name: {platform!r}")
             prefix = platform + ":"
+        pool = limit if self.embedder is None else max(limit, RRF_POOL)
         rows = await self._store._read.execute_fetchall(
-            _SEARCH, (fts_query, chat_key, user_id, prefix, min_score, limit)
+            _SEARCH, (fts_query, chat_key, user_id, prefix, min_score, pool)
         )
-        return [_memory(row) for row in rows]
+        by_bm25 = [_memory(row) for row in rows]
+        if self.embedder is None:
+            return by_bm25
+        try:
+            [vector] = await self.embedder.embed([query], policy=INTERACTIVE_POLICY)
+        except LLMError as exc:
+            log.warning("memory search without embeddings this time: %s", exc)
+            return by_bm25[:limit]
+        candidates = await self._store._read.execute_fetchall(
+            _VECTORS,
+            (None, chat_key, user_id, prefix, self.embedder.model, len(vector),
+             MAX_VECTOR_CANDIDATES),
+        )  # fmt: skip
+        floor = self.embedder.settings.min_similarity
+        by_cosine = await asyncio.to_thread(_by_cosine, vector, list(candidates), floor, pool)
+        return fuse([by_bm25, [memory for _, memory in by_cosine]], limit)
 
     async def search_turns(
         self,

@@ -165,6 +165,22 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX summaries_by_chat ON summaries (chat_key);
     """,
+    # 6: optional embedding vectors of memories (bot/embeddings.py, memory.embeddings): one
+    # unit vector per memory as little-endian float32, with the model that made it -- vectors
+    # of another model are not comparable and get re-embedded by MemoryStore.backfill_vectors.
+    # The cascade needs ``PRAGMA foreign_keys=ON``, which a sqlite3 shell does not set, so a
+    # trigger deletes the vector too, as for the FTS rows.
+    """
+    CREATE TABLE memory_vectors (
+        memory_id INTEGER PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        dims INTEGER NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE TRIGGER memory_vectors_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM memory_vectors WHERE memory_id = old.id;
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

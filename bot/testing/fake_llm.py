@@ -28,6 +28,11 @@ from typing import TYPE_CHECKING, Any, Self
 
 from aiohttp import web
 
+from bot.testing.fake_llm_embeddings import (
+    embeddings_body,
+    fake_embedding,
+    validate_embeddings_request,
+)
 from bot.testing.fake_llm_model import context_failure, generate, last_user_text
 from bot.testing.fake_llm_script import (
     Script,
@@ -64,6 +69,7 @@ __all__ = [
     "ScriptedToolCall",
     "delay",
     "error",
+    "fake_embedding",
     "hang",
     "main",
     "quota_exhausted",
@@ -136,6 +142,7 @@ class FakeLLM:
         self.models: list[str] = list(DEFAULT_MODELS)
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Script] = deque()
+        self._embedding_queue: deque[Script] = deque()
         self._call_ids = itertools.count(1)
         self._warm_models: set[str] = set()
         self._runner: web.AppRunner | None = None
@@ -153,6 +160,7 @@ class FakeLLM:
         app = web.Application(client_max_size=_MAX_BODY)
         for prefix in ("/v1", ""):
             app.router.add_post(f"{prefix}/chat/completions", self._route(self._chat))
+            app.router.add_post(f"{prefix}/embeddings", self._route(self._embeddings))
             app.router.add_get(f"{prefix}/models", self._route(self._list_models))
             app.router.add_get(f"{prefix}/models/{{model}}", self._route(self._get_model))
         app.router.add_route("*", "/{tail:.*}", self._route(self._invalid_url))
@@ -211,10 +219,26 @@ class FakeLLM:
         """How many scripted answers are still unused."""
         return len(self._queue)
 
+    def script_embeddings(self, *items: Script) -> None:
+        """Queue answers for valid ``/embeddings`` requests: ``error``, ``delay``, ``hang``.
+
+        A queue of its own, so a memory embedded mid-turn never eats a chat script. Vectors
+        are always :func:`fake_embedding`'s, so only failures and timing can be scripted.
+        """
+        for item in items:
+            if item.text is not None or item.tool_calls or item.usage is not None:
+                raise ValueError("embeddings scripts can only fail, hang or delay")
+        self._embedding_queue.extend(items)
+
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         """The recorded chat-completion requests only."""
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        """The recorded ``/embeddings`` requests only."""
+        return [r for r in self.requests if r.path.endswith("/embeddings")]
 
     # ------------------------------------------------------------------- routing
 
@@ -316,6 +340,27 @@ class FakeLLM:
             id=ident, created=created, model=model, choices=[gen] * n, usage=usage
         )
         return self._json(payload, headers=headers)
+
+    async def _embeddings(self, request: web.Request, record: RecordedRequest) -> web.Response:
+        """Deterministic vectors (see :mod:`bot.testing.fake_llm_embeddings`)."""
+        body = record.json
+        if body is None:
+            return self._error(invalid_json())
+        failure = validate_embeddings_request(body)
+        if failure is not None:
+            return self._error(failure)
+        script = self._embedding_queue.popleft() if self._embedding_queue else None
+        wait = script.delay if script else 0.0
+        if script is None or (script.error is None and not script.hang):
+            wait += self.latency
+        if not await self._pause(record.received_at + wait - time.monotonic()):
+            return self._error(_SHUTTING_DOWN)
+        if script is not None and script.hang:
+            await self._stopping.wait()
+            return self._error(_SHUTTING_DOWN)
+        if script is not None and script.error is not None:
+            return self._error(script.error)
+        return self._json(embeddings_body(body), headers=self._headers(record.received_at))
 
     async def _stream(
         self, request: web.Request, chunks: Iterable[JSONDict], headers: dict[str, str]

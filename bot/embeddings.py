@@ -1,0 +1,106 @@
+"""Text embeddings for memory recall, from any OpenAI-compatible ``/v1/embeddings``.
+
+Optional: only built when ``memory.embeddings.model`` is set. The client is the same kind as the
+chat client's (:class:`bot.llm.client.Endpoint`: the real SDK, aiohttp transport, SDK retries
+off), and every request goes through :func:`bot.llm.retry.call_with_retry`, the one retry layer,
+so failures surface as Parlour's ``LLMError`` types. Inputs are sent ``encoding_format="float"``:
+servers other than OpenAI's (Ollama, vLLM, llama.cpp) do not all know base64.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from openai.types import CreateEmbeddingResponse
+
+from bot.config import EmbeddingSettings, EndpointSettings, LLMSettings
+from bot.errors import LLMUnavailableError
+from bot.llm.client import Endpoint
+from bot.llm.retry import RetryPolicy, Sleep, call_with_retry
+
+# For a lookup someone is waiting on (a reply, a tool call): one quick retry, then give up --
+# recall falls back to FTS and an unembedded memory is filled in by backfill later.
+INTERACTIVE_POLICY = RetryPolicy(max_attempts=2, base_delay=0.25, max_delay=1.0, max_total_wait=2.0)
+
+
+def endpoint_settings(settings: EmbeddingSettings, llm: LLMSettings) -> EndpointSettings:
+    """The embeddings endpoint: ``llm``'s URL unless overridden; its key only on its host."""
+    if settings.model is None:
+        raise ValueError("memory.embeddings.model is not set")
+    base_url = settings.base_url or llm.base_url
+    api_key = settings.api_key
+    if api_key is None and _host(base_url or "") == _host(llm.base_url):
+        api_key = llm.api_key
+    return EndpointSettings(base_url=base_url, api_key=api_key, model=settings.model)
+
+
+def _host(url: str) -> str:
+    return (urlsplit(url or "https://api.openai.com").hostname or "").lower()
+
+
+def normalized(vector: Sequence[float]) -> list[float]:
+    """``vector`` scaled to length 1 (stored that way, so cosine is a plain dot product)."""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    if norm == 0.0 or not math.isfinite(norm):
+        raise LLMUnavailableError("the embeddings endpoint returned a zero or invalid vector")
+    return [x / norm for x in vector]
+
+
+class Embedder:
+    """Embeds texts with one model; ``model`` names it so stored vectors can be told apart."""
+
+    def __init__(
+        self, settings: EmbeddingSettings, llm: LLMSettings, *, sleep: Sleep | None = None
+    ) -> None:
+        self.settings = settings
+        self.endpoint = Endpoint(endpoint_settings(settings, llm), timeout=llm.timeout)
+        self.model = self.endpoint.model
+        self.policy = RetryPolicy(**llm.retry.model_dump())
+        self._sleep: Sleep = asyncio.sleep if sleep is None else sleep
+
+    async def close(self) -> None:
+        await self.endpoint.client.close()
+
+    async def embed(
+        self, texts: list[str], *, policy: RetryPolicy | None = None
+    ) -> list[list[float]]:
+        """One unit vector per text, in order; ``batch_size`` texts per request.
+
+        Raises an ``LLMError`` (after the retry layer) when the endpoint fails or answers with
+        the wrong number of vectors or mixed dimensions -- never a partial result.
+        """
+        vectors: list[list[float]] = []
+        size = self.settings.batch_size
+        for start in range(0, len(texts), size):
+            vectors.extend(await self._batch(texts[start : start + size], policy or self.policy))
+        if len({len(v) for v in vectors}) > 1:
+            raise LLMUnavailableError(f"{self.endpoint.name}: vectors of different lengths")
+        return vectors
+
+    async def _batch(self, texts: list[str], policy: RetryPolicy) -> list[list[float]]:
+        # An empty string is a 400 at OpenAI; a lone space embeds as "nothing in particular".
+        body: dict[str, Any] = {
+            "model": self.model,
+            "input": [t if t.strip() else " " for t in texts],
+            "encoding_format": "float",
+        }
+
+        async def call() -> CreateEmbeddingResponse:
+            return await self.endpoint.client.post(
+                "/embeddings",
+                body=body,
+                cast_to=CreateEmbeddingResponse,
+                options={"security": {"bearer_auth": True}},
+            )
+
+        result = await call_with_retry(call, policy, endpoint=self.endpoint.name, sleep=self._sleep)
+        data = sorted(result.data, key=lambda item: item.index)
+        if [item.index for item in data] != list(range(len(texts))):
+            raise LLMUnavailableError(
+                f"{self.endpoint.name}: {len(data)} vectors for {len(texts)} texts"
+            )
+        return [normalized(item.embedding) for item in data]
