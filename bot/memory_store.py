@@ -47,6 +47,7 @@ from typing import Any
 from bot.context import ChatContext
 from bot.embeddings import INTERACTIVE_POLICY, Embedder
 from bot.errors import LLMError, StoreError
+from bot.history.scopes import RESCOPE_MEMORIES, scope_token
 from bot.history.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,20 @@ def search_form(text: str) -> str:
     return " ".join(tokens)
 
 
+def memory_scope(chat_key: str, user_id: str, scope: MemoryScope) -> str:
+    tokens = [scope_token("k", chat_key)]
+    if scope is MemoryScope.PRIVATE:
+        platform = chat_key.split(":", 1)[0]
+        tokens.append(scope_token("p", f"{platform}:{user_id}"))
+    return " ".join(tokens)
+
+
+def _within(scopes: list[str], terms: str) -> str:
+    """An FTS5 query: any of ``terms`` in the body, only in rows of one of ``scopes``."""
+    wanted = " OR ".join(f'"{token}"' for token in scopes)
+    return f"scope : ({wanted}) AND body : ({terms})"
+
+
 def match_query(text: str) -> str | None:
     """An FTS5 query OR-ing ``text``'s terms, each quoted; None when nothing is left to match.
 
@@ -150,12 +165,13 @@ _IN_SCOPE = """(m.chat_key = ?2 OR (?3 IS NOT NULL AND m.scope = 'private' AND m
                            AND substr(m.chat_key, 1, length(?4)) = ?4))"""
 
 # CROSS JOIN keeps the FTS match as the outer loop; each hit is then one primary-key lookup.
+# bm25 weights: the body counts, the scope column (see scope_tokens) does not.
 _SEARCH = f"""
-SELECT {_COLUMNS}, -bm25(memories_fts) FROM memories_fts CROSS JOIN memories AS m
+SELECT {_COLUMNS}, -bm25(memories_fts, 1.0, 0.0) FROM memories_fts CROSS JOIN memories AS m
     ON m.id = memories_fts.rowid
-WHERE memories_fts MATCH ?1 AND bm25(memories_fts) <= -?5
+WHERE memories_fts MATCH ?1 AND bm25(memories_fts, 1.0, 0.0) <= -?5
   AND {_IN_SCOPE}
-ORDER BY bm25(memories_fts) LIMIT ?6
+ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?6
 """
 
 # ?1 is unused (NULL), so the scope clause keeps its parameter numbers. Newest first, capped.
@@ -189,9 +205,9 @@ INSERT OR REPLACE INTO memory_vectors (memory_id, model, dims, vector)
 _SEARCH_TURNS = """
 SELECT t.id, t.user_name, t.user_text FROM turns_fts CROSS JOIN turns AS t ON t.id = turns_fts.rowid
 WHERE turns_fts MATCH ?1 AND turns_fts.rowid < ?2 AND t.conv_key = ?3
-  AND bm25(turns_fts) <= -?4
+  AND bm25(turns_fts, 1.0, 0.0) <= -?4
   AND t.id > coalesce((SELECT after_turn_id FROM resets WHERE conv_key = ?3), 0)
-ORDER BY bm25(turns_fts) LIMIT ?5
+ORDER BY bm25(turns_fts, 1.0, 0.0) LIMIT ?5
 """
 
 
@@ -285,8 +301,8 @@ class MemoryStore:
                 raise StoreError("the database returned no id for a new memory")
             memory_id = int(row[0])
             await conn.execute(
-                "INSERT INTO memories_fts (rowid, body) VALUES (?, ?)",
-                (memory_id, search_form(text)),
+                "INSERT INTO memories_fts (rowid, body, scope) VALUES (?, ?, ?)",
+                (memory_id, search_form(text), memory_scope(ctx.chat_key, ctx.user_id, scope)),
             )
             if vector is not None and self.embedder is not None:
                 await conn.execute(
@@ -369,8 +385,11 @@ class MemoryStore:
                 raise ValueError(f"not a platform name: {platform!r}")
             prefix = platform + ":"
         pool = limit if self.embedder is None else max(limit, RRF_POOL)
+        scopes = [scope_token("k", chat_key)]
+        if prefix is not None and user_id is not None:
+            scopes.append(scope_token("p", prefix + user_id))
         rows = await self._store._read.execute_fetchall(
-            _SEARCH, (fts_query, chat_key, user_id, prefix, min_score, pool)
+            _SEARCH, (_within(scopes, fts_query), chat_key, user_id, prefix, min_score, pool)
         )
         by_bm25 = [_memory(row) for row in rows]
         if self.embedder is None:
@@ -408,8 +427,9 @@ class MemoryStore:
         if fts_query is None or limit <= 0:
             return []
         await self.sync_turns()
+        within = _within([scope_token("c", conversation_key)], fts_query)
         rows = await self._store._read.execute_fetchall(
-            _SEARCH_TURNS, (fts_query, before_turn_id, conversation_key, min_score, limit)
+            _SEARCH_TURNS, (within, before_turn_id, conversation_key, min_score, limit)
         )
         return [(int(turn_id), str(name), str(text)) for turn_id, name, text in rows]
 
@@ -429,14 +449,14 @@ class MemoryStore:
             async with self._store._transaction() as conn:
                 rows = list(
                     await conn.execute_fetchall(
-                        "SELECT id, user_text FROM turns WHERE id >"
+                        "SELECT id, user_text, conv_key FROM turns WHERE id >"
                         " (SELECT coalesce(max(rowid), 0) FROM turns_fts) ORDER BY id LIMIT ?",
                         (batch,),
                     )
                 )
                 await conn.executemany(
-                    "INSERT INTO turns_fts (rowid, body) VALUES (?, ?)",
-                    [(turn_id, search_form(text)) for turn_id, text in rows],
+                    "INSERT INTO turns_fts (rowid, body, scope) VALUES (?, ?, ?)",
+                    [(i, search_form(text), scope_token("c", key)) for i, text, key in rows],
                 )
             indexed += len(rows)
             if len(rows) < batch:
@@ -451,10 +471,12 @@ class MemoryStore:
 
     async def move_chat(self, old_chat_key: str, new_chat_key: str) -> int:
         """Re-key a chat's memories (a Telegram group upgraded to a supergroup gets a new id)."""
-        async with self._store._writing() as conn:
+        async with self._store._transaction() as conn:
             cursor = await conn.execute(
                 "UPDATE memories SET chat_key = ? WHERE chat_key = ?", (new_chat_key, old_chat_key)
             )
+            for statement in RESCOPE_MEMORIES:
+                await conn.execute(statement, (new_chat_key,))
         return cursor.rowcount
 
     async def clear_chat(self, chat_key: str) -> int:

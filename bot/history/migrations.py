@@ -181,6 +181,41 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM memory_vectors WHERE memory_id = old.id;
     END;
     """,
+    # 7: the full-text indexes carry each row's scope as its own column ("k" + hex(chat_key),
+    # "p" + hex(platform:user) for private memories, "c" + hex(conv_key) for messages), so a
+    # search intersects its terms with one chat's rows inside the index instead of ranking
+    # every chat's matches and filtering afterwards (39 ms -> a few ms at 10^5 memories).
+    """
+    CREATE VIRTUAL TABLE memories_fts_v7 USING fts5 (
+        body, scope, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    INSERT INTO memories_fts_v7 (rowid, body, scope)
+        SELECT f.rowid, f.body, CASE WHEN m.id IS NULL THEN 'zzbackground'
+            ELSE 'k' || lower(hex(m.chat_key)) || CASE WHEN m.scope = 'private'
+                THEN ' p' || lower(hex(substr(m.chat_key, 1, instr(m.chat_key, ':')) || m.user_id))
+                ELSE '' END
+            END
+        FROM memories_fts AS f LEFT JOIN memories AS m ON m.id = f.rowid;
+    DROP TRIGGER memories_fts_delete;
+    DROP TABLE memories_fts;
+    ALTER TABLE memories_fts_v7 RENAME TO memories_fts;
+    CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM memories_fts WHERE rowid = old.id;
+    END;
+    CREATE VIRTUAL TABLE turns_fts_v7 USING fts5 (
+        body, scope, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    INSERT INTO turns_fts_v7 (rowid, body, scope)
+        SELECT f.rowid, f.body,
+            CASE WHEN t.id IS NULL THEN 'zzbackground' ELSE 'c' || lower(hex(t.conv_key)) END
+        FROM turns_fts AS f LEFT JOIN turns AS t ON t.id = f.rowid;
+    DROP TRIGGER turns_fts_delete;
+    DROP TABLE turns_fts;
+    ALTER TABLE turns_fts_v7 RENAME TO turns_fts;
+    CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN
+        DELETE FROM turns_fts WHERE rowid = old.id;
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -27,6 +27,7 @@ import aiosqlite
 from bot.context import Scope
 from bot.errors import StoreError
 from bot.history.migrations import MIGRATIONS, SCHEMA_VERSION
+from bot.history.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
 from bot.history.store import (
     ChatPreferences,
     ClearResult,
@@ -399,6 +400,9 @@ class SQLiteStore:
                     f"UPDATE {table} SET chat_key = ? WHERE chat_key = ?",
                     (new_chat_key, old_chat_key),
                 )
+            # The full-text indexes name each row's chat and conversation (bot.memory_store).
+            for statement in (*RESCOPE_MEMORIES, *RESCOPE_TURNS):
+                await conn.execute(statement, (new_chat_key,))
         self._windows.forget_chat(old_chat_key)
         self._windows.forget_chat(new_chat_key)
         log.info("chat migrated old=%s new=%s turns=%d", old_chat_key, new_chat_key, moved)
