@@ -395,8 +395,11 @@ def secret_values(settings: Settings) -> list[str]:
                     walk(item)
 
     walk(settings)
-    for endpoint in (settings.llm, *settings.llm.fallbacks):
-        found.extend(value for _, value in parse_qsl(urlsplit(endpoint.base_url).query))
+    urls = [endpoint.base_url for endpoint in (settings.llm, *settings.llm.fallbacks)]
+    if settings.memory.embeddings.base_url:
+        urls.append(settings.memory.embeddings.base_url)
+    for url in urls:  # gateways put keys in query strings
+        found.extend(value for _, value in parse_qsl(urlsplit(url).query))
     return [s for s in found if s]
 
 

@@ -92,3 +92,14 @@ def test_bot_admins() -> None:
     settings = settings_from_mapping({"admins": ["telegram:42", 7]})
     assert settings.is_bot_admin("telegram", "42")
     assert not settings.is_bot_admin("discord", "42")
+
+
+def test_embedding_endpoint_query_secrets_are_redacted() -> None:
+    settings = settings_from_mapping(
+        {
+            "memory": {
+                "embeddings": {"model": "m", "base_url": "https://e.example/v1?key=emb-SECRET-1"}
+            }
+        }
+    )
+    assert "emb-SECRET-1" in secret_values(settings)
