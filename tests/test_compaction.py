@@ -94,3 +94,20 @@ async def test_reset_and_clear_drop_the_summary(make_app: AppFactory, fake_llm: 
         assert await app.compactor.summary("telegram:7:u:7") is not None
         await app.service.reset(private("7", "Mei"))
         assert await app.compactor.summary("telegram:7:u:7") is None
+
+
+async def test_a_summariser_that_errors_never_costs_a_reply(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    def failing(body: dict[str, Any]) -> str:
+        if "long-term memory" in str(body["messages"][0]["content"]):
+            raise RuntimeError("the summary model is down")  # the fake answers 500
+        return f"echo: {last_user_text(body['messages'])}"
+
+    fake_llm.default_reply = failing
+    async with make_app(**SECTIONS) as app:
+        for n in range(8):
+            answer = await app.service.chat(private(), f"message {n}")
+            assert answer.text == f"echo: message {n}"
+            await settle(app)
+        assert await app.compactor.summary("telegram:1:u:1") is None
