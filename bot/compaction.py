@@ -11,6 +11,7 @@ SQLite (``summaries``), so it survives restarts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_TURNS_PER_PASS = 60  # one summarising request stays small whatever the backlog
+MAX_PASS_CHARS = 24_000  # ... and within a small model's window (about 6k tokens)
 _PROMPT = (
     "You maintain the long-term memory of a chat assistant. Below are the previous summary of "
     "an earlier part of a conversation and the turns that followed it. Write an updated "
@@ -90,20 +92,28 @@ class Compactor:
             if since >= self.settings.memory.summary_every:
                 await self.compact(ctx, key)
         except Exception:  # never the user's problem: the reply is already out
-            log.exception("compaction failed conv=%s", key)
+            log.exception("compaction failed conv=%s; next try in some turns", key)
+            with contextlib.suppress(Exception):  # back off: not one failing call per turn
+                await self._restart_count(key)
 
     async def compact(self, ctx: ChatContext, key: str) -> bool:
         """Summarise the turns between the last summary and the window. False: nothing to do."""
         previous = await self.summary(key)
-        after = previous.through_turn_id if previous else 0
+        # Never before the summary's end (even an empty one) nor before a /reset: the user
+        # asked to start over, and a summary must not bring the old turns back.
+        reset = await self._reset_at(key)
+        after = max(await self._through(key), reset)
         window = await self.store.load_window(key, self.settings.history.max_turns)
         if not window:
             return False
-        dropped = await self._turns_between(key, after, window[0].turn_id)
+        dropped = _within_budget(await self._turns_between(key, after, window[0].turn_id))
         if not dropped:
             return False
-        dropped = dropped[:MAX_TURNS_PER_PASS]
         text, facts = await self._summarise(previous.text if previous else "", dropped)
+        text = _truncate_words(text, self.settings.memory.summary_max_words * 3 // 2)
+        if await self._reset_at(key) != reset or not await self._still_there(dropped[-1].turn_id):
+            log.info("compaction result dropped conv=%s: reset or cleared meanwhile", key)
+            return False
         async with self.store._writing() as conn:
             await conn.execute(
                 "INSERT INTO summaries (conv_key, chat_key, summary, through_turn_id,"
@@ -114,13 +124,20 @@ class Compactor:
                 (key, ctx.chat_key, text, dropped[-1].turn_id, time.time()),
             )
         if self.memories is not None and self.settings.memory.extract_facts:
+            known = {_norm(m.text) for m in await self.memories.list(ctx.chat_key, limit=1000)}
             for fact in facts:
-                await self.memories.add(
-                    ctx,
-                    fact,
-                    chat_wide=not ctx.is_private and ":u:" not in key,
-                    created_by="summary",
-                )
+                if _norm(fact) in known:
+                    continue
+                known.add(_norm(fact))
+                try:
+                    await self.memories.add(
+                        ctx,
+                        fact[:1000],
+                        chat_wide=not ctx.is_private and ":u:" not in key,
+                        created_by="summary",
+                    )
+                except ValueError as exc:
+                    log.info("fact skipped conv=%s: %s", key, exc)
         log.info(
             "compacted conv=%s turns=%d through=%d facts=%d",
             key,
@@ -147,6 +164,30 @@ class Compactor:
                 (key, chat_key, time.time()),
             )
         return int(next(iter(rows))[0])
+
+    async def _through(self, key: str) -> int:
+        rows = await self.store._read.execute_fetchall(
+            "SELECT through_turn_id FROM summaries WHERE conv_key = ?", (key,)
+        )
+        row = next(iter(rows), None)
+        return int(row[0]) if row else 0
+
+    async def _reset_at(self, key: str) -> int:
+        rows = await self.store._read.execute_fetchall(
+            "SELECT after_turn_id FROM resets WHERE conv_key = ?", (key,)
+        )
+        row = next(iter(rows), None)
+        return int(row[0]) if row else 0
+
+    async def _still_there(self, turn_id: int) -> bool:
+        rows = await self.store._read.execute_fetchall(
+            "SELECT 1 FROM turns WHERE id = ?", (turn_id,)
+        )
+        return bool(list(rows))
+
+    async def _restart_count(self, key: str) -> None:
+        async with self.store._writing() as conn:
+            await conn.execute("UPDATE summaries SET turns_since = 0 WHERE conv_key = ?", (key,))
 
     async def _turns_between(self, key: str, after: int, before: int) -> list[StoredTurn]:
         rows = await self.store._read.execute_fetchall(
@@ -186,6 +227,27 @@ class Compactor:
         ]
         completion = await self.llm.complete(request, max_tokens=max(64, words * 3))
         return _parse(completion.text)
+
+
+def _within_budget(turns: list[StoredTurn]) -> list[StoredTurn]:
+    """The oldest turns that fit one summarising request (at least one)."""
+    kept: list[StoredTurn] = []
+    size = 0
+    for turn in turns[:MAX_TURNS_PER_PASS]:
+        size += sum(len(str(m.get("content") or "")) for m in turn.messages)
+        if kept and size > MAX_PASS_CHARS:
+            break
+        kept.append(turn)
+    return kept
+
+
+def _truncate_words(text: str, words: int) -> str:
+    parts = text.split()
+    return text if len(parts) <= words else " ".join(parts[:words]) + " …"
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".")
 
 
 def _parse(text: str) -> tuple[str, list[str]]:

@@ -358,11 +358,12 @@ class ChatService:
         prefix: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt(ctx)}]
         summary = await self.compactor.summary(key) if self.compactor is not None else None
         if summary is not None:
+            shown = summary.text
+            limit = 2 * max(self.settings.memory.max_tokens, 100)  # a runaway summary is cut
+            if self.counter.count_text(shown) > limit:
+                shown = " ".join(shown.split()[: limit // 2]) + " …"
             prefix.append(
-                {
-                    "role": "system",
-                    "content": f"Summary of the earlier conversation:\n{summary.text}",
-                }
+                {"role": "system", "content": f"Summary of the earlier conversation:\n{shown}"}
             )
         recalled = await self.memory.recall(ctx, key, text, before_turn_id=oldest_in_window)
         cap = self.settings.memory.max_tokens
@@ -371,7 +372,7 @@ class ChatService:
         for line in recalled:  # most relevant first: the cap drops the least relevant
             cost = self.counter.count_text(line) + 2
             if used + cost > cap:
-                break
+                continue  # a long line must not hide shorter ones after it
             kept.append(line)
             used += cost
         if kept:

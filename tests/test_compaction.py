@@ -111,3 +111,33 @@ async def test_a_summariser_that_errors_never_costs_a_reply(
             assert answer.text == f"echo: message {n}"
             await settle(app)
         assert await app.compactor.summary("telegram:1:u:1") is None
+
+
+async def test_compaction_never_brings_back_what_reset_dropped(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    seen: list[str] = []
+
+    def recording(body: dict[str, Any]) -> str:
+        if "long-term memory" in str(body["messages"][0]["content"]):
+            seen.append(str(body["messages"][-1]["content"]))
+            return json.dumps({"summary": "", "facts": ["Mei likes tea.", "Mei likes tea"]})
+        return f"echo: {last_user_text(body['messages'])}"
+
+    fake_llm.default_reply = recording
+    mei = private("7", "Mei")
+    async with make_app(**SECTIONS) as app:
+        await app.service.chat(mei, "my password is SWORDFISH")
+        for n in range(3):
+            await app.service.chat(mei, f"before {n}")
+        await app.service.reset(mei)
+        for n in range(12):
+            await app.service.chat(mei, f"after {n}")
+            await settle(app)
+        assert app.memories is not None
+        facts = [m.text for m in await app.memories.list("telegram:7")]
+    assert seen, "a summary pass ran"
+    assert all("SWORDFISH" not in request and "before" not in request for request in seen)
+    covered = [line for request in seen for line in request.splitlines() if line.startswith("Mei:")]
+    assert len(covered) == len(set(covered))  # an empty summary still moves the mark on
+    assert facts == ["Mei likes tea."]  # duplicates are not stored twice

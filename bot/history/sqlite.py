@@ -386,9 +386,10 @@ class SQLiteStore:
             )
             moved = cursor.rowcount
             for table in ("resets", "overheard", "summaries"):
+                # OR REPLACE: the new chat may already have its own (newer) row for a key.
                 await conn.execute(
-                    f"UPDATE {table} SET chat_key = ?, conv_key = ? || substr(conv_key, ?)"
-                    " WHERE chat_key = ?",
+                    f"UPDATE OR REPLACE {table} SET chat_key = ?,"
+                    " conv_key = ? || substr(conv_key, ?) WHERE chat_key = ?",
                     (new_chat_key, new_chat_key, start, old_chat_key),
                 )
             await conn.execute(
@@ -470,6 +471,7 @@ class SQLiteStore:
             )
             deleted = cursor.rowcount
             await conn.execute("DELETE FROM overheard WHERE created_at < ?", (cutoff,))
+            await conn.execute("DELETE FROM summaries WHERE updated_at < ?", (cutoff,))
         if deleted:
             self._windows.clear()
             log.info("retention: deleted %d turns older than %.0f days", deleted, seconds / 86400)
