@@ -52,6 +52,10 @@ from bot.history.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
 
+# A reply (or a remember call) waits for these embeddings: a slow endpoint falls back to FTS,
+# and a new memory is stored without its vector (the backfill adds it), instead of stalling.
+INTERACTIVE_TIMEOUT = 3.0
+
 # A bm25 relevance of 1.0 is one matching term found in at most ~27% of the indexed rows (idf =
 # ln((N - n + 0.5) / (n + 0.5)) >= 1) in a row of average length. Rows matched only by terms
 # more common than that -- in big indexes, the words everyone uses -- are not worth the prompt.
@@ -315,9 +319,11 @@ class MemoryStore:
         if self.embedder is None:
             return None
         try:
-            [vector] = await self.embedder.embed([text], policy=INTERACTIVE_POLICY)
-        except LLMError as exc:
-            log.warning("memory stored without a vector (backfill_vectors adds it): %s", exc)
+            [vector] = await asyncio.wait_for(
+                self.embedder.embed([text], policy=INTERACTIVE_POLICY), INTERACTIVE_TIMEOUT
+            )
+        except (LLMError, TimeoutError) as exc:
+            log.warning("memory stored without a vector (backfill_vectors adds it): %r", exc)
             return None
         return vector
 
@@ -395,8 +401,10 @@ class MemoryStore:
         if self.embedder is None:
             return by_bm25
         try:
-            [vector] = await self.embedder.embed([query], policy=INTERACTIVE_POLICY)
-        except LLMError as exc:
+            [vector] = await asyncio.wait_for(
+                self.embedder.embed([query], policy=INTERACTIVE_POLICY), INTERACTIVE_TIMEOUT
+            )
+        except (LLMError, TimeoutError) as exc:
             log.warning("memory search without embeddings this time: %s", exc)
             return by_bm25[:limit]
         candidates = await self._store._read.execute_fetchall(
