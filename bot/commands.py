@@ -100,6 +100,8 @@ class Commands:
         return name.lower() in self._handlers
 
     async def handle(self, ctx: ChatContext, name: str, args: str = "") -> CommandResult:
+        if not self.service.access.allows(ctx):
+            return CommandResult(self.service.settings.access.refusal, ok=False, private=True)
         handler = self._handlers.get(name.lower())
         if handler is None:
             return CommandResult(f"Unknown command /{name}. Try /help.", ok=False, private=True)

@@ -152,6 +152,22 @@ class EmbeddingSettings(_Section):
             ) from None
 
 
+class AccessSettings(_Section):
+    """Who may use the bot (patterns: see ``bot.access``)."""
+
+    allow: tuple[str, ...] = Field((), description='e.g. ["telegram:-1001234", "*:private"]')
+    deny: tuple[str, ...] = Field((), description='e.g. ["telegram:user:42"]; always wins')
+    private_bot: bool = Field(False, description="only chats/users on the allow list")
+    refusal: str = "Sorry, this bot is private and can't chat here."
+
+    @field_validator("allow", "deny", mode="before")
+    @classmethod
+    def _patterns(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return tuple(str(v) for v in value)
+        return value
+
+
 class MemorySettings(_Section):
     enabled: bool = Field(True, description="recall stored memories and old messages")
     top_k: int = Field(5, ge=1, le=50, description="memories (and old messages) per request")
@@ -225,6 +241,7 @@ class Settings(_Section):
     history: HistorySettings = HistorySettings()
     storage: StorageSettings = StorageSettings()
     memory: MemorySettings = MemorySettings()
+    access: AccessSettings = AccessSettings()
     logging: LoggingSettings = LoggingSettings()
     admins: tuple[str, ...] = Field(
         (), description='bot admins as "platform:user_id", e.g. "telegram:12345"'

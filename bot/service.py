@@ -18,6 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from bot.access import AccessPolicy
 from bot.compaction import Compactor
 from bot.config import Settings
 from bot.context import ChatContext, Scope
@@ -117,6 +118,7 @@ class ChatService:
         self._locks = KeyedLocks()
         self._prefs: dict[str, ChatPreferences] = {}
         self.compactor: Compactor | None = None  # set by the App when memory.summarize is on
+        self.access = AccessPolicy(settings)
 
     async def start(self) -> None:
         """Load per-chat preferences so a conversation key is known without awaiting."""
@@ -170,6 +172,7 @@ class ChatService:
     async def _turn(
         self, ctx: ChatContext, text: str, *, streaming: bool
     ) -> AsyncGenerator[ChatEvent, None]:
+        self.access.check(ctx)
         text = text.strip()
         if not text:
             raise UserFacingError("empty message", chat_text="Send me some text to answer.")
@@ -325,7 +328,7 @@ class ChatService:
         """
         keep = self.settings.history.context_messages
         text = text.strip()
-        if ctx.is_private or keep == 0 or not text:
+        if ctx.is_private or keep == 0 or not text or not self.access.allows(ctx):
             return False
         if len(text) > self.settings.chat.max_input_chars:
             return False

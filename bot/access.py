@@ -1,0 +1,57 @@
+"""Who may talk to the bot: allow and deny lists of chats and users, and a private-bot mode.
+
+Each message is described by a few subjects, matched with shell-style patterns (``*``):
+``telegram:-1001234`` (a chat), ``telegram:user:42`` (a user), ``telegram:private`` /
+``discord:group`` (every private chat / group of a platform), ``*:private`` (every private chat
+anywhere). A deny match always refuses; with an allow list, only matches get through; in
+private-bot mode the allow list is required (an empty one admits nobody). Bot admins from
+config are always let in, so they can never lock themselves out.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+from bot.config import AccessSettings, Settings
+from bot.context import ChatContext
+from bot.errors import UserFacingError
+
+
+class AccessDeniedError(UserFacingError):
+    """This chat or user may not use the bot; ``chat_text`` is the polite refusal."""
+
+
+def subjects(ctx: ChatContext) -> tuple[str, ...]:
+    kind = "private" if ctx.is_private else "group"
+    return (
+        f"{ctx.platform}:{ctx.chat_id}",
+        f"{ctx.platform}:user:{ctx.user_id}",
+        f"{ctx.platform}:{kind}",
+    )
+
+
+class AccessPolicy:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.access: AccessSettings = settings.access
+
+    def allows(self, ctx: ChatContext) -> bool:
+        if self.settings.is_bot_admin(ctx.platform, ctx.user_id):
+            return True
+        names = subjects(ctx)
+        if _any(self.access.deny, names):
+            return False
+        if self.access.allow or self.access.private_bot:
+            return _any(self.access.allow, names)
+        return True
+
+    def check(self, ctx: ChatContext) -> None:
+        if not self.allows(ctx):
+            raise AccessDeniedError(
+                f"access denied chat={ctx.chat_key} user={ctx.user_id}",
+                chat_text=self.access.refusal,
+            )
+
+
+def _any(patterns: tuple[str, ...], names: tuple[str, ...]) -> bool:
+    return any(fnmatchcase(name, pattern) for pattern in patterns for name in names)
