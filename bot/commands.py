@@ -38,6 +38,7 @@ BUILTIN_COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo("clear", "Delete this chat's whole history", admin_only=True),
     CommandInfo("history", "How much I remember here, and my token budget"),
     CommandInfo("scope", "Share history per chat, per user or per thread", admin_only=True),
+    CommandInfo("usage", "Tokens used today (yours; admins: the chat's)"),
 )
 
 Handler = Callable[[ChatContext, str], Awaitable[CommandResult]]
@@ -55,6 +56,7 @@ class Commands:
             "clear": self._clear,
             "history": self._history,
             "scope": self._scope,
+            "usage": self._usage,
         }
         self._infos: list[CommandInfo] = list(BUILTIN_COMMANDS)
         # /clear and /scope decide themselves (a private chat's owner may clear it).
@@ -152,6 +154,14 @@ class Commands:
             private=True,
         )
 
+    async def _usage(self, ctx: ChatContext, args: str) -> CommandResult:
+        mine, chat = await self.service.usage_today(ctx)
+        limits = self.service.settings.limits
+        lines = [f"You used {mine:,} tokens here today (UTC)" + _of(limits.daily_tokens_per_user)]
+        if self.is_admin(ctx) and not ctx.is_private:
+            lines.append(f"This chat used {chat:,}" + _of(limits.daily_tokens_per_chat))
+        return CommandResult("\n".join(lines) + ".", private=True)
+
     async def _scope(self, ctx: ChatContext, args: str) -> CommandResult:
         current = self.service.scope_for(ctx)
         if not args:
@@ -169,3 +179,7 @@ class Commands:
             return CommandResult("Usage: /scope chat|user|thread", ok=False, private=True)
         await self.service.set_scope(ctx, scope)
         return CommandResult(f"History is now shared per {scope.value}.")
+
+
+def _of(limit: int | None) -> str:
+    return f" of a {limit:,}-token daily budget" if limit is not None else ""

@@ -152,6 +152,13 @@ class EmbeddingSettings(_Section):
             ) from None
 
 
+class LimitSettings(_Section):
+    """Spending limits, counted per UTC day from the tokens the provider reported."""
+
+    daily_tokens_per_user: int | None = Field(None, ge=1, description="per user in one chat")
+    daily_tokens_per_chat: int | None = Field(None, ge=1, description="per chat, everyone")
+
+
 class AccessSettings(_Section):
     """Who may use the bot (patterns: see ``bot.access``)."""
 
@@ -242,6 +249,7 @@ class Settings(_Section):
     storage: StorageSettings = StorageSettings()
     memory: MemorySettings = MemorySettings()
     access: AccessSettings = AccessSettings()
+    limits: LimitSettings = LimitSettings()
     logging: LoggingSettings = LoggingSettings()
     admins: tuple[str, ...] = Field(
         (), description='bot admins as "platform:user_id", e.g. "telegram:12345"'

@@ -185,6 +185,7 @@ class ChatService:
             )
         key = self.conversation_key(ctx)  # no await before the lock: arrival order holds
         async with self._locks.hold(key):
+            await self._check_budget(ctx)  # in the lock: the turn before has counted its tokens
             history = await self.store.load_window(key, self.settings.history.max_turns)
             overheard = await self._overheard(ctx, key)
             shared = _is_shared(key)
@@ -318,6 +319,32 @@ class ChatService:
             transcript.extend(tool_messages)
             yield _RoundDone(completion, [assistant, *tool_messages])
             rounds += 1
+
+    # -- spending --------------------------------------------------------------------------------
+
+    async def usage_today(self, ctx: ChatContext) -> tuple[int, int]:
+        """Tokens used today (UTC) by this user in this chat, and by the whole chat."""
+        since = _start_of_day()
+        mine = await self.store.tokens_since(since, chat_key=ctx.chat_key, user_id=ctx.user_id)
+        chat = await self.store.tokens_since(since, chat_key=ctx.chat_key)
+        return mine, chat
+
+    async def _check_budget(self, ctx: ChatContext) -> None:
+        limits = self.settings.limits
+        if limits.daily_tokens_per_user is None and limits.daily_tokens_per_chat is None:
+            return
+        mine, chat = await self.usage_today(ctx)
+        if limits.daily_tokens_per_chat is not None and chat >= limits.daily_tokens_per_chat:
+            raise UserFacingError(
+                f"daily chat budget spent chat={ctx.chat_key} tokens={chat}",
+                chat_text="This chat has used today's budget for me. I'll be back after "
+                "midnight (UTC).",
+            )
+        if limits.daily_tokens_per_user is not None and mine >= limits.daily_tokens_per_user:
+            raise UserFacingError(
+                f"daily user budget spent chat={ctx.chat_key} user={ctx.user_id} tokens={mine}",
+                chat_text="You have used today's budget for me here. It resets at midnight (UTC).",
+            )
 
     # -- group chatter ---------------------------------------------------------------------------
 
@@ -461,6 +488,11 @@ def _with_speaker(name: str, text: str) -> str:
     # The API's ``name`` field rejects spaces and most scripts, so the speaker goes in the text.
     clean = " ".join(name.replace("[", "(").replace("]", ")").split()) or "someone"
     return f"[{clean}] {text}"
+
+
+def _start_of_day() -> float:
+    now = time.time()
+    return now - now % 86400  # UTC midnight
 
 
 def _overheard_message(message: Overheard, shared: bool) -> dict[str, Any]:

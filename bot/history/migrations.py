@@ -216,6 +216,11 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM turns_fts WHERE rowid = old.id;
     END;
     """,
+    # 8: daily usage per chat and per user is summed from turns (limits, /usage).
+    """
+    CREATE INDEX turns_by_chat_time ON turns (chat_key, created_at);
+    CREATE INDEX turns_by_user_time ON turns (user_id, created_at);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

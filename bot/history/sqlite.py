@@ -409,6 +409,25 @@ class SQLiteStore:
         log.info("chat migrated old=%s new=%s turns=%d", old_chat_key, new_chat_key, moved)
         return moved
 
+    async def tokens_since(
+        self, since: float, *, chat_key: str | None = None, user_id: str | None = None
+    ) -> int:
+        """Prompt + completion tokens of turns begun since ``since`` (a chat's, a user's, both)."""
+        where: list[str] = ["created_at >= ?"]
+        args: list[float | str] = [since]
+        if chat_key is not None:
+            where.append("chat_key = ?")
+            args.append(chat_key)
+        if user_id is not None:
+            where.append("user_id = ?")
+            args.append(user_id)
+        rows = await self._read.execute_fetchall(
+            "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM turns WHERE "
+            + " AND ".join(where),
+            args,
+        )
+        return int(next(iter(rows))[0])
+
     async def conversations(self) -> list[tuple[str, int]]:
         """Every conversation key with its turn count (for ``history export`` discovery)."""
         rows = await self._read.execute_fetchall(

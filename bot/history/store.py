@@ -124,6 +124,12 @@ class HistoryStore(Protocol):
 
     async def stats(self, conversation_key: str) -> HistoryStats: ...
 
+    async def tokens_since(
+        self, since: float, *, chat_key: str | None = None, user_id: str | None = None
+    ) -> int:
+        """Tokens of the turns begun since ``since`` (a ``time.time()``), for budgets and /usage."""
+        ...
+
     async def migrate_chat(self, old_chat_key: str, new_chat_key: str) -> int:
         """Move every conversation of a chat to its new id (a group that became a supergroup)."""
         ...
