@@ -157,6 +157,15 @@ class LimitSettings(_Section):
 
     daily_tokens_per_user: int | None = Field(None, ge=1, description="per user in one chat")
     daily_tokens_per_chat: int | None = Field(None, ge=1, description="per chat, everyone")
+    max_input_chars: int | None = Field(
+        None, ge=1, description="longer messages are refused (default: chat.max_input_chars)"
+    )
+    max_concurrent_llm_calls: int | None = Field(
+        None, ge=1, description="model requests in flight at once; the rest queue"
+    )
+    queue_timeout: float = Field(
+        30.0, gt=0, description="seconds a queued message waits before a 'busy' reply"
+    )
 
 
 class AccessSettings(_Section):

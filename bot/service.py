@@ -119,6 +119,8 @@ class ChatService:
         self._prefs: dict[str, ChatPreferences] = {}
         self.compactor: Compactor | None = None  # set by the App when memory.summarize is on
         self.access = AccessPolicy(settings)
+        cap = settings.limits.max_concurrent_llm_calls
+        self._llm_slots = asyncio.Semaphore(cap) if cap else None
 
     async def start(self) -> None:
         """Load per-chat preferences so a conversation key is known without awaiting."""
@@ -176,7 +178,7 @@ class ChatService:
         text = text.strip()
         if not text:
             raise UserFacingError("empty message", chat_text="Send me some text to answer.")
-        limit = self.settings.chat.max_input_chars
+        limit = self.settings.limits.max_input_chars or self.settings.chat.max_input_chars
         if len(text) > limit:
             raise UserFacingError(
                 f"message of {len(text)} characters over the limit",
@@ -267,16 +269,19 @@ class ChatService:
             choice = None if may_call or not tools else "none"  # past the cap: answer in text
             try:
                 completion: Completion | None = None
-                if streaming:
-                    async for item in self.llm.stream(transcript, tools=offer, tool_choice=choice):
-                        if isinstance(item, TextDelta):
-                            yield item
-                        else:
-                            completion = item
-                else:
-                    completion = await self.llm.complete(
-                        transcript, tools=offer, tool_choice=choice
-                    )
+                async with self._llm_slot():
+                    if streaming:
+                        async for item in self.llm.stream(
+                            transcript, tools=offer, tool_choice=choice
+                        ):
+                            if isinstance(item, TextDelta):
+                                yield item
+                            else:
+                                completion = item
+                    else:
+                        completion = await self.llm.complete(
+                            transcript, tools=offer, tool_choice=choice
+                        )
                 assert completion is not None
             except LLMContextLengthError:
                 if retried_context:
@@ -320,6 +325,25 @@ class ChatService:
             yield _RoundDone(completion, [assistant, *tool_messages])
             rounds += 1
 
+    @contextlib.asynccontextmanager
+    async def _llm_slot(self) -> AsyncIterator[None]:
+        """One of ``limits.max_concurrent_llm_calls``; a message that waits too long is told."""
+        slots = self._llm_slots
+        if slots is None:
+            yield
+            return
+        try:
+            await asyncio.wait_for(slots.acquire(), self.settings.limits.queue_timeout)
+        except TimeoutError:
+            raise UserFacingError(
+                "LLM queue wait over limits.queue_timeout",
+                chat_text="I'm answering a lot of people right now; please try again in a minute.",
+            ) from None
+        try:
+            yield
+        finally:
+            slots.release()
+
     # -- spending --------------------------------------------------------------------------------
 
     async def usage_today(self, ctx: ChatContext) -> tuple[int, int]:
@@ -357,7 +381,8 @@ class ChatService:
         text = text.strip()
         if ctx.is_private or keep == 0 or not text or not self.access.allows(ctx):
             return False
-        if len(text) > self.settings.chat.max_input_chars:
+        limit = self.settings.limits.max_input_chars or self.settings.chat.max_input_chars
+        if len(text) > limit:
             return False
         key = self.conversation_key(ctx)
         message = NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
