@@ -95,8 +95,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
 
@@ -104,11 +103,12 @@ from bot.testing.fake_discord_limits import RATE_LIMITED, Injection
 from bot.testing.fake_discord_rest import ROUTES, DiscordRest
 from bot.testing.fake_discord_state import GuildState
 from bot.testing.fake_discord_wire import DiscordError, JSONDict, RecordedRequest, json_response
+from bot.testing.service import FakeService
 
 __all__ = ["ROUTES", "FakeDiscord", "RecordedRequest", "main"]
 
 
-class FakeDiscord(DiscordRest):
+class FakeDiscord(DiscordRest, FakeService):
     """The fake Discord (see the module docstring). Start with ``async with`` or ``start()``.
 
     ``app_id`` is both the application id and the bot user's id (as for modern bots).
@@ -174,18 +174,6 @@ class FakeDiscord(DiscordRest):
             return
         await self._close_gateway()
         await runner.cleanup()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     @property
     def api_base(self) -> str:

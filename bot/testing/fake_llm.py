@@ -23,8 +23,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -58,6 +57,7 @@ from bot.testing.fake_llm_wire import (
     stream_chunks,
     usage_body,
 )
+from bot.testing.service import FakeService
 
 if TYPE_CHECKING:
     from bot.tokens import TokenCounter
@@ -116,7 +116,7 @@ class RecordedRequest:
     received_at: float = field(default_factory=time.monotonic)
 
 
-class FakeLLM:
+class FakeLLM(FakeService):
     """The fake server. Every constructor argument is also a plain attribute, settable live.
 
     A chat request is checked in the real API's order: key, JSON, validation, context window.
@@ -184,18 +184,6 @@ class FakeLLM:
             return
         self._stopping.set()
         await runner.cleanup()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     @property
     def base_url(self) -> str:

@@ -67,8 +67,6 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from types import TracebackType
-from typing import Self
 
 import aiohttp
 from aiohttp import web
@@ -84,11 +82,12 @@ from bot.testing.fake_telegram_wire import (
     ok_response,
     read_params,
 )
+from bot.testing.service import FakeService
 
 __all__ = ["ApiCall", "ChatAction", "FakeTelegram", "WebhookDelivery", "main"]
 
 
-class FakeTelegram(UpdateDelivery):
+class FakeTelegram(UpdateDelivery, FakeService):
     """The fake server (see the module docstring). Start with ``async with`` or ``start()``.
 
     Every constructor argument is also an attribute; ``bot_id`` is the token's numeric prefix
@@ -153,18 +152,6 @@ class FakeTelegram(UpdateDelivery):
         if self._client is not None:
             await self._client.close()
             self._client = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     @property
     def api_server(self) -> str:
