@@ -42,6 +42,7 @@ class ConsoleAdapter:
             user_id=user,
             user_name=user,
             is_admin=True,  # whoever holds the terminal owns the bot
+            is_owner=True,
         )
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._stopped = asyncio.Event()

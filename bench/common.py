@@ -42,6 +42,8 @@ def make_settings(base_url: str, db_path: Path, **sections: dict[str, Any]) -> S
         "storage": {"path": str(db_path)},
         "plugins": [],  # the per-turn figures compare like with like: no tool definitions
         "memory": {"enabled": False},  # nor recall: section 6 measures memory on its own
+        # One simulated user sends many messages back to back: no per-user rate limit here.
+        "limits": {"messages_per_minute": None, "one_in_flight": False},
     }
     for name, values in sections.items():
         raw[name] = {**raw.get(name, {}), **values}

@@ -5,7 +5,7 @@ Each message is described by a few subjects, matched with shell-style patterns (
 ``discord:group`` (every private chat / group of a platform), ``*:private`` (every private chat
 anywhere). A deny match always refuses; with an allow list, only matches get through; in
 private-bot mode the allow list is required (an empty one admits nobody). Bot admins from
-config are always let in, so they can never lock themselves out.
+config (and the console's owner) are always let in, so they can never lock themselves out.
 """
 
 from __future__ import annotations
@@ -35,8 +35,12 @@ class AccessPolicy:
         self.settings = settings
         self.access: AccessSettings = settings.access
 
+    def exempt(self, ctx: ChatContext) -> bool:
+        """Bot admins from config and the bot's owner at the console: never refused or limited."""
+        return ctx.is_owner or self.settings.is_bot_admin(ctx.platform, ctx.user_id)
+
     def allows(self, ctx: ChatContext) -> bool:
-        if self.settings.is_bot_admin(ctx.platform, ctx.user_id):
+        if self.exempt(ctx):
             return True
         names = subjects(ctx)
         if _any(self.access.deny, names):

@@ -86,6 +86,12 @@ class LLMSettings(EndpointSettings):
     max_output_tokens: int = Field(1024, ge=1)
     temperature: float | None = Field(0.7, ge=0, le=2)
     timeout: float = Field(60.0, gt=0, description="seconds for one HTTP attempt")
+    deadline: float = Field(
+        120.0,
+        gt=0,
+        description="seconds until the model must have started answering, all retries and "
+        "fallbacks included; then the user is told",
+    )
     retry: RetrySettings = RetrySettings()
     fallbacks: tuple[EndpointSettings, ...] = ()
 
@@ -153,7 +159,19 @@ class EmbeddingSettings(_Section):
 
 
 class LimitSettings(_Section):
-    """Spending limits, counted per UTC day from the tokens the provider reported."""
+    """Abuse and spending limits. Bot admins (``admins``) and the console are exempt from the
+    per-user message limits; daily budgets count the tokens the provider reported, per UTC day."""
+
+    messages_per_minute: float | None = Field(
+        10, gt=0, description="per user per conversation, on average (None: no limit)"
+    )
+    burst: int = Field(5, ge=1, description="messages a user may send at once before the rate")
+    one_in_flight: bool = Field(
+        True, description="refuse a user's new message while their last one is being answered"
+    )
+    max_output_tokens: int | None = Field(
+        None, ge=1, description="cap on tokens the model may write per request (<= llm's)"
+    )
 
     daily_tokens_per_user: int | None = Field(None, ge=1, description="per user in one chat")
     daily_tokens_per_chat: int | None = Field(None, ge=1, description="per chat, everyone")

@@ -37,6 +37,7 @@ class ChatContext:
     thread_id: str | None = None
     message_id: str | None = None
     is_admin: bool = False
+    is_owner: bool = False  # whoever runs the bot (the console): no access list or rate limit
     reply_to_message_id: str | None = None
     extra: tuple[tuple[str, str], ...] = field(default=())
 

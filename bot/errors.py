@@ -36,11 +36,15 @@ class UserFacingError(ParlourError):
     """An error whose ``chat_text`` may be shown to chat users."""
 
     chat_text: str = "Something went wrong; please try again."
+    notify: bool = True  # False: the user was already told (a flood's repeats); post nothing
 
-    def __init__(self, message: str = "", *, chat_text: str | None = None) -> None:
+    def __init__(
+        self, message: str = "", *, chat_text: str | None = None, notify: bool = True
+    ) -> None:
         super().__init__(message or self.chat_text)
         if chat_text is not None:
             self.chat_text = chat_text
+        self.notify = notify
 
 
 class ContextTooLongError(UserFacingError):

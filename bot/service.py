@@ -38,6 +38,7 @@ from bot.history.store import (
 from bot.llm.client import Completion, LLMClient, TextDelta, ToolCall
 from bot.locks import KeyedLocks
 from bot.memory import MemoryProvider, NoMemory
+from bot.rate_limit import InFlight, MessageRateLimiter
 from bot.tokens import TokenCounter, get_counter
 from bot.tools import ToolRunner
 
@@ -119,8 +120,12 @@ class ChatService:
         self._prefs: dict[str, ChatPreferences] = {}
         self.compactor: Compactor | None = None  # set by the App when memory.summarize is on
         self.access = AccessPolicy(settings)
-        cap = settings.limits.max_concurrent_llm_calls
+        limits = settings.limits
+        cap = limits.max_concurrent_llm_calls
         self._llm_slots = asyncio.Semaphore(cap) if cap else None
+        self._rate = MessageRateLimiter(limits.messages_per_minute, limits.burst)
+        self._in_flight = InFlight(limits.one_in_flight)
+        self._max_output = min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9)
 
     async def start(self) -> None:
         """Load per-chat preferences so a conversation key is known without awaiting."""
@@ -186,7 +191,7 @@ class ChatService:
                 f"{limit}). Please send something shorter.",
             )
         key = self.conversation_key(ctx)  # no await before the lock: arrival order holds
-        async with self._locks.hold(key):
+        async with self._admitted(ctx, key):
             await self._check_budget(ctx)  # in the lock: the turn before has counted its tokens
             history = await self.store.load_window(key, self.settings.history.max_turns)
             overheard = await self._overheard(ctx, key)
@@ -240,6 +245,20 @@ class ChatService:
             reply = Reply(final.text, turn_id, key, usage, final.model, final.finish_reason)
         yield Done(reply)  # after the lock is released: a consumer may stop here
 
+    @contextlib.asynccontextmanager
+    async def _admitted(self, ctx: ChatContext, key: str) -> AsyncIterator[None]:
+        """The per-user message rate and one request in flight (checked before anything is
+        stored or awaited), then the conversation's lock."""
+        if self.access.exempt(ctx):
+            async with self._locks.hold(key):
+                yield
+            return
+        user = f"{key}|{ctx.user_id}"
+        self._rate.take(user)
+        with self._in_flight.hold(user):
+            async with self._locks.hold(key):
+                yield
+
     async def _fail(self, begin: asyncio.Future[int], exc: BaseException, key: str) -> None:
         """Mark the turn unanswered, once its user message is stored (even when cancelled)."""
         try:
@@ -272,7 +291,7 @@ class ChatService:
                 async with self._llm_slot():
                     if streaming:
                         async for item in self.llm.stream(
-                            transcript, tools=offer, tool_choice=choice
+                            transcript, tools=offer, tool_choice=choice, max_tokens=self._max_output
                         ):
                             if isinstance(item, TextDelta):
                                 yield item
@@ -280,7 +299,7 @@ class ChatService:
                                 completion = item
                     else:
                         completion = await self.llm.complete(
-                            transcript, tools=offer, tool_choice=choice
+                            transcript, tools=offer, tool_choice=choice, max_tokens=self._max_output
                         )
                 assert completion is not None
             except LLMContextLengthError:

@@ -54,6 +54,8 @@ def make_settings(fake: FakeLLM, tmp_path: Path, **sections: Any) -> Settings:
         "llm": {"base_url": fake.base_url, "api_key": TEST_KEY, "model": "gpt-4o-mini"},
         "storage": {"path": str(tmp_path / "parlour.db")},
         "plugins": [],  # tests that want tools ask for them
+        # Tests send bursts from one user on purpose; the per-user limits have their own tests.
+        "limits": {"messages_per_minute": None, "one_in_flight": False},
     }
     for name, values in sections.items():
         raw[name] = {**raw.get(name, {}), **values} if isinstance(values, dict) else values

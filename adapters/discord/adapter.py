@@ -242,7 +242,8 @@ class DiscordAdapter:
                 await indicator.stop()
             await deliver(messages, _shown(reply))
         except UserFacingError as exc:
-            await self._notice(messages, live, exc.chat_text)
+            if exc.notify or isinstance(messages, InteractionReply):  # an interaction needs one
+                await self._notice(messages, live, exc.chat_text)
         except discord.HTTPException as exc:
             log.warning("discord: reply not delivered channel=%s: %s", channel_id, exc)
         except Exception:

@@ -278,7 +278,8 @@ class TelegramAdapter:
                 await outbox.send_markdown(_shown(reply))
         except UserFacingError as exc:
             await streaming.abandon("interrupted")
-            await self._notify(outbox, exc.chat_text)
+            if exc.notify:  # else the user was told already (the repeats of a flood)
+                await self._notify(outbox, exc.chat_text)
         except Undeliverable as exc:
             log.warning("telegram: cannot post in chat=%s: %s", message.chat.id, exc)
         except AiogramError as exc:

@@ -177,7 +177,27 @@ class LLMClient:
         stream: bool,
         tool_choice: str | None = None,
     ) -> tuple[Endpoint, Any]:
-        """POST to the first endpoint that answers (each behind the retry layer)."""
+        """POST to the first endpoint that answers (each behind the retry layer), within
+        ``llm.deadline``: a provider that is down costs a user that long, never longer."""
+        try:
+            async with asyncio.timeout(self.settings.deadline):
+                return await self._first_answering(
+                    messages, tools, max_tokens, stream=stream, tool_choice=tool_choice
+                )
+        except TimeoutError:
+            raise LLMUnavailableError(
+                f"no answer within llm.deadline={self.settings.deadline:g}s"
+            ) from None
+
+    async def _first_answering(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        max_tokens: int | None,
+        *,
+        stream: bool,
+        tool_choice: str | None = None,
+    ) -> tuple[Endpoint, Any]:
         last: LLMError | None = None
         for endpoint in self.endpoints:
             body = endpoint.body(

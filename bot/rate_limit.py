@@ -1,0 +1,139 @@
+"""Per-user message limits: a token bucket per user per conversation, and one request in flight.
+
+Both are checked before a message is stored or queued for the model, so a flooding user costs
+neither tokens nor history rows. The first refusal of a burst is said out loud; the rest of the
+same burst are refused quietly (a reply per spam message would itself be spam, and the platform's
+own flood control would throttle the bot for everyone). Nothing here awaits: checks happen in
+arrival order.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from bot.errors import UserFacingError
+
+Clock = Callable[[], float]
+_PRUNE_EVERY = 1024  # buckets created between sweeps of the ones that have refilled
+
+
+class RateLimitedError(UserFacingError):
+    """Too many messages from one user; ``notify`` is False for the quiet repeats of a burst."""
+
+    def __init__(self, message: str, *, chat_text: str, retry_after: float, notify: bool) -> None:
+        super().__init__(message, chat_text=chat_text, notify=notify)
+        self.retry_after = retry_after
+
+
+class StillAnsweringError(UserFacingError):
+    """The same user wrote again in the same conversation before the last answer was done."""
+
+    chat_text = "I'm still answering your previous message; send this again once I've replied."
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    updated: float
+    warned: bool = False
+
+
+class MessageRateLimiter:
+    """``per_minute`` messages per key on average, up to ``burst`` at once.
+
+    ``per_minute=None`` switches the limiter off. Idle buckets that have refilled are dropped,
+    so memory follows the number of recently active users, not every user ever seen.
+    """
+
+    def __init__(self, per_minute: float | None, burst: int, *, clock: Clock = time.monotonic):
+        self.per_minute = per_minute
+        self.burst = max(1, burst)
+        self.clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+        self._created = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.per_minute is not None
+
+    def take(self, key: str) -> None:
+        """Spend one message of ``key``'s allowance or raise :class:`RateLimitedError`."""
+        if self.per_minute is None:
+            return
+        now = self.clock()
+        rate = self.per_minute / 60.0
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._new_bucket(key, now)
+        else:
+            bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.updated) * rate)
+            bucket.updated = now
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            bucket.warned = False
+            return
+        wait = math.ceil((1.0 - bucket.tokens) / rate)
+        first = not bucket.warned
+        bucket.warned = True
+        raise RateLimitedError(
+            f"rate limited key={key} retry_after={wait}s",
+            chat_text=f"You're sending messages faster than I can answer (the limit is "
+            f"{self.per_minute:g} a minute). I'll skip your messages here for about {wait} "
+            "seconds; please send that one again then.",
+            retry_after=wait,
+            notify=first,
+        )
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def _new_bucket(self, key: str, now: float) -> _Bucket:
+        self._created += 1
+        if self._created % _PRUNE_EVERY == 0:
+            self._prune(now)
+        bucket = self._buckets[key] = _Bucket(tokens=float(self.burst), updated=now)
+        return bucket
+
+    def _prune(self, now: float) -> None:
+        assert self.per_minute is not None
+        rate = self.per_minute / 60.0
+        full = [
+            key
+            for key, bucket in self._buckets.items()
+            if bucket.tokens + (now - bucket.updated) * rate >= self.burst
+        ]
+        for key in full:
+            del self._buckets[key]
+
+
+class InFlight:
+    """Keys with a request being answered; another one for the same key is refused.
+
+    Only the first refusal while a request is in flight is said out loud.
+    """
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._busy: dict[str, bool] = {}  # key -> already told about a refusal
+
+    @contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        if not self.enabled:
+            yield
+            return
+        told = self._busy.get(key)
+        if told is not None:
+            self._busy[key] = True
+            raise StillAnsweringError(f"still answering key={key}", notify=not told)
+        self._busy[key] = False
+        try:
+            yield
+        finally:
+            del self._busy[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._busy
