@@ -1,4 +1,4 @@
-"""Command line: ``python -m bot [--config FILE] {chat,run,check-config,history}``.
+"""Command line: ``python -m bot [--config FILE] {chat,run,check-config,history,usage}``.
 
 With no command it runs the platform adapters enabled in config, or the console chat when none
 is. This is the only place that configures logging and installs signal handlers.
@@ -13,6 +13,7 @@ import json
 import logging
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -25,6 +26,8 @@ from bot.config import Settings, load_settings, masked_dump, secret_values
 from bot.errors import ConfigError, ParlourError
 from bot.history.sqlite import SQLiteStore
 from bot.redact import Redactor, configure_logging
+from bot.service import utc_day
+from bot.usage import usage_table
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0  # seconds in-flight replies get after SIGTERM/SIGINT before cancellation
@@ -45,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     export = history_sub.add_parser("export", help="one conversation as JSON lines")
     export.add_argument("key", help="conversation key, e.g. telegram:-100123 (see `history list`)")
     export.add_argument("-o", "--output", help="file to write (default: stdout)")
+    usage = sub.add_parser("usage", help="tokens per chat and per user per day (UTC)")
+    usage.add_argument("--days", type=int, default=7, help="how many days back (default: 7)")
+    usage.add_argument("--chat", help="one chat, e.g. telegram:-100123 (default: every chat)")
+    usage.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     return parser
 
 
@@ -74,6 +81,8 @@ async def _dispatch(args: argparse.Namespace, settings: Settings, redactor: Reda
         return _check_config(settings, redactor)
     if command == "history":
         return await _history(args, settings)
+    if command == "usage":
+        return await _usage(args, settings)
     if command == "chat":
         return await _serve(settings, ["console"])
     platforms = settings.enabled_platforms()
@@ -115,6 +124,34 @@ async def _history(args: argparse.Namespace, settings: Settings) -> int:
                 async for record in records:
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
         return 0
+
+
+async def _usage(args: argparse.Namespace, settings: Settings) -> int:
+    if args.days < 1:
+        sys.stderr.write("--days must be at least 1\n")
+        return 2
+    since = utc_day(time.time() - (args.days - 1) * 86400)
+    async with SQLiteStore(settings.storage.path) as store:
+        rows = await store.daily_usage(since, args.chat)
+    if args.json:
+        for row in rows:
+            record = {
+                "day": row.day,
+                "chat": row.chat_key,
+                "user_id": row.user_id,
+                "user_name": row.user_name,
+                "turns": row.turns,
+                "prompt_tokens": row.usage.prompt_tokens,
+                "completion_tokens": row.usage.completion_tokens,
+                "total_tokens": row.usage.total_tokens,
+            }
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return 0
+    if not rows:
+        sys.stdout.write(f"no usage since {since}\n")
+        return 0
+    sys.stdout.write(usage_table(rows))
+    return 0
 
 
 async def _serve(settings: Settings, names: list[str]) -> int:

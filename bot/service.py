@@ -367,9 +367,9 @@ class ChatService:
 
     async def usage_today(self, ctx: ChatContext) -> tuple[int, int]:
         """Tokens used today (UTC) by this user in this chat, and by the whole chat."""
-        since = _start_of_day()
-        mine = await self.store.tokens_since(since, chat_key=ctx.chat_key, user_id=ctx.user_id)
-        chat = await self.store.tokens_since(since, chat_key=ctx.chat_key)
+        today = utc_day()
+        mine = await self.store.tokens_on(today, ctx.chat_key, ctx.user_id)
+        chat = await self.store.tokens_on(today, ctx.chat_key)
         return mine, chat
 
     async def _check_budget(self, ctx: ChatContext) -> None:
@@ -534,9 +534,9 @@ def _with_speaker(name: str, text: str) -> str:
     return f"[{clean}] {text}"
 
 
-def _start_of_day() -> float:
-    now = time.time()
-    return now - now % 86400  # UTC midnight
+def utc_day(at: float | None = None) -> str:
+    """``YYYY-MM-DD`` in UTC: the day usage is booked on and budgets reset at."""
+    return time.strftime("%Y-%m-%d", time.gmtime(at))
 
 
 def _overheard_message(message: Overheard, shared: bool) -> dict[str, Any]:

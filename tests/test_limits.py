@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
+from pathlib import Path
 
 import pytest
 
 from bot.errors import UserFacingError
+from bot.history.migrations import MIGRATIONS
+from bot.history.sqlite import SQLiteStore
 from bot.testing.fake_llm import FakeLLM, reply
 from tests.conftest import AppFactory, group
+from tests.test_cli import SECRET, env_for, run_cli, write_config
 
 USAGE = {"prompt_tokens": 60, "completion_tokens": 40, "total_tokens": 100}
 
@@ -59,3 +65,72 @@ async def test_limits_max_input_chars_wins(make_app: AppFactory) -> None:
         with pytest.raises(UserFacingError) as long:
             await app.service.chat(group(), "x" * 11)
         assert "the limit is 10" in long.value.chat_text
+
+
+async def test_usage_is_a_ledger_that_clear_and_migration_keep(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    async with make_app(limits={"daily_tokens_per_chat": 150}) as app:
+        fake_llm.script(reply("ok", usage=USAGE), reply("ok", usage=USAGE))
+        await app.service.chat(group("1", "Alice"), "hi")
+        await app.service.chat(group("2", "Bob"), "hello")
+        await app.commands.handle(group("2", is_admin=True), "clear")
+        assert (await app.store.stats("telegram:-100")).turns_stored == 0
+        with pytest.raises(UserFacingError):  # wiping the history does not refill the budget
+            await app.service.chat(group("1", "Alice"), "again")
+        await app.service.migrate_chat("telegram:-100", "telegram:-1009")
+        assert await app.service.usage_today(group("1", chat="-1009")) == (100, 200)
+        assert await app.service.usage_today(group("1")) == (0, 0)
+        rows = await app.store.daily_usage("2000-01-01")
+    assert [(r.chat_key, r.user_id, r.user_name, r.turns, r.usage.total_tokens) for r in rows] == [
+        ("telegram:-1009", "1", "Alice", 1, 100),
+        ("telegram:-1009", "2", "Bob", 1, 100),
+    ]
+
+
+async def test_schema_9_books_the_answered_turns_already_stored(tmp_path: Path) -> None:
+    path = tmp_path / "v8.db"
+    with sqlite3.connect(path) as raw:
+        for script in MIGRATIONS[:8]:
+            raw.executescript(script)
+        raw.execute("PRAGMA user_version = 8")
+        raw.executemany(
+            "INSERT INTO turns (conv_key, chat_key, user_id, user_name, user_text, status,"
+            " prompt_tokens, completion_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                ("tg:1", "tg:1", "u", "U", "a", "answered", 10, 5, 86400 * 3),
+                ("tg:1", "tg:1", "u", "U", "b", "answered", 20, 5, 86400 * 3 + 60),
+                ("tg:1", "tg:1", "u", "U", "c", "unanswered", 0, 0, 86400 * 3 + 90),
+                ("tg:1", "tg:1", "v", "V", "d", "answered", 1, 1, 86400 * 4),
+            ],
+        )
+    async with SQLiteStore(path) as store:
+        assert await store.tokens_on("1970-01-04", "tg:1") == 40
+        assert await store.tokens_on("1970-01-04", "tg:1", "u") == 40
+        assert await store.tokens_on("1970-01-05", "tg:1", "v") == 2
+        assert [r.turns for r in await store.daily_usage("1970-01-01")] == [2, 1]
+
+
+@pytest.mark.slow
+async def test_usage_command_reports_tokens_per_chat_user_and_day(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(tmp_path)
+    env = env_for(tmp_path, OPENAI_BASE_URL=fake_llm.base_url, OPENAI_API_KEY=SECRET)
+    fake_llm.script(reply("one", usage=USAGE), reply("two", usage=USAGE))
+    code, _out, err = await run_cli("chat", env=env, stdin="first\nsecond\n")
+    assert code == 0, err
+    code, out, err = await run_cli("usage", env=env)
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert header.split() == ["day", "chat", "user", "turns", "prompt", "completion", "total"]
+    assert row.split()[-4:] == ["2", "120", "80", "200"]
+    assert row.split()[1] == "console:local"
+    code, out, err = await run_cli("usage", "--json", "--chat", "console:local", env=env)
+    assert code == 0, err
+    [record] = [json.loads(line) for line in out.splitlines()]
+    assert record["total_tokens"] == 200 and record["turns"] == 2
+    code, out, _err = await run_cli("usage", "--chat", "telegram:-1", env=env)
+    assert code == 0 and out.startswith("no usage since ")
+    code, _out, err = await run_cli("usage", "--days", "0", env=env)
+    assert code == 2 and "--days" in err

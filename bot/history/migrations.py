@@ -221,6 +221,39 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX turns_by_chat_time ON turns (chat_key, created_at);
     CREATE INDEX turns_by_user_time ON turns (user_id, created_at);
     """,
+    # 9: usage is its own ledger, one row per UTC day, chat and user, kept when /clear or the
+    # retention job delete the turns (the money was spent; the rows hold no content). A trigger
+    # books each answered turn in the same statement that completes it.
+    """
+    CREATE TABLE usage_daily (
+        day TEXT NOT NULL,
+        chat_key TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT NOT NULL DEFAULT '',
+        turns INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (day, chat_key, user_id)
+    ) WITHOUT ROWID;
+    INSERT INTO usage_daily
+        SELECT date(created_at, 'unixepoch'), chat_key, user_id, max(user_name), count(*),
+            sum(prompt_tokens), sum(completion_tokens)
+        FROM turns WHERE status = 'answered' GROUP BY 1, 2, 3;
+    CREATE TRIGGER turns_usage AFTER UPDATE OF status ON turns
+        WHEN new.status = 'answered' AND old.status != 'answered'
+    BEGIN
+        INSERT INTO usage_daily
+            (day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens)
+        VALUES (date(new.created_at, 'unixepoch'), new.chat_key, new.user_id, new.user_name, 1,
+            new.prompt_tokens, new.completion_tokens)
+        ON CONFLICT (day, chat_key, user_id) DO UPDATE SET
+            turns = turns + 1,
+            prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+            completion_tokens = completion_tokens + excluded.completion_tokens,
+            user_name = excluded.user_name;
+    END;
+    DROP INDEX turns_by_user_time;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -31,6 +31,7 @@ from bot.history.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
 from bot.history.store import (
     ChatPreferences,
     ClearResult,
+    DailyUsage,
     HistoryStats,
     NewTurn,
     Overheard,
@@ -396,6 +397,16 @@ class SQLiteStore:
                 "UPDATE OR IGNORE chat_preferences SET chat_key = ? WHERE chat_key = ?",
                 (new_chat_key, old_chat_key),
             )
+            # Today's spending follows the chat, so a migration does not refill its budget.
+            await conn.execute(
+                "INSERT INTO usage_daily SELECT day, ?, user_id, user_name, turns, prompt_tokens,"
+                " completion_tokens FROM usage_daily WHERE chat_key = ? ON CONFLICT"
+                " (day, chat_key, user_id) DO UPDATE SET turns = turns + excluded.turns,"
+                " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+                " completion_tokens = completion_tokens + excluded.completion_tokens",
+                (new_chat_key, old_chat_key),
+            )
+            await conn.execute("DELETE FROM usage_daily WHERE chat_key = ?", (old_chat_key,))
             for table in ("clear_audit", "memories"):
                 await conn.execute(
                     f"UPDATE {table} SET chat_key = ? WHERE chat_key = ?",
@@ -409,24 +420,32 @@ class SQLiteStore:
         log.info("chat migrated old=%s new=%s turns=%d", old_chat_key, new_chat_key, moved)
         return moved
 
-    async def tokens_since(
-        self, since: float, *, chat_key: str | None = None, user_id: str | None = None
-    ) -> int:
-        """Prompt + completion tokens of turns begun since ``since`` (a chat's, a user's, both)."""
-        where: list[str] = ["created_at >= ?"]
-        args: list[float | str] = [since]
-        if chat_key is not None:
-            where.append("chat_key = ?")
-            args.append(chat_key)
-        if user_id is not None:
-            where.append("user_id = ?")
-            args.append(user_id)
-        rows = await self._read.execute_fetchall(
-            "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM turns WHERE "
-            + " AND ".join(where),
-            args,
+    async def tokens_on(self, day: str, chat_key: str, user_id: str | None = None) -> int:
+        sql = (
+            "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM usage_daily"
+            " WHERE day = ? AND chat_key = ?"
         )
+        args = [day, chat_key]
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            args.append(user_id)
+        rows = await self._read.execute_fetchall(sql, args)
         return int(next(iter(rows))[0])
+
+    async def daily_usage(self, since_day: str, chat_key: str | None = None) -> list[DailyUsage]:
+        sql = (
+            "SELECT day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens"
+            " FROM usage_daily WHERE day >= ?"
+        )
+        args = [since_day]
+        if chat_key is not None:
+            sql += " AND chat_key = ?"
+            args.append(chat_key)
+        rows = await self._read.execute_fetchall(sql + " ORDER BY day, chat_key, user_id", args)
+        return [
+            DailyUsage(day, chat, user, name, turns, Usage(prompt, completion))
+            for day, chat, user, name, turns, prompt, completion in rows
+        ]
 
     async def conversations(self) -> list[tuple[str, int]]:
         """Every conversation key with its turn count (for ``history export`` discovery)."""

@@ -38,6 +38,18 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class DailyUsage:
+    """One user's spending in one chat on one UTC day."""
+
+    day: str
+    chat_key: str
+    user_id: str
+    user_name: str
+    turns: int
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
 class NewTurn:
     """The user's side of a turn, as it arrived."""
 
@@ -124,10 +136,15 @@ class HistoryStore(Protocol):
 
     async def stats(self, conversation_key: str) -> HistoryStats: ...
 
-    async def tokens_since(
-        self, since: float, *, chat_key: str | None = None, user_id: str | None = None
-    ) -> int:
-        """Tokens of the turns begun since ``since`` (a ``time.time()``), for budgets and /usage."""
+    async def tokens_on(self, day: str, chat_key: str, user_id: str | None = None) -> int:
+        """Tokens a chat (or one user in it) spent on ``day`` (UTC, ``YYYY-MM-DD``).
+
+        Usage is a ledger of its own: ``clear_chat`` and retention leave it alone.
+        """
+        ...
+
+    async def daily_usage(self, since_day: str, chat_key: str | None = None) -> list[DailyUsage]:
+        """Per day, chat and user from ``since_day`` on (every chat, or one), oldest first."""
         ...
 
     async def migrate_chat(self, old_chat_key: str, new_chat_key: str) -> int:
