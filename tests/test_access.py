@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.access import AccessDeniedError
+from bot.context import ChatContext, ChatType
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory, group, private
 
@@ -41,3 +42,13 @@ async def test_private_bot_mode(make_app: AppFactory, fake_llm: FakeLLM) -> None
     async with make_app(access={"private_bot": True}) as app:
         with pytest.raises(AccessDeniedError):
             await app.service.chat(private("1"), "an empty allow list admits nobody")
+
+
+async def test_the_console_owner_is_never_locked_out(make_app: AppFactory) -> None:
+    owner = ChatContext(
+        "console", "local", ChatType.PRIVATE, "me", "me", is_admin=True, is_owner=True
+    )
+    limits = {"messages_per_minute": 1, "burst": 1}
+    async with make_app(access={"private_bot": True}, limits=limits) as app:
+        for n in range(3):  # neither the allow list nor the rate applies to whoever runs the bot
+            await app.service.chat(owner, f"line {n}")

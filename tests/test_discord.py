@@ -214,3 +214,25 @@ async def test_fake_token_never_logged(
     assert dc.token not in caplog.text
     for part in dc.token.split("."):
         assert part not in caplog.text or len(part) < 6
+
+
+async def test_a_flooding_member_is_told_once_and_others_still_answered(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
+) -> None:
+    dc = fake_discord
+    w = world(dc)
+    bot_id = dc.application_id
+    fake_llm.latency = 0.5
+    limits = {"messages_per_minute": 6, "burst": 3, "one_in_flight": True}
+    async with running_discord(make_app, dc, limits=limits):
+        for n in range(30):
+            dc.message(w.general, w.member, f"<@{bot_id}> spam {n}")
+        dc.message(w.general, w.admin, f"<@{bot_id}> still there?")
+        await dc.wait_until(lambda: len(fake_llm.chat_requests) >= 2, timeout=10)
+        await dc.wait_idle(quiet=1.0)
+        texts = [m["content"] for m in dc.messages(GENERAL)]
+    assert len(fake_llm.chat_requests) == 2  # the member's first message, and Alice's
+    assert sum("still answering your previous message" in t for t in texts) == 1
+    assert sum("faster than I can answer" in t for t in texts) == 1
+    assert len(texts) == 4
+    assert_no_pings(dc)
