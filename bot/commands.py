@@ -160,6 +160,9 @@ class Commands:
         lines = [f"You used {mine:,} tokens here today (UTC)" + _of(limits.daily_tokens_per_user)]
         if self.is_admin(ctx) and not ctx.is_private:
             lines.append(f"This chat used {chat:,}" + _of(limits.daily_tokens_per_chat))
+        if self.service.access.exempt(ctx):  # bot admins see the whole bill
+            total = await self.service.usage_total_today(fresh=True)
+            lines.append(f"The whole bot used {total:,}" + _of(limits.daily_tokens_total))
         return CommandResult("\n".join(lines) + ".", private=True)
 
     async def _scope(self, ctx: ChatContext, args: str) -> CommandResult:

@@ -160,7 +160,7 @@ class EmbeddingSettings(_Section):
 
 class LimitSettings(_Section):
     """Abuse and spending limits. Bot admins (``admins``) and the console are exempt from the
-    per-user message limits; daily budgets count the tokens the provider reported, per UTC day."""
+    per-user limits and the budgets; budgets count the tokens the provider reported."""
 
     messages_per_minute: float | None = Field(
         10, gt=0, description="per user per conversation, on average (None: no limit)"
@@ -173,8 +173,15 @@ class LimitSettings(_Section):
         None, ge=1, description="cap on tokens the model may write per request (<= llm's)"
     )
 
-    daily_tokens_per_user: int | None = Field(None, ge=1, description="per user in one chat")
-    daily_tokens_per_chat: int | None = Field(None, ge=1, description="per chat, everyone")
+    daily_tokens_per_user: int | None = Field(
+        200_000, ge=1, description="per user in one chat per UTC day (None: no budget)"
+    )
+    daily_tokens_per_chat: int | None = Field(
+        1_000_000, ge=1, description="per chat, everyone together, per UTC day (None: no budget)"
+    )
+    daily_tokens_total: int | None = Field(
+        5_000_000, ge=1, description="the whole bot per UTC day: the bill's ceiling (None: none)"
+    )
     max_input_chars: int | None = Field(
         None, ge=1, description="longer messages are refused (default: chat.max_input_chars)"
     )

@@ -45,6 +45,7 @@ from bot.tools import ToolRunner
 log = logging.getLogger(__name__)
 
 _NO_ANSWER = "Sorry, I could not come up with an answer to that."
+_TOTAL_TTL = 5.0  # seconds the whole bot's usage today is reused between budget checks
 _CONTEXT_RETRY_FACTOR = 0.7  # after a provider's context_length_exceeded, retry once this smaller
 
 
@@ -125,6 +126,7 @@ class ChatService:
         self._llm_slots = asyncio.Semaphore(cap) if cap else None
         self._rate = MessageRateLimiter(limits.messages_per_minute, limits.burst)
         self._in_flight = InFlight(limits.one_in_flight)
+        self._total_today: tuple[str, float, int] = ("", 0.0, 0)  # day, read at, tokens
         self._max_output = min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9)
 
     async def start(self) -> None:
@@ -372,8 +374,29 @@ class ChatService:
         chat = await self.store.tokens_on(today, ctx.chat_key)
         return mine, chat
 
+    async def usage_total_today(self, *, fresh: bool = False) -> int:
+        """Tokens the whole bot used today (UTC); for budget checks, re-read every few seconds
+        (a sum over every chat's row of the day)."""
+        today = utc_day()
+        day, read_at, tokens = self._total_today
+        if fresh or day != today or time.monotonic() - read_at > _TOTAL_TTL:
+            tokens = await self.store.tokens_on(today)
+            self._total_today = (today, time.monotonic(), tokens)
+        return tokens
+
     async def _check_budget(self, ctx: ChatContext) -> None:
         limits = self.settings.limits
+        if self.access.exempt(ctx):
+            return  # whoever pays the bill is never locked out by it
+        if limits.daily_tokens_total is not None:
+            total = await self.usage_total_today()
+            if total >= limits.daily_tokens_total:
+                log.warning("daily token budget of the whole bot spent: %d tokens", total)
+                raise UserFacingError(
+                    f"daily total budget spent tokens={total}",
+                    chat_text="I've used today's budget for everyone. I'll be back after "
+                    "midnight (UTC).",
+                )
         if limits.daily_tokens_per_user is None and limits.daily_tokens_per_chat is None:
             return
         mine, chat = await self.usage_today(ctx)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.config import LimitSettings
 from bot.errors import UserFacingError
 from bot.history.migrations import MIGRATIONS
 from bot.history.sqlite import SQLiteStore
@@ -134,3 +135,28 @@ async def test_usage_command_reports_tokens_per_chat_user_and_day(
     assert code == 0 and out.startswith("no usage since ")
     code, _out, err = await run_cli("usage", "--days", "0", env=env)
     assert code == 2 and "--days" in err
+
+
+async def test_the_whole_bot_has_a_daily_ceiling_that_admins_pass(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    limits = {"daily_tokens_total": 150, "daily_tokens_per_user": None}
+    async with make_app(limits=limits, admins=["telegram:99"]) as app:
+        fake_llm.script(*(reply("ok", usage=USAGE) for _ in range(3)))
+        await app.service.chat(group("1", chat="-100"), "hi")
+        await app.service.chat(group("2", chat="-200"), "hello")  # read before the first booked
+        app.service._total_today = ("", 0.0, 0)  # as if the cache had expired
+        with pytest.raises(UserFacingError) as spent:
+            await app.service.chat(group("3", chat="-300"), "and me?")
+        assert "today's budget for everyone" in spent.value.chat_text
+        await app.service.chat(group("99", chat="-300"), "the owner still gets through")
+        report = (await app.commands.handle(group("99", chat="-300"), "usage")).text
+        assert "The whole bot used 300 of a 150-token daily budget." in report
+    assert len(fake_llm.chat_requests) == 3
+
+
+def test_budgets_are_on_by_default() -> None:
+    limits = LimitSettings()
+    assert (limits.daily_tokens_per_user, limits.daily_tokens_per_chat) == (200_000, 1_000_000)
+    assert limits.daily_tokens_total == 5_000_000
+    assert (limits.messages_per_minute, limits.burst, limits.one_in_flight) == (10, 5, True)

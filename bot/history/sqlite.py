@@ -420,13 +420,19 @@ class SQLiteStore:
         log.info("chat migrated old=%s new=%s turns=%d", old_chat_key, new_chat_key, moved)
         return moved
 
-    async def tokens_on(self, day: str, chat_key: str, user_id: str | None = None) -> int:
+    async def tokens_on(
+        self, day: str, chat_key: str | None = None, user_id: str | None = None
+    ) -> int:
         sql = (
             "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM usage_daily"
-            " WHERE day = ? AND chat_key = ?"
+            " WHERE day = ?"
         )
-        args = [day, chat_key]
+        args = [day]
+        if chat_key is not None:
+            sql += " AND chat_key = ?"
+            args.append(chat_key)
         if user_id is not None:
+            assert chat_key is not None, "usage is per user per chat"
             sql += " AND user_id = ?"
             args.append(user_id)
         rows = await self._read.execute_fetchall(sql, args)

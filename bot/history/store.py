@@ -136,8 +136,11 @@ class HistoryStore(Protocol):
 
     async def stats(self, conversation_key: str) -> HistoryStats: ...
 
-    async def tokens_on(self, day: str, chat_key: str, user_id: str | None = None) -> int:
-        """Tokens a chat (or one user in it) spent on ``day`` (UTC, ``YYYY-MM-DD``).
+    async def tokens_on(
+        self, day: str, chat_key: str | None = None, user_id: str | None = None
+    ) -> int:
+        """Tokens spent on ``day`` (UTC, ``YYYY-MM-DD``): by every chat, one chat, or one user
+        in one chat.
 
         Usage is a ledger of its own: ``clear_chat`` and retention leave it alone.
         """
