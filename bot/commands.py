@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.context import ChatContext, Scope
+from bot.rate_limit import RateLimitedError
 from bot.service import ChatService
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ class CommandResult:
     text: str
     ok: bool = True
     private: bool = False  # adapters show it only to the caller where they can (ephemeral)
+    notify: bool = True  # False: nothing to post in the chat (a flood's repeated refusals)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,10 @@ class Commands:
     async def handle(self, ctx: ChatContext, name: str, args: str = "") -> CommandResult:
         if not self.service.access.allows(ctx):
             return CommandResult(self.service.settings.access.refusal, ok=False, private=True)
+        try:
+            self.service.take_allowance(ctx)  # a flood of commands costs replies, too
+        except RateLimitedError as exc:
+            return CommandResult(exc.chat_text, ok=False, private=True, notify=exc.notify)
         handler = self._handlers.get(name.lower())
         if handler is None:
             return CommandResult(f"Unknown command /{name}. Try /help.", ok=False, private=True)

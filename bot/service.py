@@ -255,7 +255,7 @@ class ChatService:
             async with self._locks.hold(key):
                 yield
             return
-        user = f"{key}|{ctx.user_id}"
+        user = _user_key(key, ctx)
         self._rate.take(user)
         with self._in_flight.hold(user):
             async with self._locks.hold(key):
@@ -364,6 +364,11 @@ class ChatService:
             yield
         finally:
             slots.release()
+
+    def take_allowance(self, ctx: ChatContext) -> None:
+        """Count a command against the user's message rate; raises ``RateLimitedError``."""
+        if not self.access.exempt(ctx):
+            self._rate.take(_user_key(self.conversation_key(ctx), ctx))
 
     # -- spending --------------------------------------------------------------------------------
 
@@ -540,6 +545,11 @@ class ChatService:
 class _RoundDone:
     completion: Completion
     messages: list[dict[str, Any]]
+
+
+def _user_key(conversation_key: str, ctx: ChatContext) -> str:
+    """Per-user limits count per user per conversation."""
+    return f"{conversation_key}|{ctx.user_id}"
 
 
 def _is_shared(conversation_key: str) -> bool:

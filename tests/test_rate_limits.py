@@ -89,13 +89,11 @@ def test_bucket_never_lets_more_through_than_burst_plus_rate(
 def test_in_flight_refuses_the_same_key_and_tells_once() -> None:
     flight = InFlight(True)
     with flight.hold("a"):
-        with pytest.raises(StillAnsweringError) as first:
-            with flight.hold("a"):
-                pass
+        with pytest.raises(StillAnsweringError) as first, flight.hold("a"):
+            pass
         assert first.value.notify
-        with pytest.raises(StillAnsweringError) as second:
-            with flight.hold("a"):
-                pass
+        with pytest.raises(StillAnsweringError) as second, flight.hold("a"):
+            pass
         assert not second.value.notify
         with flight.hold("b"):
             pass
@@ -193,3 +191,16 @@ async def test_a_thousand_messages_from_one_user_stay_within_the_limit(
     assert stats.turns_stored == len(calls)  # refused messages are not stored
     typing = [c for c in tg.calls if c.method == "sendChatAction"]
     assert len(typing) <= len(calls) * 3  # refusals cost no API calls
+
+
+async def test_commands_count_against_the_rate_too(make_app: AppFactory) -> None:
+    limits = {"messages_per_minute": 1, "burst": 2}
+    async with make_app(limits=limits) as app:
+        results = [await app.commands.handle(group("1"), "history") for _ in range(4)]
+        assert [r.ok for r in results] == [True, True, False, False]
+        assert [r.notify for r in results] == [True, True, True, False]
+        assert "faster than I can answer" in results[2].text
+        with pytest.raises(RateLimitedError) as chat:  # one allowance for messages and commands
+            await app.service.chat(group("1"), "and a question")
+        assert not chat.value.notify
+        assert (await app.commands.handle(group("2", "Bob"), "history")).ok

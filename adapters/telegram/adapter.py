@@ -321,7 +321,8 @@ class TelegramAdapter:
                 )
         else:
             result = await self.app.commands.handle(ctx, name, decision.text)
-        await self._notify(Outbox(self.bot, _target(message)), result.text)
+        if result.notify:
+            await self._notify(Outbox(self.bot, _target(message)), result.text)
 
     async def _notify(self, outbox: Outbox, text: str) -> None:
         try:
