@@ -45,7 +45,13 @@ def _env_secret(name: str) -> SecretStr | None:
 class RetrySettings(_Section):
     """The one retry layer around every LLM call (the SDK's own retries are off)."""
 
-    max_attempts: int = Field(4, ge=1, le=10)
+    max_attempts: int = Field(4, ge=1, le=10, description="for errors, timeouts, 5xx")
+    max_rate_limited_attempts: int = Field(
+        10,
+        ge=1,
+        le=50,
+        description="for 429s: the server said when to come back (within max_total_wait)",
+    )
     base_delay: float = Field(0.5, ge=0)
     max_delay: float = Field(8.0, ge=0)
     max_total_wait: float = Field(30.0, ge=0, description="cap on all sleeps of one call")

@@ -24,7 +24,9 @@ from bot.llm.retry import RetryPolicy, Sleep, call_with_retry
 
 # For a lookup someone is waiting on (a reply, a tool call): one quick retry, then give up --
 # recall falls back to FTS and an unembedded memory is filled in by backfill later.
-INTERACTIVE_POLICY = RetryPolicy(max_attempts=2, base_delay=0.25, max_delay=1.0, max_total_wait=2.0)
+INTERACTIVE_POLICY = RetryPolicy(
+    max_attempts=2, max_rate_limited_attempts=2, base_delay=0.25, max_delay=1.0, max_total_wait=2.0
+)
 
 
 def endpoint_settings(settings: EmbeddingSettings, llm: LLMSettings) -> EndpointSettings:

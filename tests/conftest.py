@@ -16,6 +16,7 @@ from bot.app import App
 from bot.config import Settings, settings_from_mapping
 from bot.context import ChatContext, ChatType
 from bot.testing.fake_llm import FakeLLM
+from tests.secret_scan import secret_scan as secret_scan  # autouse: no secret in any log
 
 TEST_KEY = "sk-test-parlour-0123456789abcdef"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.testing.fake_llm import FakeLLM, error
+from tests.secret_scan import find_secrets
 
 SECRET = "sk-cli-secret-9f8e7d6c5b4a3210"
 
@@ -43,6 +44,9 @@ async def run_cli(
     )
     out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=60)
     assert proc.returncode is not None
+    # Whatever a command prints or logs, the key and any token stay masked.
+    leaks = find_secrets((out + err).decode(errors="replace"), [SECRET])
+    assert not leaks, f"secrets in the output of {args}: {leaks}"
     return proc.returncode, out.decode(), err.decode()
 
 

@@ -150,7 +150,7 @@ async def test_embedder_raises_parlour_errors(fake_llm: FakeLLM, embedder: Embed
     with pytest.raises(LLMBadRequestError):
         await embedder.embed(["x"])
     assert len(fake_llm.embedding_requests) == 1  # a 400 is never retried
-    fake_llm.script_embeddings(*[rate_limited(retry_after=0.1)] * 4)
+    fake_llm.script_embeddings(*[rate_limited(retry_after=0.1)] * 10)
     with pytest.raises(LLMBusyError):
         await embedder.embed(["x"])
 

@@ -485,3 +485,56 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
             proc.communicate()
     assert proc.returncode == 0, err
     assert "Warning" not in err
+
+
+async def test_fail_every_answers_every_nth_request_with_the_failure(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.script(reply("scripted"))
+    fake_llm.fail_every(2, rate_limited(retry_after=0.2))
+    with pytest.raises(openai.BadRequestError):  # rejected requests are not counted
+        await client.chat.completions.create(model=MODEL, messages=[])
+    outcomes: list[str] = []
+    for _ in range(4):
+        try:
+            done = await client.chat.completions.create(model=MODEL, messages=USER)
+        except openai.RateLimitError as err:
+            assert err.code == "rate_limit_exceeded"
+            assert err.type == "requests"
+            assert err.response.headers["retry-after"] == "0.2"
+            outcomes.append("429")
+        else:
+            outcomes.append(done.choices[0].message.content or "")
+    # The injected 429 took no script: the scripted reply went to the first request that passed.
+    assert outcomes == ["scripted", "429", "echo: hello there", "429"]
+
+    fake_llm.fail_every(0)
+    done = await client.chat.completions.create(model=MODEL, messages=USER)
+    assert done.choices[0].message.content == "echo: hello there"
+
+
+async def test_fail_every_holds_under_concurrency(fake_llm: FakeLLM) -> None:
+    fake_llm.fail_every(2)
+    async with openai.AsyncOpenAI(
+        base_url=fake_llm.base_url, api_key="sk-test", max_retries=0
+    ) as sdk:
+        results = await asyncio.gather(
+            *(
+                sdk.chat.completions.create(
+                    model=MODEL, messages=[{"role": "user", "content": f"n{i}"}]
+                )
+                for i in range(20)
+            ),
+            return_exceptions=True,
+        )
+    limited = [r for r in results if isinstance(r, openai.RateLimitError)]
+    assert len(limited) == 10
+    assert all(r.response.headers["retry-after"] == "1" for r in limited)
+
+
+def test_fail_every_takes_only_failures() -> None:
+    fake = FakeLLM()
+    with pytest.raises(ValueError, match="failure"):
+        fake.fail_every(2, reply("not a failure"))
+    with pytest.raises(ValueError, match=">= 0"):
+        fake.fail_every(-1)

@@ -171,11 +171,11 @@ async def test_spent_quota_is_not_retried_and_says_so(
 
 
 async def test_persistent_rate_limit_tells_users_to_retry(app: App, fake_llm: FakeLLM) -> None:
-    fake_llm.script(*[rate_limited(retry_after=0.01) for _ in range(4)])
+    fake_llm.script(*[rate_limited(retry_after=0.01) for _ in range(10)])
     with pytest.raises(LLMBusyError) as info:
         await app.service.chat(private(), "hi")
     assert "busy" in info.value.chat_text
-    assert len(fake_llm.requests) == 4
+    assert len(fake_llm.requests) == 10  # retry.max_rate_limited_attempts, not max_attempts
 
 
 async def test_wrong_key_gives_the_auth_text(

@@ -4,7 +4,9 @@ The openai SDK's own retries are switched off (``max_retries=0``) so that waits 
 Retried: 408, 409, 429 (unless the quota is spent), 5xx, connection errors and timeouts. Never
 retried: 400, 401, 403, 404, 422 and a 429 whose code is ``insufficient_quota``. Waits honour
 ``retry-after-ms`` / ``retry-after`` and otherwise back off exponentially with full jitter; the sum
-of all waits of one call is capped.
+of all waits of one call is capped. A 429 gets more attempts than other failures: under a storm,
+retries that wait the same Retry-After come back together and fail in waves, and the server has
+said it will have room again, not that it is broken.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "q
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     max_attempts: int = 4
+    max_rate_limited_attempts: int = 10  # a 429 says "later", not "broken": more patience
     base_delay: float = 0.5
     max_delay: float = 8.0
     max_total_wait: float = 30.0
@@ -121,12 +124,14 @@ async def call_with_retry(
 ) -> T:
     """Run ``call`` until it succeeds, a non-retryable error occurs, or the policy gives up."""
     waited = 0.0
-    for attempt in range(1, policy.max_attempts + 1):
+    for attempt in range(1, max(policy.max_attempts, policy.max_rate_limited_attempts) + 1):
         try:
             return await call()
         except Exception as exc:  # the SDK's errors, and anything its transport lets through
             error, retryable = classify(exc, endpoint=endpoint)
-            if not retryable or attempt == policy.max_attempts:
+            busy = isinstance(error, LLMBusyError)
+            limit = policy.max_rate_limited_attempts if busy else policy.max_attempts
+            if not retryable or attempt >= limit:
                 raise error from exc
             wait = error.retry_after if error.retry_after is not None else policy.backoff(attempt)
             if waited + wait > policy.max_total_wait:

@@ -123,6 +123,7 @@ class FakeLLM(FakeService):
     Only a request that passes takes the next scripted answer (else the default reply), so a
     rejected request never eats a script. ``latency`` is the model's time, counted from arrival,
     for generated answers; scripted errors come back at once unless given their own ``delay``.
+    ``fail_every`` injects a failure into every n-th valid request (a 429 storm).
     """
 
     def __init__(
@@ -142,6 +143,9 @@ class FakeLLM(FakeService):
         self.models: list[str] = list(DEFAULT_MODELS)
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Script] = deque()
+        self._fault: Script | None = None
+        self._fault_every = 0
+        self._fault_count = 0
         self._embedding_queue: deque[Script] = deque()
         self._call_ids = itertools.count(1)
         self._warm_models: set[str] = set()
@@ -206,6 +210,24 @@ class FakeLLM(FakeService):
     def pending_scripts(self) -> int:
         """How many scripted answers are still unused."""
         return len(self._queue)
+
+    def fail_every(self, n: int, failure: Script | None = None) -> None:
+        """From now on answer every ``n``-th valid chat request with ``failure``; 0 stops it.
+
+        A fault storm under concurrency ("half the calls get a 429"), which a script queue
+        cannot express: concurrent requests and their retries take scripts in arrival order, so
+        which user meets which one is luck, and scripted replies all carry one fixed text.
+        Counting starts at this call; an injected failure takes no script from the queue, so the
+        other requests still get scripts, then default (echo) replies.
+        ``failure`` (an ``error``/``rate_limited``/``hang``, optionally delayed) defaults to
+        ``rate_limited(retry_after=1)``: a 429 with ``retry-after`` and OpenAI's error body.
+        """
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        failure = rate_limited(retry_after=1) if failure is None else failure
+        if failure.error is None and not failure.hang:
+            raise ValueError("fail_every needs a failure: error(), rate_limited() or hang()")
+        self._fault, self._fault_every, self._fault_count = failure, n, 0
 
     def script_embeddings(self, *items: Script) -> None:
         """Queue answers for valid ``/embeddings`` requests: ``error``, ``delay``, ``hang``.
@@ -293,7 +315,9 @@ class FakeLLM(FakeService):
         if failure is not None:
             return self._error(failure)
 
-        script = self._queue.popleft() if self._queue else None
+        script = self._injected_fault()
+        if script is None and self._queue:
+            script = self._queue.popleft()
         wait = script.delay if script else 0.0
         if script is None or (script.error is None and not script.hang):
             wait += self.latency  # model time counts from arrival, like a real round trip
@@ -401,6 +425,13 @@ class FakeLLM(FakeService):
             if isinstance(record.json, dict) and isinstance(record.json.get("model"), str):
                 seen.setdefault(record.json["model"])
         return list(seen)
+
+    def _injected_fault(self) -> Script | None:
+        """The ``fail_every`` failure if this valid chat request is an ``n``-th one."""
+        if not self._fault_every:
+            return None
+        self._fault_count += 1
+        return self._fault if self._fault_count % self._fault_every == 0 else None
 
     def _next_call_id(self) -> str:
         return f"call_{next(self._call_ids)}"
