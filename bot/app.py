@@ -30,6 +30,7 @@ from bot.tools import ToolRunner
 log = logging.getLogger(__name__)
 
 RETENTION_JOB = "parlour:retention"
+HOUSEKEEPING_JOB = "parlour:housekeeping"
 
 
 def check_llm_settings(settings: Settings) -> None:
@@ -134,7 +135,7 @@ class App:
             await self.plugins.load_all(
                 self.settings.plugins, required=self.settings.plugins_required
             )
-            self._schedule_retention(self.scheduler)
+            self._schedule_housekeeping(self.scheduler)
             await self.scheduler.start()
         except BaseException:
             await self.aclose()
@@ -158,13 +159,19 @@ class App:
     def _is_admin(self, ctx: ChatContext) -> bool:
         return ctx.is_admin or self.settings.is_bot_admin(ctx.platform, ctx.user_id)
 
-    def _schedule_retention(self, scheduler: Scheduler) -> None:
+    def _schedule_housekeeping(self, scheduler: Scheduler) -> None:
+        scheduler.register(HOUSEKEEPING_JOB, self._housekeeping)
+        scheduler.every(HOUSEKEEPING_JOB, HOUSEKEEPING_JOB, timedelta(minutes=15))
         days = self.settings.history.retention_days
         scheduler.register(RETENTION_JOB, self._apply_retention)
         if days is None:
             scheduler.cancel(RETENTION_JOB)
         else:
             scheduler.every(RETENTION_JOB, RETENTION_JOB, timedelta(hours=1))
+
+    async def _housekeeping(self, job_id: str, payload: dict[str, Any]) -> None:
+        """Turns a crashed process left pending become unanswered (and retention can go)."""
+        await self.store.close_interrupted_turns()
 
     async def _apply_retention(self, job_id: str, payload: dict[str, Any]) -> None:
         days = self.settings.history.retention_days

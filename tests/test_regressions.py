@@ -55,7 +55,17 @@ async def test_interrupted_turns_are_closed_when_the_store_opens(tmp_path: Path)
         )
     async with SQLiteStore(path) as store:
         statuses = {t.turn_id: t.status for t in await store.load_window("tg:1", 10)}
-    assert statuses == {old: TurnStatus.UNANSWERED, fresh: TurnStatus.PENDING}
+        assert statuses == {old: TurnStatus.UNANSWERED, fresh: TurnStatus.PENDING}
+        # A restart soon after a crash: housekeeping closes it once it is old enough.
+        assert await store.close_interrupted_turns() == 0
+        with sqlite3.connect(path) as raw:
+            raw.execute(
+                "UPDATE turns SET created_at = ? WHERE id = ?",
+                (time.time() - STALE_PENDING_SECONDS - 1, fresh),
+            )
+        assert await store.close_interrupted_turns() == 1
+        statuses = {t.turn_id: t.status for t in await store.load_window("tg:1", 10)}
+        assert statuses == {old: TurnStatus.UNANSWERED, fresh: TurnStatus.UNANSWERED}
 
 
 async def test_truncated_tool_calls_are_never_run(fake_llm: FakeLLM, tmp_path: Path) -> None:

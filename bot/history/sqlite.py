@@ -126,7 +126,20 @@ class SQLiteStore:
                 raise
             log.info("history schema migrated to version %d path=%s", number + 1, self.path)
 
-    async def _close_interrupted_turns(self, conn: aiosqlite.Connection) -> None:
+    async def close_interrupted_turns(self) -> int:
+        """Mark turns left pending by a process that died (kill -9, power loss) unanswered.
+
+        Only turns older than ``STALE_PENDING_SECONDS``: another live process (the console next
+        to the bot) may share the file, and no live turn runs that long. Run at open and by the
+        App's housekeeping job, so a restart soon after a crash does not leave them pending.
+        """
+        async with self._writing() as conn:
+            closed = await self._close_interrupted_turns(conn)
+        if closed:
+            self._windows.clear()
+        return closed
+
+    async def _close_interrupted_turns(self, conn: aiosqlite.Connection) -> int:
         cursor = await conn.execute(
             "UPDATE turns SET status = 'unanswered', error = 'interrupted', completed_at = ?"
             " WHERE status = 'pending' AND created_at < ?",
@@ -136,6 +149,7 @@ class SQLiteStore:
             log.warning(
                 "marked %d interrupted turns unanswered path=%s", cursor.rowcount, self.path
             )
+        return cursor.rowcount
 
     @property
     def _read(self) -> aiosqlite.Connection:
