@@ -127,6 +127,7 @@ class ChatService:
         self._rate = MessageRateLimiter(limits.messages_per_minute, limits.burst)
         self._in_flight = InFlight(limits.one_in_flight)
         self._total_today: tuple[str, float, int] = ("", 0.0, 0)  # day, read at, tokens
+        self._warned_no_usage = False
         self._max_output = min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9)
 
     async def start(self) -> None:
@@ -221,10 +222,10 @@ class ChatService:
                 overheard=tuple(o.overheard_id for o in overheard),
             )
             begin = asyncio.ensure_future(self.store.begin_turn(new_turn))
+            usage = Usage()  # every round's tokens, booked even when a later round fails
             try:
                 answer: list[dict[str, Any]] = []
                 final: Completion | None = None
-                usage = Usage()
                 async for event in self._answer(ctx, messages, window, budget, tools, streaming):
                     if isinstance(event, _RoundDone):
                         answer.extend(event.messages)
@@ -242,7 +243,7 @@ class ChatService:
                 if self.compactor is not None:
                     self.compactor.turn_done(ctx, key)  # background: never delays this reply
             except BaseException as exc:
-                await self._fail(begin, exc, key)
+                await self._fail(begin, exc, key, usage)
                 raise
             reply = Reply(final.text, turn_id, key, usage, final.model, final.finish_reason)
         yield Done(reply)  # after the lock is released: a consumer may stop here
@@ -255,17 +256,19 @@ class ChatService:
             async with self._locks.hold(key):
                 yield
             return
-        user = _user_key(key, ctx)
-        self._rate.take(user)
-        with self._in_flight.hold(user):
+        self._rate.take(_rate_key(ctx))
+        with self._in_flight.hold(f"{key}|{ctx.user_id}"):
             async with self._locks.hold(key):
                 yield
 
-    async def _fail(self, begin: asyncio.Future[int], exc: BaseException, key: str) -> None:
-        """Mark the turn unanswered, once its user message is stored (even when cancelled)."""
+    async def _fail(
+        self, begin: asyncio.Future[int], exc: BaseException, key: str, usage: Usage
+    ) -> None:
+        """Mark the turn unanswered, once its user message is stored (even when cancelled);
+        the rounds that did run were billed, so their tokens are booked."""
         try:
             turn_id = await asyncio.shield(begin)
-            await asyncio.shield(self.store.fail_turn(turn_id, type(exc).__name__))
+            await asyncio.shield(self.store.fail_turn(turn_id, type(exc).__name__, usage))
         except BaseException:  # the store itself failed, or we are cancelled again
             log.exception("could not record the failed turn conv=%s", key)
             return
@@ -323,6 +326,8 @@ class ChatService:
                 self.counter.observe(
                     self.counter.count_messages(transcript), completion.usage.prompt_tokens
                 )
+            if completion.usage is None:  # a server that reports none: budgets still count
+                completion = replace(completion, usage=self._estimate(transcript, completion))
             if completion.tool_calls and (not may_call or completion.finish_reason == "length"):
                 # Tools not offered, or calls cut off at the output limit: never run them.
                 completion = replace(completion, tool_calls=())
@@ -346,6 +351,13 @@ class ChatService:
             yield _RoundDone(completion, [assistant, *tool_messages])
             rounds += 1
 
+    def _estimate(self, transcript: list[dict[str, Any]], completion: Completion) -> Usage:
+        if not self._warned_no_usage:
+            self._warned_no_usage = True
+            log.warning("the LLM server reports no token usage; budgets use local estimates")
+        written = completion.text + "".join(c.name + c.arguments for c in completion.tool_calls)
+        return Usage(self.counter.count_messages(transcript), self.counter.count_text(written))
+
     @contextlib.asynccontextmanager
     async def _llm_slot(self) -> AsyncIterator[None]:
         """One of ``limits.max_concurrent_llm_calls``; a message that waits too long is told."""
@@ -368,7 +380,7 @@ class ChatService:
     def take_allowance(self, ctx: ChatContext) -> None:
         """Count a command against the user's message rate; raises ``RateLimitedError``."""
         if not self.access.exempt(ctx):
-            self._rate.take(_user_key(self.conversation_key(ctx), ctx))
+            self._rate.take(_rate_key(ctx))
 
     # -- spending --------------------------------------------------------------------------------
 
@@ -547,9 +559,9 @@ class _RoundDone:
     messages: list[dict[str, Any]]
 
 
-def _user_key(conversation_key: str, ctx: ChatContext) -> str:
-    """Per-user limits count per user per conversation."""
-    return f"{conversation_key}|{ctx.user_id}"
+def _rate_key(ctx: ChatContext) -> str:
+    """The message rate is per user per chat: topics, threads and scope changes share it."""
+    return f"{ctx.chat_key}|{ctx.user_id}"
 
 
 def _is_shared(conversation_key: str) -> bool:

@@ -13,7 +13,7 @@ from bot.config import LimitSettings
 from bot.errors import UserFacingError
 from bot.history.migrations import MIGRATIONS
 from bot.history.sqlite import SQLiteStore
-from bot.testing.fake_llm import FakeLLM, reply
+from bot.testing.fake_llm import FakeLLM, error, reply, tool_calls
 from tests.conftest import AppFactory, group
 from tests.test_cli import SECRET, env_for, run_cli, write_config
 
@@ -160,3 +160,30 @@ def test_budgets_are_on_by_default() -> None:
     assert (limits.daily_tokens_per_user, limits.daily_tokens_per_chat) == (200_000, 1_000_000)
     assert limits.daily_tokens_total == 5_000_000
     assert (limits.messages_per_minute, limits.burst, limits.one_in_flight) == (10, 5, True)
+
+
+async def test_tokens_of_a_turn_that_fails_later_are_still_booked(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script(
+        tool_calls(("calculate", {"expression": "2+2"}), usage=USAGE),
+        error(400),  # the second round is refused
+    )
+    async with make_app(plugins=["plugins.calculator"]) as app:
+        with pytest.raises(UserFacingError):
+            await app.service.chat(group(), "what is 2+2?")
+        assert await app.service.usage_today(group()) == (100, 100)
+        [row] = await app.store.daily_usage("2000-01-01")
+        assert row.turns == 0  # billed, not answered
+
+
+async def test_a_server_that_reports_no_usage_is_estimated(
+    make_app: AppFactory, fake_llm: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_llm.report_usage = False
+    async with make_app(limits={"daily_tokens_per_user": 30}) as app:
+        reply_ = await app.service.chat(group(), "hello there, how much does this cost?")
+        assert reply_.usage.prompt_tokens > 10 and reply_.usage.completion_tokens > 5
+        with pytest.raises(UserFacingError):  # the estimate counts toward the budget
+            await app.service.chat(group(), "and this?")
+    assert "reports no token usage" in caplog.text

@@ -204,3 +204,12 @@ async def test_commands_count_against_the_rate_too(make_app: AppFactory) -> None
             await app.service.chat(group("1"), "and a question")
         assert not chat.value.notify
         assert (await app.commands.handle(group("2", "Bob"), "history")).ok
+
+
+async def test_the_rate_is_per_user_per_chat_across_topics(make_app: AppFactory) -> None:
+    limits = {"messages_per_minute": 1, "burst": 1}
+    async with make_app(limits=limits, chat={"default_scope": "thread"}) as app:
+        await app.service.chat(group(thread_id="1"), "in topic 1")
+        with pytest.raises(RateLimitedError):  # a new topic is not a new allowance
+            await app.service.chat(group(thread_id="2"), "in topic 2")
+        await app.service.chat(group("2", "Bob", thread_id="2"), "someone else")

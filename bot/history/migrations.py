@@ -223,7 +223,8 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 9: usage is its own ledger, one row per UTC day, chat and user, kept when /clear or the
     # retention job delete the turns (the money was spent; the rows hold no content). A trigger
-    # books each answered turn in the same statement that completes it.
+    # books each turn's tokens in the same statement that completes it (a failed turn's too:
+    # its first rounds were billed); ``turns`` counts the answered ones.
     """
     CREATE TABLE usage_daily (
         day TEXT NOT NULL,
@@ -236,18 +237,21 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (day, chat_key, user_id)
     ) WITHOUT ROWID;
     INSERT INTO usage_daily
-        SELECT date(created_at, 'unixepoch'), chat_key, user_id, max(user_name), count(*),
-            sum(prompt_tokens), sum(completion_tokens)
-        FROM turns WHERE status = 'answered' GROUP BY 1, 2, 3;
+        SELECT date(created_at, 'unixepoch'), chat_key, user_id, max(user_name),
+            sum(status = 'answered'), sum(prompt_tokens), sum(completion_tokens)
+        FROM turns WHERE status IN ('answered', 'unanswered')
+            AND (status = 'answered' OR prompt_tokens + completion_tokens > 0)
+        GROUP BY 1, 2, 3;
     CREATE TRIGGER turns_usage AFTER UPDATE OF status ON turns
-        WHEN new.status = 'answered' AND old.status != 'answered'
+        WHEN old.status = 'pending' AND (new.status = 'answered'
+            OR (new.status = 'unanswered' AND new.prompt_tokens + new.completion_tokens > 0))
     BEGIN
         INSERT INTO usage_daily
             (day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens)
-        VALUES (date(new.created_at, 'unixepoch'), new.chat_key, new.user_id, new.user_name, 1,
-            new.prompt_tokens, new.completion_tokens)
+        VALUES (date(new.created_at, 'unixepoch'), new.chat_key, new.user_id, new.user_name,
+            new.status = 'answered', new.prompt_tokens, new.completion_tokens)
         ON CONFLICT (day, chat_key, user_id) DO UPDATE SET
-            turns = turns + 1,
+            turns = turns + excluded.turns,
             prompt_tokens = prompt_tokens + excluded.prompt_tokens,
             completion_tokens = completion_tokens + excluded.completion_tokens,
             user_name = excluded.user_name;

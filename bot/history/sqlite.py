@@ -29,6 +29,7 @@ from bot.errors import StoreError
 from bot.history.migrations import MIGRATIONS, SCHEMA_VERSION
 from bot.history.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
 from bot.history.store import (
+    NO_USAGE,
     ChatPreferences,
     ClearResult,
     DailyUsage,
@@ -258,12 +259,18 @@ class SQLiteStore:
             )
         self._windows.completed(turn_id, plain)
 
-    async def fail_turn(self, turn_id: int, reason: str) -> None:
+    async def fail_turn(self, turn_id: int, reason: str, usage: Usage = NO_USAGE) -> None:
         async with self._writing() as conn:
             await conn.execute(
-                "UPDATE turns SET status = 'unanswered', error = ?, completed_at = ?"
-                " WHERE id = ? AND status = 'pending'",
-                (reason[:500], time.time(), turn_id),
+                "UPDATE turns SET status = 'unanswered', error = ?, completed_at = ?,"
+                " prompt_tokens = ?, completion_tokens = ? WHERE id = ? AND status = 'pending'",
+                (
+                    reason[:500],
+                    time.time(),
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    turn_id,
+                ),
             )
         self._windows.failed(turn_id)
 

@@ -37,6 +37,9 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
 
+NO_USAGE = Usage()
+
+
 @dataclass(frozen=True, slots=True)
 class DailyUsage:
     """One user's spending in one chat on one UTC day."""
@@ -118,8 +121,9 @@ class HistoryStore(Protocol):
         """Store the whole answer (assistant, tool calls, tool results) in one transaction."""
         ...
 
-    async def fail_turn(self, turn_id: int, reason: str) -> None:
-        """Mark a turn unanswered; its user message stays in the history."""
+    async def fail_turn(self, turn_id: int, reason: str, usage: Usage = NO_USAGE) -> None:
+        """Mark a turn unanswered; its user message stays in the history. ``usage``: tokens of
+        the model rounds that did run (billed all the same)."""
         ...
 
     async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:

@@ -140,6 +140,7 @@ class FakeLLM(FakeService):
         self.latency = latency
         self.stream_interval = stream_interval  # seconds between streamed chunks (a slow model)
         self.default_reply = default_reply
+        self.report_usage = True  # False: like servers that send no ``usage`` at all
         self.models: list[str] = list(DEFAULT_MODELS)
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Script] = deque()
@@ -336,6 +337,7 @@ class FakeLLM(FakeService):
         n: int = body.get("n") or 1
         override = script.usage if script is not None else None
         usage = usage_body(prompt_tokens, gen.completion_tokens * n, override)
+        reported = usage if self.report_usage else None
         ident, created, model = completion_id(), int(time.time()), body["model"]
         headers = self._headers(record.received_at)
         if body.get("stream"):
@@ -345,11 +347,11 @@ class FakeLLM(FakeService):
                 created=created,
                 model=model,
                 choices=[gen] * n,
-                usage=usage if include_usage else None,
+                usage=reported if include_usage else None,
             )
             return await self._stream(request, chunks, headers)
         payload = completion_body(
-            id=ident, created=created, model=model, choices=[gen] * n, usage=usage
+            id=ident, created=created, model=model, choices=[gen] * n, usage=reported
         )
         return self._json(payload, headers=headers)
 

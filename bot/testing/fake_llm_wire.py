@@ -101,9 +101,9 @@ def completion_body(
     created: int,
     model: str,
     choices: Sequence[Generation],
-    usage: JSONDict,
+    usage: JSONDict | None,
 ) -> JSONDict:
-    """A non-streamed ``chat.completion`` object."""
+    """A non-streamed ``chat.completion`` object (``usage`` None: a server that omits it)."""
     out: list[JSONDict] = []
     for index, gen in enumerate(choices):
         message: JSONDict = {
