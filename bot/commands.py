@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.context import ChatContext, Scope
-from bot.rate_limit import RateLimitedError
+from bot.errors import UserFacingError
 from bot.service import ChatService
 
 log = logging.getLogger(__name__)
@@ -104,11 +104,9 @@ class Commands:
         return name.lower() in self._handlers
 
     async def handle(self, ctx: ChatContext, name: str, args: str = "") -> CommandResult:
-        if not self.service.access.allows(ctx):
-            return CommandResult(self.service.settings.access.refusal, ok=False, private=True)
         try:
-            self.service.take_allowance(ctx)  # a flood of commands costs replies, too
-        except RateLimitedError as exc:
+            self.service.admit_command(ctx)  # a flood of commands costs replies, too
+        except UserFacingError as exc:  # no access, or too fast
             return CommandResult(exc.chat_text, ok=False, private=True, notify=exc.notify)
         handler = self._handlers.get(name.lower())
         if handler is None:

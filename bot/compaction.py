@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.config import Settings
 from bot.context import ChatContext
-from bot.history.store import StoredTurn, TurnStatus
+from bot.history.store import BOT_USER, StoredTurn, TurnStatus
 from bot.llm.client import LLMClient
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Compactor:
         dropped = _within_budget(await self._turns_between(key, after, window[0].turn_id))
         if not dropped:
             return False
-        text, facts = await self._summarise(previous.text if previous else "", dropped)
+        text, facts = await self._summarise(ctx, previous.text if previous else "", dropped)
         text = _truncate_words(text, self.settings.memory.summary_max_words * 3 // 2)
         if await self._reset_at(key) != reset or not await self._still_there(dropped[-1].turn_id):
             log.info("compaction result dropped conv=%s: reset or cleared meanwhile", key)
@@ -207,7 +207,9 @@ class Compactor:
             )
         return turns
 
-    async def _summarise(self, previous: str, turns: Sequence[StoredTurn]) -> tuple[str, list[str]]:
+    async def _summarise(
+        self, ctx: ChatContext, previous: str, turns: Sequence[StoredTurn]
+    ) -> tuple[str, list[str]]:
         lines = []
         for turn in turns:
             for message in turn.messages:
@@ -226,6 +228,8 @@ class Compactor:
             },
         ]
         completion = await self.llm.complete(request, max_tokens=max(64, words * 3))
+        if completion.usage is not None:  # the chat's bill and the bot's, no user's
+            await self.store.book_usage(ctx.chat_key, BOT_USER, "(summaries)", completion.usage)
         return _parse(completion.text)
 
 

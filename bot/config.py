@@ -169,7 +169,7 @@ class LimitSettings(_Section):
     per-user limits and the budgets; budgets count the tokens the provider reported."""
 
     messages_per_minute: float | None = Field(
-        10, gt=0, description="per user per conversation, on average (None: no limit)"
+        10, gt=0, description="per user per chat, on average (None: no limit)"
     )
     burst: int = Field(5, ge=1, description="messages a user may send at once before the rate")
     one_in_flight: bool = Field(

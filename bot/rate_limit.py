@@ -137,3 +137,31 @@ class InFlight:
 
     def __contains__(self, key: object) -> bool:
         return key in self._busy
+
+
+class Once:
+    """``first(key)`` is True once per ``every`` seconds per key: say a refusal, then stay quiet.
+
+    Keys told longer ago than ``every`` are swept as new ones arrive, so memory follows the
+    keys of the last ``every`` seconds.
+    """
+
+    def __init__(self, every: float, *, clock: Clock = time.monotonic) -> None:
+        self.every = every
+        self.clock = clock
+        self._told: dict[str, float] = {}
+        self._sweep_at = _PRUNE_EVERY
+
+    def first(self, key: str) -> bool:
+        now = self.clock()
+        told = self._told.get(key)
+        if told is not None and now - told < self.every:
+            return False
+        if len(self._told) >= self._sweep_at:  # amortised: the next sweep waits for 2x
+            self._told = {k: t for k, t in self._told.items() if now - t < self.every}
+            self._sweep_at = max(_PRUNE_EVERY, 2 * len(self._told))
+        self._told[key] = now
+        return True
+
+    def __len__(self) -> int:
+        return len(self._told)

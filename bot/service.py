@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from bot.access import AccessPolicy
+from bot.access import AccessDeniedError, AccessPolicy
 from bot.compaction import Compactor
 from bot.config import Settings
 from bot.context import ChatContext, Scope
@@ -38,7 +38,7 @@ from bot.history.store import (
 from bot.llm.client import Completion, LLMClient, TextDelta, ToolCall
 from bot.locks import KeyedLocks
 from bot.memory import MemoryProvider, NoMemory
-from bot.rate_limit import InFlight, MessageRateLimiter
+from bot.rate_limit import InFlight, MessageRateLimiter, Once
 from bot.tokens import TokenCounter, get_counter
 from bot.tools import ToolRunner
 
@@ -126,6 +126,7 @@ class ChatService:
         self._llm_slots = asyncio.Semaphore(cap) if cap else None
         self._rate = MessageRateLimiter(limits.messages_per_minute, limits.burst)
         self._in_flight = InFlight(limits.one_in_flight)
+        self._refused_chats = Once(every=86400)
         self._total_today: tuple[str, float, int] = ("", 0.0, 0)  # day, read at, tokens
         self._warned_no_usage = False
         self._max_output = min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9)
@@ -182,7 +183,7 @@ class ChatService:
     async def _turn(
         self, ctx: ChatContext, text: str, *, streaming: bool
     ) -> AsyncGenerator[ChatEvent, None]:
-        self.access.check(ctx)
+        self._admit(ctx)
         text = text.strip()
         if not text:
             raise UserFacingError("empty message", chat_text="Send me some text to answer.")
@@ -248,15 +249,26 @@ class ChatService:
             reply = Reply(final.text, turn_id, key, usage, final.model, final.finish_reason)
         yield Done(reply)  # after the lock is released: a consumer may stop here
 
+    def _admit(self, ctx: ChatContext) -> None:
+        """Access, then the user's message rate: first, so that a flood of anything (too long,
+        over budget) meets the rate and is told once. A chat without access is told once a day
+        ("ignored politely"), not once per message."""
+        try:
+            self.access.check(ctx)
+        except AccessDeniedError as exc:
+            exc.notify = self._refused_chats.first(ctx.chat_key)
+            raise
+        if not self.access.exempt(ctx):
+            self._rate.take(_rate_key(ctx))
+
     @contextlib.asynccontextmanager
     async def _admitted(self, ctx: ChatContext, key: str) -> AsyncIterator[None]:
-        """The per-user message rate and one request in flight (checked before anything is
-        stored or awaited), then the conversation's lock."""
+        """One request in flight per user per conversation (checked before anything is stored
+        or awaited), then the conversation's lock."""
         if self.access.exempt(ctx):
             async with self._locks.hold(key):
                 yield
             return
-        self._rate.take(_rate_key(ctx))
         with self._in_flight.hold(f"{key}|{ctx.user_id}"):
             async with self._locks.hold(key):
                 yield
@@ -377,10 +389,10 @@ class ChatService:
         finally:
             slots.release()
 
-    def take_allowance(self, ctx: ChatContext) -> None:
-        """Count a command against the user's message rate; raises ``RateLimitedError``."""
-        if not self.access.exempt(ctx):
-            self._rate.take(_rate_key(ctx))
+    def admit_command(self, ctx: ChatContext) -> None:
+        """A command meets the same access check and message rate as a message (each costs
+        a reply); raises ``AccessDeniedError`` or ``RateLimitedError``."""
+        self._admit(ctx)
 
     # -- spending --------------------------------------------------------------------------------
 

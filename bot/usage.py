@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import groupby
 
-from bot.history.store import DailyUsage, Usage
+from bot.history.store import BOT_USER, DailyUsage, Usage
 
 _HEADER = ("day", "chat", "user", "turns", "prompt", "completion", "total")
 
@@ -17,6 +17,8 @@ def usage_table(rows: Sequence[DailyUsage]) -> str:
         members = list(group)
         for row in members:
             who = f"{row.user_id} ({row.user_name})" if row.user_name else row.user_id
+            if row.user_id == BOT_USER:
+                who = f"the bot {row.user_name}".strip()
             lines.append(_line(day, chat, who, row.turns, row.usage))
         if len(members) > 1:
             total = Usage(

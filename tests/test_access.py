@@ -6,6 +6,7 @@ import pytest
 
 from bot.access import AccessDeniedError
 from bot.context import ChatContext, ChatType
+from bot.rate_limit import Once
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory, group, private
 
@@ -52,3 +53,32 @@ async def test_the_console_owner_is_never_locked_out(make_app: AppFactory) -> No
     async with make_app(access={"private_bot": True}, limits=limits) as app:
         for n in range(3):  # neither the allow list nor the rate applies to whoever runs the bot
             await app.service.chat(owner, f"line {n}")
+
+
+async def test_a_refused_chat_is_told_once_a_day_not_per_message(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    async with make_app(access={"deny": ["telegram:-200"]}) as app:
+        notices = []
+        for n in range(3):
+            with pytest.raises(AccessDeniedError) as refused:
+                await app.service.chat(group(str(n), chat="-200"), "hello?")
+            notices.append(refused.value.notify)
+        command = await app.commands.handle(group("9", chat="-200"), "help")
+        assert notices == [True, False, False] and not command.ok and not command.notify
+        assert (await app.commands.handle(group("9", chat="-300"), "help")).ok
+    assert fake_llm.chat_requests == []
+
+
+def test_once_per_key_and_bounded() -> None:
+    now = [0.0]
+    once = Once(60, clock=lambda: now[0])
+    assert once.first("a") and not once.first("a") and once.first("b")
+    now[0] = 61
+    assert once.first("a")
+    for i in range(5000):
+        once.first(f"k{i}")
+    now[0] = 200
+    for i in range(4000):  # past twice the live keys, the stale ones are swept
+        once.first(f"later{i}")
+    assert len(once) == 4000

@@ -65,6 +65,12 @@ async def test_dropped_turns_become_a_summary_and_facts(
             r for r in fake_llm.chat_requests if "long-term memory" in str(r.json["messages"][0])
         ]
         assert 1 <= len(summary_requests) <= 4  # at most once per summary_every turns
+        # The summaries' tokens are on the chat's bill, under the bot, not under Mei.
+        rows = {r.user_id: r for r in await app.store.daily_usage("2000-01-01")}
+        assert set(rows) == {"7", ""}
+        assert rows[""].turns == 0 and rows[""].usage.total_tokens > 0
+        mine, chat = await app.service.usage_today(mei)
+        assert chat == mine + rows[""].usage.total_tokens
 
 
 async def test_a_failing_summariser_never_costs_a_reply(

@@ -459,6 +459,17 @@ class SQLiteStore:
         rows = await self._read.execute_fetchall(sql, args)
         return int(next(iter(rows))[0])
 
+    async def book_usage(self, chat_key: str, user_id: str, user_name: str, usage: Usage) -> None:
+        async with self._writing() as conn:
+            await conn.execute(
+                "INSERT INTO usage_daily (day, chat_key, user_id, user_name, prompt_tokens,"
+                " completion_tokens) VALUES (date('now'), ?, ?, ?, ?, ?) ON CONFLICT"
+                " (day, chat_key, user_id) DO UPDATE SET"
+                " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+                " completion_tokens = completion_tokens + excluded.completion_tokens",
+                (chat_key, user_id, user_name, usage.prompt_tokens, usage.completion_tokens),
+            )
+
     async def daily_usage(self, since_day: str, chat_key: str | None = None) -> list[DailyUsage]:
         sql = (
             "SELECT day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens"

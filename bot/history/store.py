@@ -38,6 +38,7 @@ class Usage:
 
 
 NO_USAGE = Usage()
+BOT_USER = ""  # the usage ledger's user for the bot's own calls (summaries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +149,10 @@ class HistoryStore(Protocol):
 
         Usage is a ledger of its own: ``clear_chat`` and retention leave it alone.
         """
+        ...
+
+    async def book_usage(self, chat_key: str, user_id: str, user_name: str, usage: Usage) -> None:
+        """Add tokens spent outside a turn (the bot's own summaries) to today's ledger."""
         ...
 
     async def daily_usage(self, since_day: str, chat_key: str | None = None) -> list[DailyUsage]:
