@@ -98,6 +98,12 @@ class LLMSettings(EndpointSettings):
         description="seconds until the model must have started answering, all retries and "
         "fallbacks included; then the user is told",
     )
+    circuit_breaker: float = Field(
+        15.0,
+        ge=0,
+        description="after the provider failed for good (down, not busy), seconds new requests "
+        "fail at once instead of each waiting out the deadline (0: off)",
+    )
     retry: RetrySettings = RetrySettings()
     fallbacks: tuple[EndpointSettings, ...] = ()
 

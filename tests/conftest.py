@@ -52,7 +52,13 @@ def private(user: str = "1", name: str = "Alice", **kw: Any) -> ChatContext:
 
 def make_settings(fake: FakeLLM, tmp_path: Path, **sections: Any) -> Settings:
     raw: dict[str, Any] = {
-        "llm": {"base_url": fake.base_url, "api_key": TEST_KEY, "model": "gpt-4o-mini"},
+        # Tests fail a call, then expect the next to reach the server: no circuit breaker.
+        "llm": {
+            "base_url": fake.base_url,
+            "api_key": TEST_KEY,
+            "model": "gpt-4o-mini",
+            "circuit_breaker": 0,
+        },
         "storage": {"path": str(tmp_path / "parlour.db")},
         "plugins": [],  # tests that want tools ask for them
         # Tests send bursts from one user on purpose; the per-user limits have their own tests.

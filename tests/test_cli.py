@@ -127,7 +127,7 @@ async def test_run_without_platforms_is_a_clear_error(tmp_path: Path) -> None:
 
 
 async def test_history_export_writes_jsonl(fake_llm: FakeLLM, tmp_path: Path) -> None:
-    write_config(tmp_path)
+    write_config(tmp_path, "llm:\n  circuit_breaker: 0\n")  # the next line tries again at once
     env = env_for(tmp_path, OPENAI_BASE_URL=fake_llm.base_url, OPENAI_API_KEY=SECRET)
     fake_llm.script(error(500), error(500), error(500), error(500))
     await run_cli("chat", env=env, stdin="unanswered one\nanswered one\n")

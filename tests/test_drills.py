@@ -226,10 +226,15 @@ async def test_kill_9_mid_turn_leaves_a_history_the_next_process_can_use(
 # ----------------------------------------------------------------------------- drill 2
 
 
-@pytest.mark.parametrize("outage", ["closed port", "accepts, never answers"])
+@pytest.mark.parametrize(
+    ("outage", "one_group"),
+    [("closed port", False), ("accepts, never answers", False), ("accepts, never answers", True)],
+)
 async def test_llm_down_every_user_is_told_within_the_deadline(
-    outage: str, fake_llm: FakeLLM, tg: FakeTelegram, tmp_path: Path
+    outage: str, one_group: bool, fake_llm: FakeLLM, tg: FakeTelegram, tmp_path: Path
 ) -> None:
+    """With ``one_group``, everyone shares one conversation and queues behind its lock: the
+    circuit breaker tells those after the first at once instead of a deadline each."""
     deadline = 3.0
     if outage == "closed port":
         base_url = f"http://127.0.0.1:{free_port()}/v1"
@@ -244,32 +249,37 @@ async def test_llm_down_every_user_is_told_within_the_deadline(
         "  retry: {max_attempts: 3, base_delay: 0.1, max_delay: 0.2}\n",
     )
     people = [tg.user(100 + i, f"User{i}") for i in range(5)]
-    # Different chats, so nobody queues behind someone else's conversation.
+    shared = tg.group(-2100, "Everyone", supergroup=True)
     chats = [
-        tg.group(-2000 - i, f"Group {i}") if i % 2 else tg.private_chat(user)
+        shared
+        if one_group
+        else tg.group(-2000 - i, f"Group {i}")
+        if i % 2
+        else tg.private_chat(user)
         for i, user in enumerate(people)
     ]
     async with bot_process(tmp_path, tg, base_url) as bot:
-        sent_at: dict[int, float] = {}
+        sent_at: dict[tuple[int, int], float] = {}  # (chat, trigger message) -> when
         for i, (chat, user) in enumerate(zip(chats, people, strict=True)):
-            sent_at[chat["id"]] = time.monotonic()
             prefix = "@parlour_bot " if chat["type"] != "private" else ""
-            tg.send(chat, user, f"{prefix}question {i}")
+            trigger = tg.send(chat, user, f"{prefix}question {i}")
+            sent_at[chat["id"], trigger["message_id"]] = time.monotonic()
         await tg.wait_until(
-            lambda: all(tg.messages(c["id"]) for c in chats),
+            lambda: sum(len(tg.messages(c)) for c in {c["id"] for c in chats}) >= len(people),
             timeout=deadline + 15,
-            what="an answer in every chat",
+            what="an answer to everyone",
         )
         await tg.wait_idle(quiet=0.3)
-        for chat in chats:
-            [notice] = tg.messages(chat["id"])
-            assert notice["text"] == UNAVAILABLE
-            [posted] = [
-                c.at
-                for c in tg.calls
-                if c.method == "sendMessage" and int(c.params["chat_id"]) == chat["id"]
+        notices = [c for c in tg.calls if c.method == "sendMessage"]
+        assert [c.params["text"] for c in notices] == [UNAVAILABLE] * len(people)
+        for notice in notices:
+            chat_id = int(notice.params["chat_id"])
+            quoted = (notice.params.get("reply_parameters") or {}).get("message_id")
+            [(key, at)] = [
+                (k, t) for k, t in sent_at.items() if k[0] == chat_id and quoted in (None, k[1])
             ]
-            assert posted - sent_at[chat["id"]] < deadline + 3, chat["id"]
+            assert notice.at - at < deadline + 3, key
+            del sent_at[key]
         assert await bot.terminate() == 0
 
     assert integrity(tmp_path) == "ok"

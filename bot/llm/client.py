@@ -21,6 +21,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from bot.config import EndpointSettings, LLMSettings, safe_url
 from bot.errors import LLMBadRequestError, LLMError, LLMUnavailableError
 from bot.history.store import Usage
+from bot.llm.breaker import CircuitBreaker
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry, classify
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,7 @@ class LLMClient:
             Endpoint(fb, timeout=settings.timeout) for fb in settings.fallbacks
         ]
         self._sleep: Sleep = asyncio.sleep if sleep is None else sleep
+        self.breaker = CircuitBreaker(settings.circuit_breaker)
 
     @property
     def model(self) -> str:
@@ -178,16 +180,24 @@ class LLMClient:
         tool_choice: str | None = None,
     ) -> tuple[Endpoint, Any]:
         """POST to the first endpoint that answers (each behind the retry layer), within
-        ``llm.deadline``: a provider that is down costs a user that long, never longer."""
+        ``llm.deadline``: a provider that is down costs a user that long, never longer, and
+        while it is known to be down (``llm.circuit_breaker``) nothing at all."""
+        self.breaker.check()
         try:
             async with asyncio.timeout(self.settings.deadline):
-                return await self._first_answering(
+                answer = await self._first_answering(
                     messages, tools, max_tokens, stream=stream, tool_choice=tool_choice
                 )
         except TimeoutError:
+            self.breaker.failed()
             raise LLMUnavailableError(
                 f"no answer within llm.deadline={self.settings.deadline:g}s"
             ) from None
+        except LLMUnavailableError:
+            self.breaker.failed()
+            raise
+        self.breaker.succeeded()
+        return answer
 
     async def _first_answering(
         self,
