@@ -104,7 +104,20 @@ def _check_config(settings: Settings, redactor: Redactor) -> int:
     return 0
 
 
+def _missing_database(settings: Settings) -> bool:
+    """Reports read an existing file: a typo'd path must not create an empty one."""
+    path = Path(settings.storage.path)
+    if path.exists():
+        return False
+    sys.stderr.write(
+        f"no history database at {path} (check storage.path and the working directory)\n"
+    )
+    return True
+
+
 async def _history(args: argparse.Namespace, settings: Settings) -> int:
+    if _missing_database(settings):
+        return 1
     async with SQLiteStore(settings.storage.path) as store:
         if args.history_command == "list":
             for key, turns in await store.conversations():
@@ -130,6 +143,8 @@ async def _usage(args: argparse.Namespace, settings: Settings) -> int:
     if args.days < 1:
         sys.stderr.write("--days must be at least 1\n")
         return 2
+    if _missing_database(settings):
+        return 1
     since = utc_day(time.time() - (args.days - 1) * 86400)
     async with SQLiteStore(settings.storage.path) as store:
         rows = await store.daily_usage(since, args.chat)

@@ -29,7 +29,7 @@ from bot.errors import LLMUnavailableError
 from bot.testing.fake_llm import FakeLLM, RecordedRequest, hang, rate_limited
 from bot.testing.fake_telegram import FakeTelegram
 from tests.secret_scan import find_secrets
-from tests.test_cli import SECRET, env_for, write_config
+from tests.test_cli import SECRET, env_for, run_cli, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -104,8 +104,12 @@ async def bot_process(
     finally:
         if proc.returncode is None:
             await bot.kill()
-    leaks = find_secrets(bot.output, [tg.token.split(":")[1], SECRET])
+    secrets = [tg.token.split(":")[1], SECRET]
+    leaks = find_secrets(bot.output, secrets)
     assert not leaks, f"secrets in the bot's output: {leaks}"
+    posted = json.dumps([c.params for c in tg.calls], ensure_ascii=False)
+    leaks = find_secrets(posted, secrets)  # error texts shown to users included
+    assert not leaks, f"secrets in what the bot sent to Telegram: {leaks}"
 
 
 def configure(tmp_path: Path, tg: FakeTelegram, llm: str = "") -> None:
@@ -218,6 +222,12 @@ async def test_kill_9_mid_turn_leaves_a_history_the_next_process_can_use(
     assert integrity(tmp_path) == "ok"
     final = {t["user_text"]: t for t in turns(tmp_path)}
     assert final["are you back?"]["status"] == "answered"
+    # The export a bot owner would hand over carries no key either (run_cli scans its output).
+    code, exported, err = await run_cli(
+        "history", "export", "telegram:-1001", env=env_for(tmp_path, OPENAI_API_KEY=SECRET)
+    )
+    assert code == 0, err
+    assert "are you back?" in exported
     assert json.loads(final["are you back?"]["answer"])[-1]["content"] == (
         "echo: [Bob] are you back?"
     )

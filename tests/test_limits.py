@@ -118,6 +118,10 @@ async def test_usage_command_reports_tokens_per_chat_user_and_day(
 ) -> None:
     write_config(tmp_path)
     env = env_for(tmp_path, OPENAI_BASE_URL=fake_llm.base_url, OPENAI_API_KEY=SECRET)
+    for command in (["usage"], ["history", "list"]):
+        code, _out, err = await run_cli(*command, env=env)
+        assert code == 1 and "no history database at" in err  # and none was created
+    assert not (tmp_path / "bot.db").exists()
     fake_llm.script(reply("one", usage=USAGE), reply("two", usage=USAGE))
     code, _out, err = await run_cli("chat", env=env, stdin="first\nsecond\n")
     assert code == 0, err
