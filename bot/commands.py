@@ -161,7 +161,7 @@ class Commands:
     async def _usage(self, ctx: ChatContext, args: str) -> CommandResult:
         mine, chat = await self.service.usage_today(ctx)
         limits = self.service.settings.limits
-        lines = [f"You used {mine:,} tokens here today (UTC)" + _of(limits.daily_tokens_per_user)]
+        lines = [f"You used {mine:,} tokens today (UTC)" + _of(limits.daily_tokens_per_user)]
         if self.is_admin(ctx) and not ctx.is_private:
             lines.append(f"This chat used {chat:,}" + _of(limits.daily_tokens_per_chat))
         if self.service.access.exempt(ctx):  # bot admins see the whole bill

@@ -186,7 +186,7 @@ class LimitSettings(_Section):
     )
 
     daily_tokens_per_user: int | None = Field(
-        200_000, ge=1, description="per user in one chat per UTC day (None: no budget)"
+        200_000, ge=1, description="per user, every chat together, per UTC day (None: no budget)"
     )
     daily_tokens_per_chat: int | None = Field(
         1_000_000, ge=1, description="per chat, everyone together, per UTC day (None: no budget)"

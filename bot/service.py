@@ -397,9 +397,10 @@ class ChatService:
     # -- spending --------------------------------------------------------------------------------
 
     async def usage_today(self, ctx: ChatContext) -> tuple[int, int]:
-        """Tokens used today (UTC) by this user in this chat, and by the whole chat."""
+        """Tokens used today (UTC) by this user (in every chat of the platform), and by this
+        chat (everyone)."""
         today = utc_day()
-        mine = await self.store.tokens_on(today, ctx.chat_key, ctx.user_id)
+        mine = await self.store.user_tokens_on(today, ctx.platform, ctx.user_id)
         chat = await self.store.tokens_on(today, ctx.chat_key)
         return mine, chat
 
@@ -437,8 +438,8 @@ class ChatService:
             )
         if limits.daily_tokens_per_user is not None and mine >= limits.daily_tokens_per_user:
             raise UserFacingError(
-                f"daily user budget spent chat={ctx.chat_key} user={ctx.user_id} tokens={mine}",
-                chat_text="You have used today's budget for me here. It resets at midnight (UTC).",
+                f"daily user budget spent user={ctx.platform}:{ctx.user_id} tokens={mine}",
+                chat_text="You have used today's budget for me. It resets at midnight (UTC).",
             )
 
     # -- group chatter ---------------------------------------------------------------------------

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from bot.config import LimitSettings
+from bot.context import ChatContext, ChatType
 from bot.errors import UserFacingError
 from bot.history.migrations import MIGRATIONS
 from bot.history.sqlite import SQLiteStore
 from bot.testing.fake_llm import FakeLLM, error, reply, tool_calls
-from tests.conftest import AppFactory, group
+from tests.conftest import AppFactory, group, private
 from tests.test_cli import SECRET, env_for, run_cli, write_config
 
 USAGE = {"prompt_tokens": 60, "completion_tokens": 40, "total_tokens": 100}
@@ -39,7 +40,7 @@ async def test_daily_budgets_refuse_clearly_and_store_nothing(
         assert (await app.store.stats("telegram:-100")).turns_stored == 3
         assert len(fake_llm.chat_requests) == 3
         mine = (await app.commands.handle(group("1"), "usage")).text
-        assert mine == "You used 200 tokens here today (UTC) of a 150-token daily budget."
+        assert mine == "You used 200 tokens today (UTC) of a 150-token daily budget."
         admin = (await app.commands.handle(group("2", is_admin=True), "usage")).text
         assert "This chat used 300 of a 250-token daily budget" in admin
 
@@ -81,7 +82,7 @@ async def test_usage_is_a_ledger_that_clear_and_migration_keep(
             await app.service.chat(group("1", "Alice"), "again")
         await app.service.migrate_chat("telegram:-100", "telegram:-1009")
         assert await app.service.usage_today(group("1", chat="-1009")) == (100, 200)
-        assert await app.service.usage_today(group("1")) == (0, 0)
+        assert await app.service.usage_today(group("1")) == (100, 0)  # Alice's, everywhere
         rows = await app.store.daily_usage("2000-01-01")
     assert [(r.chat_key, r.user_id, r.user_name, r.turns, r.usage.total_tokens) for r in rows] == [
         ("telegram:-1009", "1", "Alice", 1, 100),
@@ -191,3 +192,19 @@ async def test_a_server_that_reports_no_usage_is_estimated(
         with pytest.raises(UserFacingError):  # the estimate counts toward the budget
             await app.service.chat(group(), "and this?")
     assert "reports no token usage" in caplog.text
+
+
+async def test_a_new_chat_is_not_a_fresh_user_budget(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    async with make_app(limits={"daily_tokens_per_user": 150}) as app:
+        for chat in ("-100", "-200"):
+            fake_llm.script(reply("ok", usage=USAGE))
+            await app.service.chat(group("1", chat=chat), "hi")
+        with pytest.raises(UserFacingError):  # a third group, a thread, a DM: the same person
+            await app.service.chat(group("1", chat="-300"), "and here?")
+        with pytest.raises(UserFacingError):
+            await app.service.chat(private("1"), "in private?")
+        await app.service.chat(
+            ChatContext("discord", "55", ChatType.GROUP, "1", "Alice"), "another platform's id"
+        )

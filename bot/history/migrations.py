@@ -236,6 +236,7 @@ MIGRATIONS: tuple[str, ...] = (
         completion_tokens INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (day, chat_key, user_id)
     ) WITHOUT ROWID;
+    CREATE INDEX usage_by_user ON usage_daily (day, user_id);
     INSERT INTO usage_daily
         SELECT date(created_at, 'unixepoch'), chat_key, user_id, max(user_name),
             sum(status = 'answered'), sum(prompt_tokens), sum(completion_tokens)

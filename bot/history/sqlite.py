@@ -459,6 +459,15 @@ class SQLiteStore:
         rows = await self._read.execute_fetchall(sql, args)
         return int(next(iter(rows))[0])
 
+    async def user_tokens_on(self, day: str, platform: str, user_id: str) -> int:
+        prefix = f"{platform}:"
+        rows = await self._read.execute_fetchall(
+            "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM usage_daily"
+            " WHERE day = ? AND user_id = ? AND substr(chat_key, 1, ?) = ?",
+            (day, user_id, len(prefix), prefix),
+        )
+        return int(next(iter(rows))[0])
+
     async def book_usage(self, chat_key: str, user_id: str, user_name: str, usage: Usage) -> None:
         async with self._writing() as conn:
             await conn.execute(

@@ -151,6 +151,11 @@ class HistoryStore(Protocol):
         """
         ...
 
+    async def user_tokens_on(self, day: str, platform: str, user_id: str) -> int:
+        """Tokens one user spent on ``day`` in every chat of ``platform`` (ids are per
+        platform), so new threads or groups are not fresh budgets."""
+        ...
+
     async def book_usage(self, chat_key: str, user_id: str, user_name: str, usage: Usage) -> None:
         """Add tokens spent outside a turn (the bot's own summaries) to today's ledger."""
         ...
