@@ -35,7 +35,7 @@ from bot.history.store import (
     StoredTurn,
     Usage,
 )
-from bot.llm.client import Completion, LLMClient, TextDelta, ToolCall
+from bot.llm.client import Completion, LLMClient, StreamItem, TextDelta, ToolCall
 from bot.locks import KeyedLocks
 from bot.memory import MemoryProvider, NoMemory
 from bot.rate_limit import InFlight, MessageRateLimiter, Once
@@ -305,16 +305,17 @@ class ChatService:
             choice = None if may_call or not tools else "none"  # past the cap: answer in text
             try:
                 completion: Completion | None = None
-                async with self._llm_slot():
-                    if streaming:
-                        async for item in self.llm.stream(
-                            transcript, tools=offer, tool_choice=choice, max_tokens=self._max_output
-                        ):
+                if streaming:
+                    async with contextlib.aclosing(
+                        self._streamed(transcript, offer, choice)
+                    ) as items:
+                        async for item in items:
                             if isinstance(item, TextDelta):
                                 yield item
                             else:
                                 completion = item
-                    else:
+                else:
+                    async with self._llm_slot():
                         completion = await self.llm.complete(
                             transcript, tools=offer, tool_choice=choice, max_tokens=self._max_output
                         )
@@ -369,6 +370,43 @@ class ChatService:
             log.warning("the LLM server reports no token usage; budgets use local estimates")
         written = completion.text + "".join(c.name + c.arguments for c in completion.tool_calls)
         return Usage(self.counter.count_messages(transcript), self.counter.count_text(written))
+
+    async def _streamed(
+        self,
+        transcript: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        choice: str | None,
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The model's stream, read by a task of its own into a buffer: a slow reader (an
+        adapter waiting out a platform's flood control) never holds an LLM slot or the
+        provider's connection, which are given back as soon as the model is done."""
+        buffer: asyncio.Queue[StreamItem | Exception | None] = asyncio.Queue()
+
+        async def read() -> None:
+            try:
+                async with self._llm_slot():
+                    stream = self.llm.stream(
+                        transcript, tools=tools, tool_choice=choice, max_tokens=self._max_output
+                    )
+                    async with contextlib.aclosing(stream) as items:
+                        async for item in items:
+                            buffer.put_nowait(item)
+            except Exception as exc:  # handed to the reader, raised there
+                buffer.put_nowait(exc)
+            else:
+                buffer.put_nowait(None)
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while (item := await buffer.get()) is not None:
+                if isinstance(item, Exception):
+                    raise item
+                yield item
+        finally:
+            if not reader.done():
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
 
     @contextlib.asynccontextmanager
     async def _llm_slot(self) -> AsyncIterator[None]:

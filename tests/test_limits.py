@@ -1,8 +1,9 @@
-"""Daily token budgets per user and per chat, and /usage."""
+"""Daily token budgets, the usage ledger and `usage` CLI, input and output caps, LLM slots."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -14,6 +15,7 @@ from bot.context import ChatContext, ChatType
 from bot.errors import UserFacingError
 from bot.history.migrations import MIGRATIONS
 from bot.history.sqlite import SQLiteStore
+from bot.service import Done
 from bot.testing.fake_llm import FakeLLM, error, reply, tool_calls
 from tests.conftest import AppFactory, group, private
 from tests.test_cli import SECRET, env_for, run_cli, write_config
@@ -208,3 +210,19 @@ async def test_a_new_chat_is_not_a_fresh_user_budget(
         await app.service.chat(
             ChatContext("discord", "55", ChatType.GROUP, "1", "Alice"), "another platform's id"
         )
+
+
+async def test_a_slow_reader_does_not_hold_an_llm_slot(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    """An adapter waiting out flood control mid-stream: the model is done, the slot is free."""
+    limits = {"max_concurrent_llm_calls": 1, "queue_timeout": 0.5}
+    async with make_app(limits=limits) as app:
+        stream = app.service.stream(group("1", chat="-100"), "a long story please")
+        async with contextlib.aclosing(stream) as events:
+            await anext(events)  # the first words are shown...
+            await asyncio.sleep(0.2)  # ...and the platform makes us wait before the next edit
+            other = await app.service.chat(group("2", chat="-200"), "meanwhile?")
+            assert other.text == "echo: [Alice] meanwhile?"
+            done = [e async for e in events if isinstance(e, Done)]
+        assert done[0].reply.text == "echo: [Alice] a long story please"

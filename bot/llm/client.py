@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,7 +162,7 @@ class LLMClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
         tool_choice: str | None = None,
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         """Yield text deltas, then one final :class:`Completion` (tool calls assembled)."""
         endpoint, chunks = await self._send(
             messages, tools, max_tokens, stream=True, tool_choice=tool_choice
