@@ -43,7 +43,14 @@ def make_settings(base_url: str, db_path: Path, **sections: dict[str, Any]) -> S
         "plugins": [],  # the per-turn figures compare like with like: no tool definitions
         "memory": {"enabled": False},  # nor recall: section 6 measures memory on its own
         # One simulated user sends many messages back to back: no per-user rate limit here.
-        "limits": {"messages_per_minute": None, "one_in_flight": False},
+        # Budgets are checked as in a default deployment, just never reached.
+        "limits": {
+            "messages_per_minute": None,
+            "one_in_flight": False,
+            "daily_tokens_per_user": 10**15,
+            "daily_tokens_per_chat": 10**15,
+            "daily_tokens_total": 10**15,
+        },
     }
     for name, values in sections.items():
         raw[name] = {**raw.get(name, {}), **values}

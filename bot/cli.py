@@ -22,11 +22,11 @@ import yaml
 
 from bot.adapter import Adapter, check_adapter_settings, load_adapter
 from bot.app import App, check_llm_settings
+from bot.budgets import utc_day
 from bot.config import Settings, load_settings, masked_dump, secret_values
 from bot.errors import ConfigError, ParlourError
 from bot.history.sqlite import SQLiteStore
 from bot.redact import Redactor, configure_logging
-from bot.service import utc_day
 from bot.usage import usage_table
 
 log = logging.getLogger(__name__)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from bot.access import AccessDeniedError, AccessPolicy
+from bot.budgets import Budgets
 from bot.compaction import Compactor
 from bot.config import Settings
 from bot.context import ChatContext, Scope
@@ -45,7 +46,6 @@ from bot.tools import ToolRunner
 log = logging.getLogger(__name__)
 
 _NO_ANSWER = "Sorry, I could not come up with an answer to that."
-_TOTAL_TTL = 5.0  # seconds the whole bot's usage today is reused between budget checks
 _CONTEXT_RETRY_FACTOR = 0.7  # after a provider's context_length_exceeded, retry once this smaller
 
 
@@ -127,7 +127,7 @@ class ChatService:
         self._rate = MessageRateLimiter(limits.messages_per_minute, limits.burst)
         self._in_flight = InFlight(limits.one_in_flight)
         self._refused_chats = Once(every=86400)
-        self._total_today: tuple[str, float, int] = ("", 0.0, 0)  # day, read at, tokens
+        self.budgets = Budgets(settings.limits, store, self.access)
         self._warned_no_usage = False
         self._max_output = min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9)
 
@@ -196,7 +196,7 @@ class ChatService:
             )
         key = self.conversation_key(ctx)  # no await before the lock: arrival order holds
         async with self._admitted(ctx, key):
-            await self._check_budget(ctx)  # in the lock: the turn before has counted its tokens
+            await self.budgets.check(ctx)  # in the lock: the turn before has counted its tokens
             history = await self.store.load_window(key, self.settings.history.max_turns)
             overheard = await self._overheard(ctx, key)
             shared = _is_shared(key)
@@ -241,10 +241,12 @@ class ChatService:
                 assert final is not None
                 turn_id = await asyncio.shield(begin)
                 await self.store.complete_turn(turn_id, answer, usage, final.model)
+                self.budgets.booked(ctx, usage)
                 if self.compactor is not None:
                     self.compactor.turn_done(ctx, key)  # background: never delays this reply
             except BaseException as exc:
                 await self._fail(begin, exc, key, usage)
+                self.budgets.booked(ctx, usage)
                 raise
             reply = Reply(final.text, turn_id, key, usage, final.model, final.finish_reason)
         yield Done(reply)  # after the lock is released: a consumer may stop here
@@ -435,50 +437,12 @@ class ChatService:
     # -- spending --------------------------------------------------------------------------------
 
     async def usage_today(self, ctx: ChatContext) -> tuple[int, int]:
-        """Tokens used today (UTC) by this user (in every chat of the platform), and by this
-        chat (everyone)."""
-        today = utc_day()
-        mine = await self.store.user_tokens_on(today, ctx.platform, ctx.user_id)
-        chat = await self.store.tokens_on(today, ctx.chat_key)
-        return mine, chat
+        """Tokens used today (UTC) by this user (every chat of the platform) and this chat."""
+        return await self.budgets.usage_today(ctx)
 
     async def usage_total_today(self, *, fresh: bool = False) -> int:
-        """Tokens the whole bot used today (UTC); for budget checks, re-read every few seconds
-        (a sum over every chat's row of the day)."""
-        today = utc_day()
-        day, read_at, tokens = self._total_today
-        if fresh or day != today or time.monotonic() - read_at > _TOTAL_TTL:
-            tokens = await self.store.tokens_on(today)
-            self._total_today = (today, time.monotonic(), tokens)
-        return tokens
-
-    async def _check_budget(self, ctx: ChatContext) -> None:
-        limits = self.settings.limits
-        if self.access.exempt(ctx):
-            return  # whoever pays the bill is never locked out by it
-        if limits.daily_tokens_total is not None:
-            total = await self.usage_total_today()
-            if total >= limits.daily_tokens_total:
-                log.warning("daily token budget of the whole bot spent: %d tokens", total)
-                raise UserFacingError(
-                    f"daily total budget spent tokens={total}",
-                    chat_text="I've used today's budget for everyone. I'll be back after "
-                    "midnight (UTC).",
-                )
-        if limits.daily_tokens_per_user is None and limits.daily_tokens_per_chat is None:
-            return
-        mine, chat = await self.usage_today(ctx)
-        if limits.daily_tokens_per_chat is not None and chat >= limits.daily_tokens_per_chat:
-            raise UserFacingError(
-                f"daily chat budget spent chat={ctx.chat_key} tokens={chat}",
-                chat_text="This chat has used today's budget for me. I'll be back after "
-                "midnight (UTC).",
-            )
-        if limits.daily_tokens_per_user is not None and mine >= limits.daily_tokens_per_user:
-            raise UserFacingError(
-                f"daily user budget spent user={ctx.platform}:{ctx.user_id} tokens={mine}",
-                chat_text="You have used today's budget for me. It resets at midnight (UTC).",
-            )
+        """Tokens the whole bot used today (UTC)."""
+        return await self.budgets.total_today(fresh=fresh)
 
     # -- group chatter ---------------------------------------------------------------------------
 
@@ -628,11 +592,6 @@ def _with_speaker(name: str, text: str) -> str:
     # The API's ``name`` field rejects spaces and most scripts, so the speaker goes in the text.
     clean = " ".join(name.replace("[", "(").replace("]", ")").split()) or "someone"
     return f"[{clean}] {text}"
-
-
-def utc_day(at: float | None = None) -> str:
-    """``YYYY-MM-DD`` in UTC: the day usage is booked on and budgets reset at."""
-    return time.strftime("%Y-%m-%d", time.gmtime(at))
 
 
 def _overheard_message(message: Overheard, shared: bool) -> dict[str, Any]:

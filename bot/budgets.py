@@ -1,0 +1,124 @@
+"""Daily token budgets: per user (every chat together), per chat, and for the whole bot.
+
+The ledger in the store (``usage_daily``) is the truth. Reading it before every turn would cost
+three queries, so what was spent today is read once per key and then kept current in memory as
+this process's turns complete; a re-read every ``REREAD`` seconds picks up other processes
+sharing the file (the console next to the bot). Budgets are checked before a turn against what
+earlier turns booked: turns already running when one runs out still finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from bot.access import AccessPolicy
+from bot.config import LimitSettings
+from bot.context import ChatContext
+from bot.errors import UserFacingError
+from bot.history.store import HistoryStore, Usage
+
+log = logging.getLogger(__name__)
+
+REREAD = 30.0  # seconds a figure read from the ledger is trusted (plus what this process booked)
+_SWEEP = 4096  # figures kept before stale ones are swept
+_TOTAL = "total"
+
+
+def utc_day(at: float | None = None) -> str:
+    """``YYYY-MM-DD`` in UTC: the day usage is booked on and budgets reset at."""
+    return time.strftime("%Y-%m-%d", time.gmtime(at))
+
+
+class BudgetSpentError(UserFacingError):
+    """A daily budget is used up; ``chat_text`` says whose and when it resets."""
+
+
+class Budgets:
+    def __init__(self, limits: LimitSettings, store: HistoryStore, access: AccessPolicy) -> None:
+        self.limits = limits
+        self.store = store
+        self.access = access
+        self._spent: dict[str, tuple[str, float, int]] = {}  # key -> (day, read at, tokens)
+        self._sweep_at = _SWEEP
+
+    async def check(self, ctx: ChatContext) -> None:
+        """Raise :class:`BudgetSpentError` if today's whole-bot, chat or user budget is used."""
+        limits = self.limits
+        if self.access.exempt(ctx):
+            return  # whoever pays the bill is never locked out by it
+        if limits.daily_tokens_total is not None:
+            total = await self.total_today()
+            if total >= limits.daily_tokens_total:
+                log.warning("daily token budget of the whole bot spent: %d tokens", total)
+                raise BudgetSpentError(
+                    f"daily total budget spent tokens={total}",
+                    chat_text="I've used today's budget for everyone. I'll be back after "
+                    "midnight (UTC).",
+                )
+        if limits.daily_tokens_per_chat is not None:
+            chat = await self._chat_today(ctx)
+            if chat >= limits.daily_tokens_per_chat:
+                raise BudgetSpentError(
+                    f"daily chat budget spent chat={ctx.chat_key} tokens={chat}",
+                    chat_text="This chat has used today's budget for me. I'll be back after "
+                    "midnight (UTC).",
+                )
+        if limits.daily_tokens_per_user is not None:
+            mine = await self._user_today(ctx)
+            if mine >= limits.daily_tokens_per_user:
+                raise BudgetSpentError(
+                    f"daily user budget spent user={ctx.platform}:{ctx.user_id} tokens={mine}",
+                    chat_text="You have used today's budget for me. It resets at midnight (UTC).",
+                )
+
+    def booked(self, ctx: ChatContext, usage: Usage) -> None:
+        """A turn of ``ctx`` was stored with ``usage`` (the ledger has it): count it here too."""
+        today = utc_day()
+        for key in (_user_key(ctx), _chat_key(ctx), _TOTAL):
+            known = self._spent.get(key)
+            if known is not None and known[0] == today:
+                self._spent[key] = (today, known[1], known[2] + usage.total_tokens)
+
+    async def usage_today(self, ctx: ChatContext) -> tuple[int, int]:
+        """Tokens used today (UTC) by this user (every chat of the platform) and by this chat,
+        read from the ledger."""
+        return await self._user_today(ctx, fresh=True), await self._chat_today(ctx, fresh=True)
+
+    async def total_today(self, *, fresh: bool = False) -> int:
+        return await self._figure(_TOTAL, lambda day: self.store.tokens_on(day), fresh)
+
+    async def _user_today(self, ctx: ChatContext, *, fresh: bool = False) -> int:
+        return await self._figure(
+            _user_key(ctx),
+            lambda day: self.store.user_tokens_on(day, ctx.platform, ctx.user_id),
+            fresh,
+        )
+
+    async def _chat_today(self, ctx: ChatContext, *, fresh: bool = False) -> int:
+        return await self._figure(
+            _chat_key(ctx), lambda day: self.store.tokens_on(day, ctx.chat_key), fresh
+        )
+
+    async def _figure(self, key: str, read: Callable[[str], Awaitable[int]], fresh: bool) -> int:
+        today, now = utc_day(), time.monotonic()
+        known = self._spent.get(key)
+        if not fresh and known is not None and known[0] == today and now - known[1] < REREAD:
+            return known[2]
+        tokens = await read(today)
+        if len(self._spent) >= self._sweep_at:
+            self._spent = {
+                k: v for k, v in self._spent.items() if v[0] == today and now - v[1] < REREAD
+            }
+            self._sweep_at = max(_SWEEP, 2 * len(self._spent))
+        self._spent[key] = (today, now, tokens)
+        return tokens
+
+
+def _user_key(ctx: ChatContext) -> str:
+    return f"u|{ctx.platform}|{ctx.user_id}"
+
+
+def _chat_key(ctx: ChatContext) -> str:
+    return f"c|{ctx.chat_key}"
