@@ -3,9 +3,11 @@
 Each message is described by a few subjects, matched with shell-style patterns (``*``):
 ``telegram:-1001234`` (a chat), ``telegram:user:42`` (a user), ``telegram:private`` /
 ``discord:group`` (every private chat / group of a platform), ``*:private`` (every private chat
-anywhere). A deny match always refuses; with an allow list, only matches get through; in
-private-bot mode the allow list is required (an empty one admits nobody). Bot admins from
-config (and the console's owner) are always let in, so they can never lock themselves out.
+anywhere), and where the adapter knows them ``discord:guild:123`` (a whole server) and a
+thread's parent channel (``discord:456`` covers its threads). A deny match always refuses;
+with an allow list, only matches get through; in private-bot mode the allow list is required
+(an empty one admits nobody). Bot admins from config (and the console's owner) are always let
+in, so they can never lock themselves out.
 """
 
 from __future__ import annotations
@@ -23,10 +25,16 @@ class AccessDeniedError(UserFacingError):
 
 def subjects(ctx: ChatContext) -> tuple[str, ...]:
     kind = "private" if ctx.is_private else "group"
+    extra = dict(ctx.extra)
+    around = (  # what an adapter knows the chat sits in: a server, a thread's channel
+        *((f"{ctx.platform}:guild:{extra['guild']}",) if "guild" in extra else ()),
+        *((f"{ctx.platform}:{extra['parent']}",) if "parent" in extra else ()),
+    )
     return (
         f"{ctx.platform}:{ctx.chat_id}",
         f"{ctx.platform}:user:{ctx.user_id}",
         f"{ctx.platform}:{kind}",
+        *around,
     )
 
 

@@ -236,3 +236,23 @@ async def test_a_flooding_member_is_told_once_and_others_still_answered(
     assert sum("faster than I can answer" in t for t in texts) == 1
     assert len(texts) == 4
     assert_no_pings(dc)
+
+
+async def test_access_lists_name_a_server_and_a_channel_covers_its_threads(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
+) -> None:
+    dc = fake_discord
+    w = world(dc)
+    bot_id = dc.application_id
+    access = {"deny": [f"discord:{GENERAL}"], "refusal": "Not here."}
+    async with running_discord(make_app, dc, access=access):
+        dc.message(w.thread, w.member, f"<@{bot_id}> in a thread of #general")
+        [refusal] = await settled(dc, THREAD)
+        dc.message(w.random, w.member, f"<@{bot_id}> in #random")
+        await settled(dc, RANDOM)
+    assert refusal["content"] == "Not here."
+    assert user_texts(fake_llm) == ["[Bobby] in #random"]
+    async with running_discord(make_app, dc, access={"allow": [f"discord:guild:{GUILD}"]}):
+        dc.message(w.thread, w.member, f"<@{bot_id}> the whole server is allowed")
+        await settled(dc, THREAD, count=2)
+    assert len(fake_llm.chat_requests) == 2

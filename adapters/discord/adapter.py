@@ -333,6 +333,12 @@ class DiscordAdapter:
             interaction.user,
             message_id=interaction.id,
             is_admin=admin,
+            guild_id=interaction.guild_id,
+            parent_id=(
+                interaction.channel.parent_id
+                if isinstance(interaction.channel, discord.Thread)
+                else None
+            ),
         )
 
 

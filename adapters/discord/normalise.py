@@ -40,7 +40,16 @@ def context_for(
     message_id: int | None = None,
     reply_to: int | None = None,
     is_admin: bool = False,
+    guild_id: int | None = None,
+    parent_id: int | None = None,
 ) -> ChatContext:
+    """``guild_id`` and a thread's ``parent_id`` go in ``extra``: access lists can name a whole
+    server (``discord:guild:<id>``), and a channel's entry covers its threads."""
+    extra = tuple(
+        (name, str(value))
+        for name, value in (("guild", guild_id), ("parent", parent_id))
+        if value is not None
+    )
     return ChatContext(
         platform=PLATFORM,
         chat_id=str(channel_id),
@@ -50,6 +59,7 @@ def context_for(
         message_id=str(message_id) if message_id is not None else None,
         reply_to_message_id=str(reply_to) if reply_to is not None else None,
         is_admin=is_admin,
+        extra=extra,
     )
 
 
@@ -64,6 +74,10 @@ def normalise(message: discord.Message, me: discord.ClientUser) -> Incoming:
         message_id=message.id,
         reply_to=reference.message_id if reference is not None else None,
         is_admin=_manages_messages(message),
+        guild_id=message.guild.id if message.guild is not None else None,
+        parent_id=message.channel.parent_id
+        if isinstance(message.channel, discord.Thread)
+        else None,
     )
     own_role = message.guild.self_role if message.guild is not None else None
     role_mentioned = own_role is not None and own_role in message.role_mentions
