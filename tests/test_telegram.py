@@ -269,3 +269,25 @@ async def test_fake_token_never_logged(
     assert caplog.records
     secret = tg.token.split(":", 1)[1]
     assert secret not in caplog.text
+
+
+async def test_group_admins_are_offered_admin_only_tools(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    tg = fake_telegram
+    alice, bob = tg.user(7, "Alice"), tg.user(8, "Bob")
+    group = tg.group(-100, "Team", supergroup=True)
+    tg.set_member(group["id"], alice["id"], "administrator")
+    toolbox = {"module": "tests.sample_plugins.toolbox", "settings": {"greeting": "Ahoy"}}
+    async with running_bot(make_app, tg, plugins=[toolbox]):
+        tg.send(group, bob, "@parlour_bot wipe everything")
+        await replies(tg, group["id"])
+        tg.send(group, alice, "@parlour_bot wipe everything")
+        await replies(tg, group["id"], count=2)
+    offered = [
+        [t["function"]["name"] for t in r.json.get("tools", [])] for r in fake_llm.chat_requests
+    ]
+    assert "wipe_everything" not in offered[0]  # Bob is a member
+    assert "wipe_everything" in offered[1]  # Alice is an admin of this chat (getChatMember)
+    lookups = [c for c in tg.calls if c.method == "getChatMember"]
+    assert {int(c.params["user_id"]) for c in lookups} == {7, 8}

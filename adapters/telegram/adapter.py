@@ -259,6 +259,9 @@ class TelegramAdapter:
             await self.app.service.overhear(incoming.ctx, decision.text)
 
     async def _answer(self, message: Message, incoming: Incoming, text: str) -> None:
+        if self.app.tools.has_admin_tools:
+            incoming = replace(incoming, ctx=await self._with_admin_rights(message, incoming.ctx))
+        # From here to the conversation's lock nothing suspends: arrival order holds.
         outbox = Outbox(self.bot, _target(message))
         if not text.strip() and incoming.command == "ask":
             await self._notify(outbox, "Ask me something: /ask <your question>")
@@ -299,6 +302,16 @@ class TelegramAdapter:
                 elif isinstance(event, Done):
                     return event.reply
         raise AssertionError("a stream always ends with Done")  # pragma: no cover
+
+    async def _with_admin_rights(self, message: Message, ctx: ChatContext) -> ChatContext:
+        """A group admin's turn is offered the admin-only tools: ``getChatMember`` (cached)
+        decides, and this chat's later messages wait for the answer, as for admin commands."""
+        sender = message.from_user
+        if ctx.is_private or ctx.is_admin or sender is None or message.sender_chat is not None:
+            return ctx
+        async with self._barrier(message.chat.id):
+            admin = await self.admins.is_admin(message.chat.id, sender.id)
+        return replace(ctx, is_admin=admin) if admin else ctx
 
     async def _command(self, message: Message, incoming: Incoming, decision: Decision) -> None:
         ctx = incoming.ctx

@@ -42,6 +42,11 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return sorted(self._tools)
 
+    @property
+    def has_admin_tools(self) -> bool:
+        """Adapters look up a sender's admin rights before a turn only when it matters."""
+        return any(spec.permission is Permission.ADMINS for spec, _ in self._tools.values())
+
     def allowed(self, spec: ToolSpec, ctx: ChatContext) -> bool:
         if spec.permission is Permission.ADMINS:
             return self.is_admin(ctx)
