@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 
 from bot.access import AccessPolicy
 from bot.config import LimitSettings
@@ -42,6 +43,8 @@ class Budgets:
         self.access = access
         self._spent: dict[str, tuple[str, float, int]] = {}  # key -> (day, read at, tokens)
         self._sweep_at = _SWEEP
+        self._booking = 0  # ledger writes in progress in this process
+        self._booked = 0  # ledger writes done: a read that overlaps either is not trusted
 
     async def check(self, ctx: ChatContext) -> None:
         """Raise :class:`BudgetSpentError` if today's whole-bot, chat or user budget is used."""
@@ -73,13 +76,21 @@ class Budgets:
                     chat_text="You have used today's budget for me. It resets at midnight (UTC).",
                 )
 
-    def booked(self, ctx: ChatContext, usage: Usage) -> None:
-        """A turn of ``ctx`` was stored with ``usage`` (the ledger has it): count it here too."""
-        today = utc_day()
-        for key in (_user_key(ctx), _chat_key(ctx), _TOTAL):
-            known = self._spent.get(key)
-            if known is not None and known[0] == today:
-                self._spent[key] = (today, known[1], known[2] + usage.total_tokens)
+    @contextmanager
+    def booking(self, ctx: ChatContext, usage: Usage) -> Iterator[None]:
+        """Around the store's write of a turn with ``usage``: figures read before it get the
+        tokens added; a figure read while it runs may or may not hold them, so it is re-read."""
+        self._booking += 1
+        try:
+            yield
+        finally:
+            self._booking -= 1
+            self._booked += 1
+            today = utc_day()
+            for key in (_user_key(ctx), _chat_key(ctx), _TOTAL):
+                known = self._spent.get(key)
+                if known is not None and known[0] == today:
+                    self._spent[key] = (today, known[1], known[2] + usage.total_tokens)
 
     async def usage_today(self, ctx: ChatContext) -> tuple[int, int]:
         """Tokens used today (UTC) by this user (every chat of the platform) and by this chat,
@@ -106,13 +117,19 @@ class Budgets:
         known = self._spent.get(key)
         if not fresh and known is not None and known[0] == today and now - known[1] < REREAD:
             return known[2]
+        booked, busy = self._booked, self._booking
         tokens = await read(today)
+        read_at = now
+        if busy or self._booking or booked != self._booked:
+            # A turn was written while the ledger was read: the figure may or may not hold
+            # it. Use it this once (off by one turn at most); the next check reads again.
+            read_at = -REREAD
         if len(self._spent) >= self._sweep_at:
             self._spent = {
                 k: v for k, v in self._spent.items() if v[0] == today and now - v[1] < REREAD
             }
             self._sweep_at = max(_SWEEP, 2 * len(self._spent))
-        self._spent[key] = (today, now, tokens)
+        self._spent[key] = (today, read_at, tokens)
         return tokens
 
 

@@ -223,32 +223,29 @@ class ChatService:
                 overheard=tuple(o.overheard_id for o in overheard),
             )
             begin = asyncio.ensure_future(self.store.begin_turn(new_turn))
-            usage = Usage()  # every round's tokens, booked even when a later round fails
+            bill = _Bill()  # every model call's tokens, booked even when the turn fails later
             try:
                 answer: list[dict[str, Any]] = []
                 final: Completion | None = None
-                async for event in self._answer(ctx, messages, window, budget, tools, streaming):
+                async for event in self._answer(
+                    ctx, messages, window, budget, tools, streaming, bill
+                ):
                     if isinstance(event, _RoundDone):
                         answer.extend(event.messages)
-                        usage = Usage(
-                            usage.prompt_tokens + (event.completion.usage or Usage()).prompt_tokens,
-                            usage.completion_tokens
-                            + (event.completion.usage or Usage()).completion_tokens,
-                        )
                         final = event.completion
                     else:
                         yield event
                 assert final is not None
                 turn_id = await asyncio.shield(begin)
-                await self.store.complete_turn(turn_id, answer, usage, final.model)
-                self.budgets.booked(ctx, usage)
+                with self.budgets.booking(ctx, bill.total):
+                    await self.store.complete_turn(turn_id, answer, bill.total, final.model)
                 if self.compactor is not None:
                     self.compactor.turn_done(ctx, key)  # background: never delays this reply
             except BaseException as exc:
-                await self._fail(begin, exc, key, usage)
-                self.budgets.booked(ctx, usage)
+                with self.budgets.booking(ctx, bill.total):
+                    await self._fail(begin, exc, key, bill.total)
                 raise
-            reply = Reply(final.text, turn_id, key, usage, final.model, final.finish_reason)
+            reply = Reply(final.text, turn_id, key, bill.total, final.model, final.finish_reason)
         yield Done(reply)  # after the lock is released: a consumer may stop here
 
     def _admit(self, ctx: ChatContext) -> None:
@@ -296,6 +293,7 @@ class ChatService:
         budget: int,
         tools: list[dict[str, Any]],
         streaming: bool,
+        bill: _Bill,
     ) -> AsyncIterator[ChatEvent | _RoundDone]:
         """The tool loop: call the model, run its tool calls in parallel, repeat (bounded)."""
         transcript = list(window)
@@ -309,7 +307,7 @@ class ChatService:
                 completion: Completion | None = None
                 if streaming:
                     async with contextlib.aclosing(
-                        self._streamed(transcript, offer, choice)
+                        self._streamed(transcript, offer, choice, bill, first=rounds == 0)
                     ) as items:
                         async for item in items:
                             if isinstance(item, TextDelta):
@@ -321,6 +319,7 @@ class ChatService:
                         completion = await self.llm.complete(
                             transcript, tools=offer, tool_choice=choice, max_tokens=self._max_output
                         )
+                    completion = self._paid(transcript, completion, bill, first=rounds == 0)
                 assert completion is not None
             except LLMContextLengthError:
                 if retried_context:
@@ -332,17 +331,6 @@ class ChatService:
                 transcript = window + answered
                 log.info("provider said context too long; retrying once with budget=%d", budget)
                 continue
-            if (
-                rounds == 0
-                and not self.counter.exact
-                and completion.usage
-                and completion.usage.prompt_tokens
-            ):
-                self.counter.observe(
-                    self.counter.count_messages(transcript), completion.usage.prompt_tokens
-                )
-            if completion.usage is None:  # a server that reports none: budgets still count
-                completion = replace(completion, usage=self._estimate(transcript, completion))
             if completion.tool_calls and (not may_call or completion.finish_reason == "length"):
                 # Tools not offered, or calls cut off at the output limit: never run them.
                 completion = replace(completion, tool_calls=())
@@ -366,18 +354,32 @@ class ChatService:
             yield _RoundDone(completion, [assistant, *tool_messages])
             rounds += 1
 
-    def _estimate(self, transcript: list[dict[str, Any]], completion: Completion) -> Usage:
-        if not self._warned_no_usage:
-            self._warned_no_usage = True
-            log.warning("the LLM server reports no token usage; budgets use local estimates")
-        written = completion.text + "".join(c.name + c.arguments for c in completion.tool_calls)
-        return Usage(self.counter.count_messages(transcript), self.counter.count_text(written))
+    def _paid(
+        self, transcript: list[dict[str, Any]], completion: Completion, bill: _Bill, *, first: bool
+    ) -> Completion:
+        """Put a model call on the turn's bill as soon as it is done (a reader that stops
+        later must not lose it); calibrate the token counter from the first call."""
+        usage = completion.usage
+        if usage is None:  # a server that reports none: budgets still count
+            if not self._warned_no_usage:
+                self._warned_no_usage = True
+                log.warning("the LLM server reports no token usage; budgets use local estimates")
+            written = completion.text + "".join(c.name + c.arguments for c in completion.tool_calls)
+            usage = Usage(self.counter.count_messages(transcript), self.counter.count_text(written))
+            completion = replace(completion, usage=usage)
+        elif first and not self.counter.exact and usage.prompt_tokens:
+            self.counter.observe(self.counter.count_messages(transcript), usage.prompt_tokens)
+        bill.add(usage)
+        return completion
 
     async def _streamed(
         self,
         transcript: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
         choice: str | None,
+        bill: _Bill,
+        *,
+        first: bool,
     ) -> AsyncGenerator[StreamItem, None]:
         """The model's stream, read by a task of its own into a buffer: a slow reader (an
         adapter waiting out a platform's flood control) never holds an LLM slot or the
@@ -392,11 +394,13 @@ class ChatService:
                     )
                     async with contextlib.aclosing(stream) as items:
                         async for item in items:
+                            if isinstance(item, Completion):
+                                item = self._paid(transcript, item, bill, first=first)
                             buffer.put_nowait(item)
             except Exception as exc:  # handed to the reader, raised there
                 buffer.put_nowait(exc)
-            else:
-                buffer.put_nowait(None)
+            finally:
+                buffer.put_nowait(None)  # the end, however the task ends
 
         reader = asyncio.ensure_future(read())
         try:
@@ -405,10 +409,8 @@ class ChatService:
                     raise item
                 yield item
         finally:
-            if not reader.done():
-                reader.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reader
+            reader.cancel()  # a no-op once it is done
+            await asyncio.wait({reader})  # never swallows our own cancellation
 
     @contextlib.asynccontextmanager
     async def _llm_slot(self) -> AsyncIterator[None]:
@@ -565,6 +567,21 @@ class ChatService:
             unanswered=stats.unanswered,
             window_tokens=self._count(window[:-1]),
             budget=budget,
+        )
+
+
+class _Bill:
+    """The tokens of one turn's model calls so far."""
+
+    __slots__ = ("total",)
+
+    def __init__(self) -> None:
+        self.total = Usage()
+
+    def add(self, usage: Usage) -> None:
+        self.total = Usage(
+            self.total.prompt_tokens + usage.prompt_tokens,
+            self.total.completion_tokens + usage.completion_tokens,
         )
 
 

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from bot.budgets import Budgets
 from bot.config import LimitSettings
 from bot.context import ChatContext, ChatType
 from bot.errors import UserFacingError
 from bot.history.migrations import MIGRATIONS
 from bot.history.sqlite import SQLiteStore
+from bot.history.store import Usage
 from bot.service import Done
 from bot.testing.fake_llm import FakeLLM, error, reply, tool_calls
 from tests.conftest import AppFactory, group, private
@@ -225,3 +227,47 @@ async def test_a_slow_reader_does_not_hold_an_llm_slot(
             assert other.text == "echo: [Alice] meanwhile?"
             done = [e async for e in events if isinstance(e, Done)]
         assert done[0].reply.text == "echo: [Alice] a long story please"
+
+
+async def test_a_reader_that_stops_after_the_model_finished_still_pays(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script(reply("a long story " * 20, usage=USAGE))
+    async with make_app() as app:
+        async with contextlib.aclosing(app.service.stream(group(), "a story")) as events:
+            await anext(events)
+            await asyncio.sleep(0.3)  # the model is done; the adapter gives up (flood control)
+        assert await app.service.usage_today(group()) == (100, 100)
+        stats = await app.store.stats("telegram:-100")
+        assert (stats.turns_stored, stats.unanswered) == (1, 1)
+
+
+class _Ledger:
+    """A store whose ledger the test moves by hand, to order a read against a write."""
+
+    def __init__(self) -> None:
+        self.tokens = 0
+
+    async def tokens_on(self, day: str, chat_key: str | None = None) -> int:
+        return self.tokens
+
+    async def user_tokens_on(self, day: str, platform: str, user_id: str) -> int:
+        return self.tokens
+
+
+async def test_a_turn_written_during_a_read_is_never_counted_twice(
+    make_app: AppFactory,
+) -> None:
+    async with make_app() as app:
+        ledger = _Ledger()
+        budgets = Budgets(app.settings.limits, ledger, app.service.access)  # type: ignore[arg-type]
+        assert await budgets.total_today() == 0  # a figure from before the turn
+        with budgets.booking(group(), Usage(60, 40)):
+            ledger.tokens = 100  # the turn's write commits (the trigger books it)...
+            assert await budgets.total_today(fresh=True) == 100  # ...a check reads it meanwhile
+        assert await budgets.total_today() == 100  # not 200: that read was not trusted
+        ledger.tokens = 100
+        assert await budgets.total_today() == 100
+        with budgets.booking(group(), Usage(60, 40)):
+            ledger.tokens = 200
+        assert await budgets.total_today() == 200  # a figure from before: the tokens added
