@@ -16,13 +16,14 @@ from bot.context import ChatContext, ChatType
 from bot.errors import UserFacingError
 from bot.history.migrations import MIGRATIONS
 from bot.history.sqlite import SQLiteStore
-from bot.history.store import Usage
+from bot.history.store import NewTurn, Usage
 from bot.service import Done
 from bot.testing.fake_llm import FakeLLM, error, reply, tool_calls
 from tests.conftest import AppFactory, group, private
 from tests.test_cli import SECRET, env_for, run_cli, write_config
 
 USAGE = {"prompt_tokens": 60, "completion_tokens": 40, "total_tokens": 100}
+USAGE_ = Usage(60, 40)  # the same, as stored
 
 
 async def test_daily_budgets_refuse_clearly_and_store_nothing(
@@ -271,3 +272,17 @@ async def test_a_turn_written_during_a_read_is_never_counted_twice(
         with budgets.booking(group(), Usage(60, 40)):
             ledger.tokens = 200
         assert await budgets.total_today() == 200  # a figure from before: the tokens added
+
+
+async def test_an_answer_after_the_turn_was_closed_as_interrupted_is_still_booked(
+    tmp_path: Path,
+) -> None:
+    async with SQLiteStore(tmp_path / "h.db") as store:
+        turn = await store.begin_turn(NewTurn("tg:1", "tg:1", "u", "U", "very slow", None))
+        with sqlite3.connect(store.path) as raw:  # housekeeping, from another process
+            raw.execute(
+                "UPDATE turns SET status = 'unanswered', completed_at = 0 WHERE id = ?", (turn,)
+            )
+        await store.complete_turn(turn, [{"role": "assistant", "content": "x"}], USAGE_, "m")
+        [row] = await store.daily_usage("2000-01-01")
+        assert (row.turns, row.usage.total_tokens) == (1, 100)

@@ -223,8 +223,9 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 9: usage is its own ledger, one row per UTC day, chat and user, kept when /clear or the
     # retention job delete the turns (the money was spent; the rows hold no content). A trigger
-    # books each turn's tokens in the same statement that completes it (a failed turn's too:
-    # its first rounds were billed); ``turns`` counts the answered ones.
+    # books each turn's tokens in the same statement that completes it, on the day it completes
+    # (a failed turn's too: its first rounds were billed; an answer that arrives after the
+    # turn was closed as interrupted too); ``turns`` counts the answered ones.
     """
     CREATE TABLE usage_daily (
         day TEXT NOT NULL,
@@ -238,18 +239,21 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE INDEX usage_by_user ON usage_daily (day, user_id);
     INSERT INTO usage_daily
-        SELECT date(created_at, 'unixepoch'), chat_key, user_id, max(user_name),
+        SELECT date(coalesce(completed_at, created_at), 'unixepoch'), chat_key, user_id,
+            max(user_name),
             sum(status = 'answered'), sum(prompt_tokens), sum(completion_tokens)
         FROM turns WHERE status IN ('answered', 'unanswered')
             AND (status = 'answered' OR prompt_tokens + completion_tokens > 0)
         GROUP BY 1, 2, 3;
     CREATE TRIGGER turns_usage AFTER UPDATE OF status ON turns
-        WHEN old.status = 'pending' AND (new.status = 'answered'
-            OR (new.status = 'unanswered' AND new.prompt_tokens + new.completion_tokens > 0))
+        WHEN (new.status = 'answered' AND old.status != 'answered')
+            OR (old.status = 'pending' AND new.status = 'unanswered'
+                AND new.prompt_tokens + new.completion_tokens > 0)
     BEGIN
         INSERT INTO usage_daily
             (day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens)
-        VALUES (date(new.created_at, 'unixepoch'), new.chat_key, new.user_id, new.user_name,
+        VALUES (date(coalesce(new.completed_at, new.created_at), 'unixepoch'), new.chat_key,
+            new.user_id, new.user_name,
             new.status = 'answered', new.prompt_tokens, new.completion_tokens)
         ON CONFLICT (day, chat_key, user_id) DO UPDATE SET
             turns = turns + excluded.turns,
