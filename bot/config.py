@@ -101,8 +101,8 @@ class LLMSettings(EndpointSettings):
     circuit_breaker: float = Field(
         15.0,
         ge=0,
-        description="after the provider failed for good (down, not busy), seconds new requests "
-        "fail at once instead of each waiting out the deadline (0: off)",
+        description="after an endpoint failed for good (down, not busy), seconds it is skipped: "
+        "fallbacks answer, or users are told at once (0: off)",
     )
     retry: RetrySettings = RetrySettings()
     fallbacks: tuple[EndpointSettings, ...] = ()

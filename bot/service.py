@@ -197,6 +197,7 @@ class ChatService:
         key = self.conversation_key(ctx)  # no await before the lock: arrival order holds
         async with self._admitted(ctx, key):
             await self.budgets.check(ctx)  # in the lock: the turn before has counted its tokens
+            self.llm.check_available()  # the provider is known to be down: told, nothing stored
             history = await self.store.load_window(key, self.settings.history.max_turns)
             overheard = await self._overheard(ctx, key)
             shared = _is_shared(key)

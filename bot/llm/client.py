@@ -78,11 +78,14 @@ class _ToolCallParts:
 class Endpoint:
     """One configured provider: its SDK client and model."""
 
-    def __init__(self, settings: EndpointSettings, *, timeout: float) -> None:
+    def __init__(
+        self, settings: EndpointSettings, *, timeout: float, cooldown: float = 0.0
+    ) -> None:
         key = settings.api_key.get_secret_value() if settings.api_key else None
         self.model = settings.model
         self.base_url = settings.effective_base_url
         self.name = f"{safe_url(self.base_url)} ({self.model})"
+        self.breaker = CircuitBreaker(cooldown, self.name)
         self.uses_completion_tokens = "api.openai.com" in self.base_url
         self.client = openai.AsyncOpenAI(
             api_key=key or _NO_KEY,
@@ -126,11 +129,11 @@ class LLMClient:
     def __init__(self, settings: LLMSettings, *, sleep: Sleep | None = None) -> None:
         self.settings = settings
         self.policy = RetryPolicy(**settings.retry.model_dump())
-        self.endpoints = [Endpoint(settings, timeout=settings.timeout)] + [
-            Endpoint(fb, timeout=settings.timeout) for fb in settings.fallbacks
+        cooldown = settings.circuit_breaker
+        self.endpoints = [Endpoint(settings, timeout=settings.timeout, cooldown=cooldown)] + [
+            Endpoint(fb, timeout=settings.timeout, cooldown=cooldown) for fb in settings.fallbacks
         ]
         self._sleep: Sleep = asyncio.sleep if sleep is None else sleep
-        self.breaker = CircuitBreaker(settings.circuit_breaker)
 
     @property
     def model(self) -> str:
@@ -167,8 +170,12 @@ class LLMClient:
         endpoint, chunks = await self._send(
             messages, tools, max_tokens, stream=True, tool_choice=tool_choice
         )
-        async for item in _assemble(chunks, endpoint):
-            yield item
+        try:
+            async for item in _assemble(chunks, endpoint):
+                yield item
+        except LLMUnavailableError:
+            endpoint.breaker.failed()  # it opened the stream, then broke off
+            raise
 
     async def _send(
         self,
@@ -179,37 +186,18 @@ class LLMClient:
         stream: bool,
         tool_choice: str | None = None,
     ) -> tuple[Endpoint, Any]:
-        """POST to the first endpoint that answers (each behind the retry layer), within
-        ``llm.deadline``: a provider that is down costs a user that long, never longer, and
-        while it is known to be down (``llm.circuit_breaker``) nothing at all."""
-        self.breaker.check()
-        try:
-            async with asyncio.timeout(self.settings.deadline):
-                answer = await self._first_answering(
-                    messages, tools, max_tokens, stream=stream, tool_choice=tool_choice
-                )
-        except TimeoutError:
-            self.breaker.failed()
-            raise LLMUnavailableError(
-                f"no answer within llm.deadline={self.settings.deadline:g}s"
-            ) from None
-        except LLMUnavailableError:
-            self.breaker.failed()
-            raise
-        self.breaker.succeeded()
-        return answer
-
-    async def _first_answering(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]] | None,
-        max_tokens: int | None,
-        *,
-        stream: bool,
-        tool_choice: str | None = None,
-    ) -> tuple[Endpoint, Any]:
+        """POST to the first endpoint that answers, each behind the retry layer, within
+        ``llm.deadline`` for all of them together (each gets an even share of what is left, so
+        a hanging primary leaves time for the fallbacks). Endpoints known to be down are
+        skipped (``llm.circuit_breaker``); with none left the caller is told at once."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.settings.deadline
+        candidates = [e for e in self.endpoints if e.breaker.admits()]
+        if not candidates:
+            raise LLMUnavailableError("every LLM endpoint is down; failing fast")
         last: LLMError | None = None
-        for endpoint in self.endpoints:
+        for index, endpoint in enumerate(candidates):
+            share = max(0.0, end - loop.time()) / (len(candidates) - index)
             body = endpoint.body(
                 messages,
                 max_tokens=max_tokens or self.settings.max_output_tokens,
@@ -230,9 +218,26 @@ class LLMClient:
                 )
 
             try:
-                return endpoint, await call_with_retry(
-                    call, self.policy, endpoint=endpoint.name, sleep=self._sleep
-                )
+                with endpoint.breaker.attempt():  # raises at once if another call probes it
+                    try:
+                        async with asyncio.timeout(share):
+                            result = await call_with_retry(
+                                call, self.policy, endpoint=endpoint.name, sleep=self._sleep
+                            )
+                    except TimeoutError:
+                        endpoint.breaker.failed()
+                        raise LLMUnavailableError(
+                            f"{endpoint.name}: no answer within its {share:.1f}s of "
+                            f"llm.deadline={self.settings.deadline:g}s"
+                        ) from None
+                    except LLMUnavailableError:
+                        endpoint.breaker.failed()
+                        raise
+                    except LLMError:
+                        endpoint.breaker.succeeded()  # it answered, if only to say no
+                        raise
+                    endpoint.breaker.succeeded()
+                    return endpoint, result
             except LLMBadRequestError:
                 raise  # the request itself is wrong; another provider won't fix it
             except LLMError as exc:
@@ -240,6 +245,11 @@ class LLMClient:
                 log.warning("LLM endpoint failed, trying the next one if any: %s", exc)
         assert last is not None
         raise last
+
+    def check_available(self) -> None:
+        """Raise ``LLMUnavailableError`` at once when every endpoint is known to be down."""
+        if not any(e.breaker.admits() for e in self.endpoints):
+            raise LLMUnavailableError("every LLM endpoint is down; failing fast")
 
 
 def _completion(result: ChatCompletion, model: str) -> Completion:
