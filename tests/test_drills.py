@@ -294,7 +294,12 @@ async def test_llm_down_every_user_is_told_within_the_deadline(
 
     assert integrity(tmp_path) == "ok"
     stored = {t["user_text"]: t for t in turns(tmp_path)}
-    assert sorted(stored) == [f"question {i}" for i in range(5)]
+    # Those in flight when the outage was found are kept as unanswered; in the shared group the
+    # ones queued behind the first were told at once, before anything of theirs was stored.
+    if one_group:
+        assert sorted(stored) == ["question 0"]
+    else:  # usually all five; one that arrived after the first failure was told at once
+        assert stored and set(stored) <= {f"question {i}" for i in range(5)}
     assert {(t["status"], t["answer"]) for t in stored.values()} == {("unanswered", None)}
 
 
