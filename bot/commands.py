@@ -40,7 +40,7 @@ BUILTIN_COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo("clear", "Delete this chat's whole history", admin_only=True),
     CommandInfo("history", "How much I remember here, and my token budget"),
     CommandInfo("scope", "Share history per chat, per user or per thread", admin_only=True),
-    CommandInfo("usage", "Tokens used today (yours; admins: the chat's)"),
+    CommandInfo("usage", "Tokens used today (yours; admins: the chat's; bot admins: all)"),
 )
 
 Handler = Callable[[ChatContext, str], Awaitable[CommandResult]]

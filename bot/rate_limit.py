@@ -1,4 +1,5 @@
-"""Per-user message limits: a token bucket per user per conversation, and one request in flight.
+"""Per-user message limits: a token bucket per user per chat, one request in flight per user per
+conversation, and ``Once`` for refusals said once in a while.
 
 Both are checked before a message is stored or queued for the model, so a flooding user costs
 neither tokens nor history rows. The first refusal of a burst is said out loud; the rest of the

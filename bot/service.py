@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from bot.access import AccessDeniedError, AccessPolicy
-from bot.budgets import Budgets
+from bot.budgets import Budgets, BudgetSpentError
 from bot.compaction import Compactor
 from bot.config import Settings
 from bot.context import ChatContext, Scope
@@ -127,6 +127,7 @@ class ChatService:
         self._rate = MessageRateLimiter(limits.messages_per_minute, limits.burst)
         self._in_flight = InFlight(limits.one_in_flight)
         self._refused_chats = Once(every=86400)
+        self._told_spent = Once(every=600)
         self.budgets = Budgets(settings.limits, store, self.access)
         self._warned_no_usage = False
         self._max_output = min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9)
@@ -196,7 +197,11 @@ class ChatService:
             )
         key = self.conversation_key(ctx)  # no await before the lock: arrival order holds
         async with self._admitted(ctx, key):
-            await self.budgets.check(ctx)  # in the lock: the turn before has counted its tokens
+            try:
+                await self.budgets.check(ctx)  # in the lock: the turn before has counted its own
+            except BudgetSpentError as exc:  # said once in a while, not to every message
+                exc.notify = self._told_spent.first(f"{_rate_key(ctx)}|{exc.chat_text}")
+                raise
             self.llm.check_available()  # the provider is known to be down: told, nothing stored
             history = await self.store.load_window(key, self.settings.history.max_turns)
             overheard = await self._overheard(ctx, key)
@@ -593,8 +598,11 @@ class _RoundDone:
 
 
 def _rate_key(ctx: ChatContext) -> str:
-    """The message rate is per user per chat: topics, threads and scope changes share it."""
-    return f"{ctx.chat_key}|{ctx.user_id}"
+    """The message rate is per user per chat: topics, threads (a Discord thread counts as its
+    channel) and scope changes share it."""
+    parent = dict(ctx.extra).get("parent") if ctx.extra else None
+    chat = f"{ctx.platform}:{parent}" if parent else ctx.chat_key
+    return f"{chat}|{ctx.user_id}"
 
 
 def _is_shared(conversation_key: str) -> bool:

@@ -286,3 +286,17 @@ async def test_an_answer_after_the_turn_was_closed_as_interrupted_is_still_booke
         await store.complete_turn(turn, [{"role": "assistant", "content": "x"}], USAGE_, "m")
         [row] = await store.daily_usage("2000-01-01")
         assert (row.turns, row.usage.total_tokens) == (1, 100)
+
+
+async def test_a_spent_budget_is_said_once_in_a_while(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    async with make_app(limits={"daily_tokens_per_user": 50}) as app:
+        fake_llm.script(reply("ok", usage=USAGE))
+        await app.service.chat(group(), "hi")
+        notices = []
+        for _ in range(3):
+            with pytest.raises(UserFacingError) as spent:
+                await app.service.chat(group(), "more?")
+            notices.append(spent.value.notify)
+        assert notices == [True, False, False]

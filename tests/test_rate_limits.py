@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.context import ChatContext, ChatType
 from bot.errors import LLMUnavailableError
 from bot.rate_limit import InFlight, MessageRateLimiter, RateLimitedError, StillAnsweringError
 from bot.testing.fake_llm import FakeLLM, hang
@@ -213,3 +214,13 @@ async def test_the_rate_is_per_user_per_chat_across_topics(make_app: AppFactory)
         with pytest.raises(RateLimitedError):  # a new topic is not a new allowance
             await app.service.chat(group(thread_id="2"), "in topic 2")
         await app.service.chat(group("2", "Bob", thread_id="2"), "someone else")
+
+
+async def test_a_discord_thread_shares_its_channels_allowance(make_app: AppFactory) -> None:
+    limits = {"messages_per_minute": 1, "burst": 1}
+    thread = ChatContext("discord", "77", ChatType.GROUP, "1", "Alice", extra=(("parent", "5"),))
+    channel = ChatContext("discord", "5", ChatType.GROUP, "1", "Alice")
+    async with make_app(limits=limits) as app:
+        await app.service.chat(thread, "in the thread")
+        with pytest.raises(RateLimitedError):
+            await app.service.chat(channel, "and in its channel")
