@@ -93,7 +93,6 @@ import argparse
 import asyncio
 import signal
 import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -103,12 +102,12 @@ from bot.testing.fake_discord_limits import RATE_LIMITED, Injection
 from bot.testing.fake_discord_rest import ROUTES, DiscordRest
 from bot.testing.fake_discord_state import GuildState
 from bot.testing.fake_discord_wire import DiscordError, JSONDict, RecordedRequest, json_response
-from bot.testing.service import FakeService
+from bot.testing.service import WatchedFake
 
 __all__ = ["ROUTES", "FakeDiscord", "RecordedRequest", "main"]
 
 
-class FakeDiscord(DiscordRest, FakeService):
+class FakeDiscord(DiscordRest, WatchedFake):
     """The fake Discord (see the module docstring). Start with ``async with`` or ``start()``.
 
     ``app_id`` is both the application id and the bot user's id (as for modern bots).
@@ -209,24 +208,6 @@ class FakeDiscord(DiscordRest, FakeService):
 
     # --------------------------------------------------------------------- waiting
 
-    # The waits take ``timeout`` (not ``asyncio.timeout``) so failures can say what happened.
-    async def wait_until(
-        self,
-        predicate: Callable[[], bool],
-        timeout: float = 5.0,  # noqa: ASYNC109
-        *,
-        what: str = "condition",
-    ) -> None:
-        """Wait until ``predicate()`` holds, re-checking on every change of the fake's state."""
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AssertionError(
-                    f"timed out after {timeout}s waiting for {what}\n{self.summary()}"
-                )
-            await self._wait_change(min(remaining, 0.25))
-
     async def wait_ready(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
         """Wait until a client identified and READY plus every GUILD_CREATE were sent."""
         await self.wait_until(
@@ -249,16 +230,8 @@ class FakeDiscord(DiscordRest, FakeService):
         )
         return self.messages(channel_id)
 
-    async def wait_idle(self, quiet: float = 0.2, timeout: float = 5.0) -> None:  # noqa: ASYNC109
-        """Wait until no REST request is running or arrived for ``quiet`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            since = time.monotonic() - max((r.at for r in self.requests), default=0.0)
-            if self._in_flight == 0 and since >= quiet:
-                return
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"the bot was not idle within {timeout}s\n{self.summary()}")
-            await asyncio.sleep(min(max(quiet - since, 0.01), quiet))
+    def _last_request_at(self) -> float:
+        return max((r.at for r in self.requests), default=0.0)
 
     def summary(self, last: int = 10) -> str:
         """A readable digest of what the bot did, for assertion messages."""

@@ -65,8 +65,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import aiohttp
 from aiohttp import web
@@ -82,12 +81,12 @@ from bot.testing.fake_telegram_wire import (
     ok_response,
     read_params,
 )
-from bot.testing.service import FakeService
+from bot.testing.service import WatchedFake
 
 __all__ = ["ApiCall", "ChatAction", "FakeTelegram", "WebhookDelivery", "main"]
 
 
-class FakeTelegram(UpdateDelivery, FakeService):
+class FakeTelegram(UpdateDelivery, WatchedFake):
     """The fake server (see the module docstring). Start with ``async with`` or ``start()``.
 
     Every constructor argument is also an attribute; ``bot_id`` is the token's numeric prefix
@@ -162,24 +161,6 @@ class FakeTelegram(UpdateDelivery, FakeService):
 
     # ------------------------------------------------------------------- waiting
 
-    # The waits take ``timeout`` (not ``asyncio.timeout``) so failures can say what was sent.
-    async def wait_until(
-        self,
-        predicate: Callable[[], bool],
-        timeout: float = 5.0,  # noqa: ASYNC109
-        *,
-        what: str = "condition",
-    ) -> None:
-        """Wait until ``predicate()`` holds, re-checking on every change of the fake's state."""
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AssertionError(
-                    f"timed out after {timeout}s waiting for {what}\n{self.summary()}"
-                )
-            await self._wait_change(remaining)
-
     async def wait_for_message(
         self,
         chat_id: int,
@@ -196,17 +177,9 @@ class FakeTelegram(UpdateDelivery, FakeService):
         )
         return self.messages(chat_id, thread_id)
 
-    async def wait_idle(self, quiet: float = 0.2, timeout: float = 5.0) -> None:  # noqa: ASYNC109
-        """Wait until no call but ``getUpdates`` is running or arrived for ``quiet`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            busy = [c.at for c in self.calls if c.method != "getUpdates"]
-            since = time.monotonic() - max(busy, default=0.0)
-            if self._in_flight == 0 and since >= quiet:
-                return
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"the bot was not idle within {timeout}s\n{self.summary()}")
-            await asyncio.sleep(min(max(quiet - since, 0.01), quiet))
+    def _last_request_at(self) -> float:
+        """``getUpdates`` is the bot waiting, not working."""
+        return max((c.at for c in self.calls if c.method != "getUpdates"), default=0.0)
 
     def summary(self, last: int = 10) -> str:
         """A readable digest of what the bot did, for assertion messages."""

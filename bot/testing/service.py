@@ -1,7 +1,11 @@
-"""What every fake server shares: ``async with Fake() as fake`` runs ``start()``/``stop()``."""
+"""What the fake servers share: ``async with Fake() as fake`` runs ``start()``/``stop()``, and
+the platform fakes' waits (``wait_until``, ``wait_idle``) that tests drive the bot with."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
@@ -24,3 +28,52 @@ class FakeService:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+class WatchedFake(FakeService):
+    """A fake that records the bot's requests and signals each change of its state.
+
+    Subclasses provide ``_wait_change`` (sleep until the next change or ``seconds``),
+    ``_in_flight`` (requests being handled), ``_last_request_at`` (``time.monotonic()`` of the
+    newest request that counts as the bot being busy) and ``summary`` (for failure messages).
+    """
+
+    _in_flight: int
+
+    async def _wait_change(self, seconds: float) -> None:
+        raise NotImplementedError
+
+    def _last_request_at(self) -> float:
+        raise NotImplementedError
+
+    def summary(self, last: int = 10) -> str:
+        raise NotImplementedError
+
+    # The waits take ``timeout`` (not ``asyncio.timeout``) so failures can say what happened.
+    async def wait_until(
+        self,
+        predicate: Callable[[], bool],
+        timeout: float = 5.0,  # noqa: ASYNC109
+        *,
+        what: str = "condition",
+    ) -> None:
+        """Wait until ``predicate()`` holds, re-checking on every change of the fake's state."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(
+                    f"timed out after {timeout}s waiting for {what}\n{self.summary()}"
+                )
+            await self._wait_change(min(remaining, 0.25))
+
+    async def wait_idle(self, quiet: float = 0.2, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+        """Wait until no request of the bot is running or arrived for ``quiet`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            since = time.monotonic() - self._last_request_at()
+            if self._in_flight == 0 and since >= quiet:
+                return
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"the bot was not idle within {timeout}s\n{self.summary()}")
+            await asyncio.sleep(min(max(quiet - since, 0.01), quiet))
