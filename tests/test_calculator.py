@@ -5,17 +5,15 @@ from __future__ import annotations
 import math
 import time
 import tracemalloc
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.context import ChatContext, ChatType
-from bot.delivery import Outbound
 from bot.llm.client import ToolCall
-from bot.plugins import PluginStore, ToolContext, ToolRegistry
+from bot.plugins import ToolContext, ToolRegistry
 from bot.plugins.tools import spec_of
+from bot.testing.tools import ALICE, tool_context
 from plugins.calculator import (
     MAX_LENGTH,
     CalculationError,
@@ -26,40 +24,8 @@ from plugins.calculator import (
 )
 
 
-class MemoryKV:
-    """The smallest key-value backend a :class:`PluginStore` can sit on."""
-
-    def __init__(self) -> None:
-        self.data: dict[tuple[str, str], Any] = {}
-
-    async def kv_get(self, plugin: str, key: str) -> Any:
-        return self.data.get((plugin, key))
-
-    async def kv_set(self, plugin: str, key: str, value: Any) -> None:
-        self.data[(plugin, key)] = value
-
-    async def kv_delete(self, plugin: str, key: str) -> bool:
-        return self.data.pop((plugin, key), None) is not None
-
-    async def kv_items(self, plugin: str, prefix: str = "") -> list[tuple[str, Any]]:
-        return sorted(
-            (key, value)
-            for (owner, key), value in self.data.items()
-            if owner == plugin and key.startswith(prefix)
-        )
-
-
-CHAT = ChatContext("telegram", "1", ChatType.PRIVATE, "1", "Alice")
-
-
 def make_ctx() -> ToolContext:
-    return ToolContext(
-        chat=CHAT,
-        is_admin=False,
-        plugin="calculator",
-        store=PluginStore(MemoryKV(), "calculator"),
-        outbound=Outbound(),
-    )
+    return tool_context("calculator")
 
 
 # -- evaluate ---------------------------------------------------------------------------------
@@ -307,7 +273,7 @@ async def test_calculate_through_the_registry() -> None:
     registry = ToolRegistry(is_admin=lambda ctx: False)
     registry.add(spec_of(calculate), lambda spec, chat: make_ctx())
     call = ToolCall(id="c1", name="calculate", arguments='{"expression": "2**10 * 3"}')
-    assert await registry.run(CHAT, call) == "2**10 * 3 = 3072"
+    assert await registry.run(ALICE, call) == "2**10 * 3 = 3072"
     schema = spec_of(calculate).definition()["function"]
     assert schema["name"] == "calculate"
     assert schema["parameters"]["required"] == ["expression"]

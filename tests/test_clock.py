@@ -12,49 +12,17 @@ from pydantic import BaseModel, ValidationError
 
 from bot.commands import Commands
 from bot.config import PluginEntry
-from bot.context import ChatContext, ChatType
 from bot.delivery import Outbound
 from bot.llm.client import ToolCall
-from bot.plugins import PluginError, PluginManager, PluginStore, ToolContext, ToolRegistry
+from bot.plugins import PluginError, PluginManager, ToolContext, ToolRegistry
+from bot.testing.tools import ALICE, MemoryKV, tool_context
 from plugins.clock import Settings, current_time, describe, find_zone
 
-
-class MemoryKV:
-    """The smallest key-value backend a :class:`PluginStore` can sit on."""
-
-    def __init__(self) -> None:
-        self.data: dict[tuple[str, str], Any] = {}
-
-    async def kv_get(self, plugin: str, key: str) -> Any:
-        return self.data.get((plugin, key))
-
-    async def kv_set(self, plugin: str, key: str, value: Any) -> None:
-        self.data[(plugin, key)] = value
-
-    async def kv_delete(self, plugin: str, key: str) -> bool:
-        return self.data.pop((plugin, key), None) is not None
-
-    async def kv_items(self, plugin: str, prefix: str = "") -> list[tuple[str, Any]]:
-        return sorted(
-            (key, value)
-            for (owner, key), value in self.data.items()
-            if owner == plugin and key.startswith(prefix)
-        )
-
-
-CHAT = ChatContext("telegram", "1", ChatType.PRIVATE, "1", "Alice")
 ISO = re.compile(r"ISO 8601: (\S+)$")
 
 
 def make_ctx(settings: BaseModel | None = None) -> ToolContext:
-    return ToolContext(
-        chat=CHAT,
-        is_admin=False,
-        plugin="clock",
-        store=PluginStore(MemoryKV(), "clock"),
-        outbound=Outbound(),
-        settings=settings,
-    )
+    return tool_context("clock", settings=settings)
 
 
 def make_manager() -> tuple[PluginManager, ToolRegistry]:
@@ -180,9 +148,9 @@ async def test_current_time_through_the_plugin_loader() -> None:
     assert plugin.tools == ["current_time"]
     assert registry.names() == ["current_time"]
     call = ToolCall(id="c1", name="current_time", arguments="{}")
-    assert " in Europe/Paris (UTC+0" in await registry.run(CHAT, call)
+    assert " in Europe/Paris (UTC+0" in await registry.run(ALICE, call)
     call = ToolCall(id="c2", name="current_time", arguments='{"timezone": "Asia/Tokyo"}')
-    assert " in Asia/Tokyo (UTC+09:00); " in await registry.run(CHAT, call)
+    assert " in Asia/Tokyo (UTC+09:00); " in await registry.run(ALICE, call)
 
 
 # -- Settings ---------------------------------------------------------------------------------

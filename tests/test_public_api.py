@@ -28,3 +28,15 @@ def test_core_never_imports_adapters_or_plugins() -> None:
                 continue
             for name in names:
                 assert not name.startswith(("adapters", "plugins")), f"{path}: imports {name}"
+
+
+async def test_tool_context_calls_a_plugin_tool_directly() -> None:
+    from bot.testing import MemoryKV, tool_context
+    from plugins.calculator import calculate
+
+    ctx = tool_context("calculator")
+    assert await calculate(ctx, "2**10 * 3") == "2**10 * 3 = 3072"
+    await ctx.store.set("k", 1)
+    assert await ctx.store.get("k") == 1
+    kv = MemoryKV()
+    assert [await kv.kv_increment("p", "n") for _ in range(2)] == [1, 2]

@@ -3,7 +3,8 @@
 It has a fake OpenAI-compatible chat server (``FakeLLM``, scripted with ``reply``,
 ``tool_calls``, ``error``, ``rate_limited``, ``quota_exhausted``, ``hang`` and ``delay``), a fake
 Telegram Bot API server (``FakeTelegram``), a fake Discord REST API + gateway (``FakeDiscord``)
-and the ``fake_llm`` / ``fake_telegram`` / ``fake_discord`` pytest fixtures.
+the ``fake_llm`` / ``fake_telegram`` / ``fake_discord`` pytest fixtures, and ``tool_context``
+(with ``MemoryKV``) to call a plugin's tools directly.
 
 Names are imported lazily so that ``python -m bot.testing.fake_llm`` and the pytest plugin do
 not load aiohttp before they need it.
@@ -29,13 +30,20 @@ if TYPE_CHECKING:
         tool_calls,
     )
     from bot.testing.fake_telegram import FakeTelegram
+    from bot.testing.tools import MemoryKV, tool_context
 
-_HOMES = {"FakeTelegram": "bot.testing.fake_telegram", "FakeDiscord": "bot.testing.fake_discord"}
+_HOMES = {
+    "FakeTelegram": "bot.testing.fake_telegram",
+    "FakeDiscord": "bot.testing.fake_discord",
+    "MemoryKV": "bot.testing.tools",
+    "tool_context": "bot.testing.tools",
+}
 
 __all__ = [
     "FakeDiscord",
     "FakeLLM",
     "FakeTelegram",
+    "MemoryKV",
     "RecordedRequest",
     "Script",
     "delay",
@@ -45,6 +53,7 @@ __all__ = [
     "rate_limited",
     "reply",
     "tool_calls",
+    "tool_context",
 ]
 
 
