@@ -29,6 +29,7 @@ from pathlib import Path
 from bench.common import make_settings, private
 from bot.app import App
 from bot.config import MemorySettings
+from bot.context import Scope
 from bot.history.sqlite import SQLiteStore
 from bot.memory_store import MemoryStore
 from bot.testing.fake_llm import FakeLLM
@@ -360,10 +361,11 @@ async def measure_search(
         times: list[float] = []
         hits = 0
         for n in range(SEARCH_WARMUP + calls):
-            chat_key = f"telegram:{10_000 + rng.randrange(chats)}"
+            asker = private(str(10_000 + rng.randrange(chats)))
+            audience = memory_store.audience(asker, asker.conversation_key(Scope.CHAT))
             query = _query_text(rng)
             started = time.perf_counter()
-            found = await memory_store.search(chat_key, query)
+            found = await memory_store.search(audience, query)
             elapsed = time.perf_counter() - started
             if n >= SEARCH_WARMUP:
                 times.append(elapsed)

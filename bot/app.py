@@ -96,7 +96,9 @@ class App:
                     self._embedder = Embedder(
                         self.settings.memory.embeddings, self.settings.llm, sleep=self._retry_sleep
                     )
-                self.memories = MemoryStore(self._store, self._embedder)
+                self.memories = MemoryStore(
+                    self._store, self._embedder, share_private=self.settings.memory.share_private
+                )
                 await self.memories.sync_turns()  # index messages written before an upgrade
                 if self._embedder is not None:  # in the background: a slow endpoint won't block
                     self._backfill = asyncio.create_task(self._backfill_vectors(self.memories))

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bot.config import Settings
-from bot.context import ChatContext
+from bot.context import ChatContext, display_name
 from bot.history.store import BOT_USER, StoredTurn, TurnStatus
 from bot.llm.client import LLMClient
+from bot.prompt_safety import one_line_json
 
 if TYPE_CHECKING:
     from bot.history.sqlite import SQLiteStore
@@ -130,9 +131,10 @@ class Compactor:
                     continue
                 known.add(_norm(fact))
                 try:
-                    await self.memories.add(
+                    await self.memories.add(  # recalled in this conversation (memory_scope)
                         ctx,
                         fact[:1000],
+                        conversation_key=key,
                         chat_wide=not ctx.is_private and ":u:" not in key,
                         created_by="summary",
                     )
@@ -210,21 +212,21 @@ class Compactor:
     async def _summarise(
         self, ctx: ChatContext, previous: str, turns: Sequence[StoredTurn]
     ) -> tuple[str, list[str]]:
-        lines = []
+        lines = []  # one JSON line per message: a newline in one cannot forge another speaker
         for turn in turns:
             for message in turn.messages:
                 content = str(message.get("content") or "").strip()
                 if not content:
                     continue
                 who = (turn.user_name or turn.user_id) if message["role"] == "user" else "assistant"
-                lines.append(f"{who}: {content}")
+                lines.append(one_line_json({"speaker": display_name(who), "text": content}))
         words = self.settings.memory.summary_max_words
         request = [
             {"role": "system", "content": _PROMPT.format(words=words)},
             {
                 "role": "user",
-                "content": f"Previous summary:\n{previous or '(none)'}\n\nTurns:\n"
-                + "\n".join(lines),
+                "content": f"Previous summary:\n{one_line_json(previous or '(none)')}\n\n"
+                "Turns (one JSON object per message):\n" + "\n".join(lines),
             },
         ]
         completion = await self.llm.complete(request, max_tokens=max(64, words * 3))

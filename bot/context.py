@@ -7,8 +7,30 @@ it always contains the platform and chat id, so one chat's history can never rea
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+MAX_NAME_CHARS = 64
+# Bidirectional overrides and isolates can make a name display as another one.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def display_name(name: str) -> str:
+    """A person's name as the bot uses it anywhere (prompts, attributions, logs): one line,
+    no control characters, at most :data:`MAX_NAME_CHARS` characters. A name is user input;
+    a newline in it must not open a line of its own in a prompt."""
+    kept = []
+    for char in name:
+        category = unicodedata.category(char)
+        if category in ("Cc", "Zl", "Zp", "Cs") or char in _BIDI_CONTROLS:
+            kept.append(" ")
+        else:
+            kept.append(char)
+    clean = " ".join("".join(kept).split())
+    if len(clean) > MAX_NAME_CHARS:
+        clean = clean[: MAX_NAME_CHARS - 1].rstrip() + "…"
+    return clean
 
 
 class ChatType(StrEnum):
@@ -46,6 +68,8 @@ class ChatContext:
             raise ValueError(f"ChatContext.platform must have no ':', got {self.platform!r}")
         if not self.chat_id or not self.user_id:
             raise ValueError("ChatContext needs a chat_id and a user_id")
+        if self.user_name:  # every adapter's names, normalised once here
+            object.__setattr__(self, "user_name", display_name(self.user_name))
 
     @property
     def is_private(self) -> bool:

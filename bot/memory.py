@@ -1,10 +1,14 @@
 """The long-term memory seam. The service asks it for what is worth recalling for a message.
 
 :class:`StoredMemory` recalls from SQLite (``bot.memory_store``): facts people asked the bot to
-remember, scoped to the chat they were said in, and the conversation's own messages that have
-left the context window (seed 001: trimming must not make the bot forget the user's name).
-Whatever a provider returns is injected as one system message after the system prompt, capped
-and counted in the token budget by the service.
+remember, from the conversation they were said in (``bot.memory_scope``), and the conversation's
+own messages that have left the context window (seed 001: trimming must not make the bot forget
+the user's name).
+
+Everything recalled was written by users, so it is data, never instructions: each item is one
+line of JSON (:func:`recalled_item`), so no text inside it can open a line of its own or claim
+another speaker, and the service sends the block as a user-role message that says it is recalled
+material (``bot.prompt_safety``), capped and counted in the token budget.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from bot.config import MemorySettings
 from bot.context import ChatContext
+from bot.prompt_safety import one_line_json
 
 if TYPE_CHECKING:
     from bot.memory_store import MemoryStore
@@ -27,7 +32,8 @@ class MemoryProvider(Protocol):
         *,
         before_turn_id: int | None = None,
     ) -> list[str]:
-        """Lines worth reminding the model of, most relevant first, already scope-checked.
+        """Items worth reminding the model of, most relevant first, already scope-checked:
+        each one line of JSON (:func:`recalled_item`).
 
         ``before_turn_id`` is the oldest turn still in the window: older messages may be
         recalled; newer ones are in the prompt already.
@@ -62,17 +68,20 @@ class StoredMemory:
     ) -> list[str]:
         if not text.strip():
             return []
-        share = self.settings.share_private and not ctx.is_private
-        found = await self.memories.search(
-            ctx.chat_key,
-            text,
-            limit=self.settings.top_k,
-            share_private_of=(ctx.platform, ctx.user_id) if share else None,
-        )
-        lines = [f"{m.text} (noted from {m.user_name or m.user_id})" for m in found]
+        audience = self.memories.audience(ctx, conversation_key)
+        found = await self.memories.search(audience, text, limit=self.settings.top_k)
+        lines = [recalled_item(fact=m.text, by=m.user_name or m.user_id) for m in found]
         if self.settings.recall_history and before_turn_id is not None:
             earlier = await self.memories.search_turns(
                 conversation_key, text, before_turn_id=before_turn_id, limit=self.settings.top_k
             )
-            lines += [f'earlier, {name or "the user"} said: "{said}"' for _, name, said in earlier]
+            lines += [
+                recalled_item(earlier_message=said, by=name or "the user")
+                for _, name, said in earlier
+            ]
         return lines
+
+
+def recalled_item(**fields: str) -> str:
+    """One recalled item as a single line of JSON: newlines and quotes inside stay escaped."""
+    return one_line_json(fields)

@@ -7,9 +7,10 @@ CJK, kana or hangul into overlapping character bigrams and keeps other text as w
 tokenizer then only lower-cases, strips diacritics and Porter-stems English.
 
 Isolation is part of every query's WHERE clause, never a filter applied afterwards: a search
-returns only rows of the chat it names (plus, on explicit opt-in, the asker's own private
-memories on that platform). The FTS index is the outer loop and rows are fetched by primary key,
-so a search costs the query terms' postings, never a scan of a table.
+returns only what its :class:`~bot.memory_scope.Audience` admits (the conversation's memories,
+the asker's own facts in that chat, and on explicit opt-in the asker's own private memories on
+that platform; ``bot.memory_scope`` states the rule). The FTS index is the outer loop and rows
+are fetched by primary key, so a search costs the query terms' postings, never a scan.
 
 :class:`MemoryStore` shares :class:`~bot.history.sqlite.SQLiteStore`'s file and connections
 (``_writing``, ``_transaction``, ``_read``) on purpose: one writer lock for the whole database,
@@ -41,14 +42,16 @@ import unicodedata
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-from bot.context import ChatContext
+from bot.context import ChatContext, Scope
 from bot.embeddings import INTERACTIVE_POLICY, Embedder
 from bot.errors import LLMError, StoreError
 from bot.history.scopes import RESCOPE_MEMORIES, scope_token
 from bot.history.sqlite import SQLiteStore
+from bot.memory_scope import IN_AUDIENCE, Audience, MemoryScope, index_scope
+
+__all__ = ["Audience", "Memory", "MemoryScope", "MemoryStore", "match_query", "search_form"]
 
 log = logging.getLogger(__name__)
 
@@ -85,16 +88,11 @@ _STOP_TEXT = """
 _STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
-class MemoryScope(StrEnum):
-    PRIVATE = "private"  # said in a private chat: recalled there only (unless shared by config)
-    MEMBER = "member"  # about one member, said in a group: recalled in that group
-    CHAT = "chat"  # about the group itself
-
-
 @dataclass(frozen=True, slots=True)
 class Memory:
     memory_id: int
     chat_key: str
+    conversation_key: str  # the conversation it was said in (bot.memory_scope)
     user_id: str
     user_name: str
     scope: MemoryScope
@@ -122,14 +120,6 @@ def search_form(text: str) -> str:
     return " ".join(tokens)
 
 
-def memory_scope(chat_key: str, user_id: str, scope: MemoryScope) -> str:
-    tokens = [scope_token("k", chat_key)]
-    if scope is MemoryScope.PRIVATE:
-        platform = chat_key.split(":", 1)[0]
-        tokens.append(scope_token("p", f"{platform}:{user_id}"))
-    return " ".join(tokens)
-
-
 def _within(scopes: list[str], terms: str) -> str:
     """An FTS5 query: any of ``terms`` in the body, only in rows of one of ``scopes``."""
     wanted = " OR ".join(f'"{token}"' for token in scopes)
@@ -148,10 +138,11 @@ def match_query(text: str) -> str | None:
 
 
 def _memory(row: Any) -> Memory:
-    memory_id, chat_key, user_id, user_name, scope, text, created_at, score = row
+    memory_id, chat_key, conv_key, user_id, user_name, scope, text, created_at, score = row
     return Memory(
         int(memory_id),
         str(chat_key),
+        str(conv_key),
         str(user_id),
         str(user_name),
         MemoryScope(scope),
@@ -161,38 +152,35 @@ def _memory(row: Any) -> Memory:
     )
 
 
-_COLUMNS = "m.id, m.chat_key, m.user_id, m.user_name, m.scope, m.text, m.created_at"
-
-# Who may see a memory, shared by the BM25 and the vector query so the two can never differ.
-# ?2: the chat; ?3/?4: the user id and "platform:" prefix whose private memories may join, or NULL.
-_IN_SCOPE = """(m.chat_key = ?2 OR (?3 IS NOT NULL AND m.scope = 'private' AND m.user_id = ?3
-                           AND substr(m.chat_key, 1, length(?4)) = ?4))"""
+_COLUMNS = "m.id, m.chat_key, m.conv_key, m.user_id, m.user_name, m.scope, m.text, m.created_at"
 
 # CROSS JOIN keeps the FTS match as the outer loop; each hit is then one primary-key lookup.
 # bm25 weights: the body counts, the scope column (see scope_tokens) does not.
 _SEARCH = f"""
 SELECT {_COLUMNS}, -bm25(memories_fts, 1.0, 0.0) FROM memories_fts CROSS JOIN memories AS m
     ON m.id = memories_fts.rowid
-WHERE memories_fts MATCH ?1 AND bm25(memories_fts, 1.0, 0.0) <= -?5
-  AND {_IN_SCOPE}
-ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?6
+WHERE memories_fts MATCH ?1 AND bm25(memories_fts, 1.0, 0.0) <= -?6
+  AND {IN_AUDIENCE}
+ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?7
 """
 
-# ?1 is unused (NULL), so the scope clause keeps its parameter numbers. Newest first, capped.
-# The IN list only lets SQLite use the chat_key indexes (an OR defeats them: it would scan every
-# memory); it admits a superset of the scope, and _IN_SCOPE still decides. ?4 ends in ":", so
+# ?1 is unused (NULL), so the audience clause keeps its parameter numbers. Newest first, capped.
+# The IN list only lets SQLite use the indexes (an OR defeats them: it would scan every memory);
+# it admits a superset of the audience, and IN_AUDIENCE still decides. ?5 ends in ":", so
 # "platform;" bounds the platform's chat keys.
 _VECTORS = f"""
 SELECT {_COLUMNS}, 0.0, v.vector FROM memories AS m CROSS JOIN memory_vectors AS v
     ON v.memory_id = m.id
 WHERE m.id IN (
-        SELECT id FROM memories WHERE chat_key = ?2
+        SELECT id FROM memories WHERE conv_key = ?2
         UNION ALL
-        SELECT id FROM memories WHERE ?3 IS NOT NULL AND chat_key >= ?4
-            AND chat_key < substr(?4, 1, length(?4) - 1) || ';' AND user_id = ?3
+        SELECT id FROM memories WHERE chat_key = ?3 AND user_id = ?4
+        UNION ALL
+        SELECT id FROM memories WHERE ?5 IS NOT NULL AND chat_key >= ?5
+            AND chat_key < substr(?5, 1, length(?5) - 1) || ';' AND user_id = ?4
     )
-  AND {_IN_SCOPE} AND v.model = ?5 AND v.dims = ?6
-ORDER BY m.id DESC LIMIT ?7
+  AND {IN_AUDIENCE} AND v.model = ?6 AND v.dims = ?7
+ORDER BY m.id DESC LIMIT ?8
 """
 
 _UNEMBEDDED = """
@@ -267,24 +255,38 @@ class MemoryStore:
     memories are embedded too and search fuses BM25 with cosine similarity (module docstring).
     """
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, store: SQLiteStore, embedder: Embedder | None = None, *, share_private: bool = False
+    ) -> None:
         self._store = store
         self.embedder = embedder
+        self.share_private = share_private  # memory.share_private: see audience()
+
+    def audience(self, ctx: ChatContext, conversation_key: str) -> Audience:
+        """What a search for ``ctx`` in ``conversation_key`` may return (``bot.memory_scope``)."""
+        return Audience.of(ctx, conversation_key, share_private=self.share_private)
 
     async def add(
         self,
         ctx: ChatContext,
         text: str,
         *,
+        conversation_key: str | None = None,
         chat_wide: bool = False,
         source_turn_id: int | None = None,
         created_by: str = "user",
     ) -> Memory:
-        """Remember ``text`` for ``ctx``'s chat; ``created_by`` says who asked ("user", "tool").
+        """Remember ``text`` in the conversation it was said in; ``created_by`` says who asked
+        ("user", "tool", "summary").
 
-        The scope follows where it was said: a private chat's memory is private; in a group it
-        is about the member who said it, or about the whole chat when ``chat_wide``.
+        ``conversation_key`` is that conversation (default: the chat's shared one, or the
+        private chat's). The scope follows where it was said: a private chat's memory is
+        private; in a group it is about the member who said it, or about the group (or topic)
+        when ``chat_wide``.
         """
+        key = conversation_key or ctx.conversation_key(Scope.CHAT)
+        if key != ctx.chat_key and not key.startswith(ctx.chat_key + ":"):
+            raise ValueError(f"conversation {key!r} is not in chat {ctx.chat_key!r}")
         text = text.strip()
         if not text or len(text) > MAX_MEMORY_CHARS:
             raise ValueError(f"a memory needs 1 to {MAX_MEMORY_CHARS} characters")
@@ -296,23 +298,24 @@ class MemoryStore:
         now = time.time()
         async with self._store._transaction() as conn:
             row = await conn.execute_insert(
-                "INSERT INTO memories (chat_key, user_id, user_name, scope, text, source_turn_id,"
-                " created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (ctx.chat_key, ctx.user_id, ctx.user_name, scope.value, text, source_turn_id,
-                 created_by, now),
+                "INSERT INTO memories (chat_key, conv_key, user_id, user_name, scope, text,"
+                " source_turn_id, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (ctx.chat_key, key, ctx.user_id, ctx.user_name, scope.value, text,
+                 source_turn_id, created_by, now),
             )  # fmt: skip
             if row is None:
                 raise StoreError("the database returned no id for a new memory")
             memory_id = int(row[0])
+            tokens = index_scope(ctx.chat_key, key, ctx.user_id, scope)
             await conn.execute(
                 "INSERT INTO memories_fts (rowid, body, scope) VALUES (?, ?, ?)",
-                (memory_id, search_form(text), memory_scope(ctx.chat_key, ctx.user_id, scope)),
+                (memory_id, search_form(text), tokens),
             )
             if vector is not None and self.embedder is not None:
                 await conn.execute(
                     _PUT_VECTOR, (memory_id, self.embedder.model, len(vector), pack_vector(vector))
                 )
-        return Memory(memory_id, ctx.chat_key, ctx.user_id, ctx.user_name, scope, text, now)
+        return Memory(memory_id, ctx.chat_key, key, ctx.user_id, ctx.user_name, scope, text, now)
 
     async def _embed_new(self, text: str) -> list[float] | None:
         """The new memory's vector, or None: a memory is worth keeping without one."""
@@ -368,34 +371,23 @@ class MemoryStore:
 
     async def search(
         self,
-        chat_key: str,
+        audience: Audience,
         query: str,
         *,
         limit: int = 5,
         min_score: float = MIN_SCORE,
-        share_private_of: tuple[str, str] | None = None,
     ) -> list[Memory]:
-        """The memories of ``chat_key`` most relevant to ``query``, best first.
+        """The memories ``audience`` may recall most relevant to ``query``, best first.
 
-        ``share_private_of=(platform, user_id)`` also admits that user's PRIVATE memories from
-        their private chats on ``platform`` -- only for a deployment that opted in, since it
-        carries what was said in private into the chat asking.
+        Build the audience with :meth:`audience` (it applies ``memory.share_private``).
         """
         fts_query = match_query(query)
         if fts_query is None or limit <= 0:
             return []
-        user_id = prefix = None
-        if share_private_of is not None:
-            platform, user_id = share_private_of
-            if not platform or ":" in platform:
-                raise ValueError(f"not a platform name: {platform!r}")
-            prefix = platform + ":"
         pool = limit if self.embedder is None else max(limit, RRF_POOL)
-        scopes = [scope_token("k", chat_key)]
-        if prefix is not None and user_id is not None:
-            scopes.append(scope_token("p", prefix + user_id))
+        scoped = audience.sql_args()
         rows = await self._store._read.execute_fetchall(
-            _SEARCH, (_within(scopes, fts_query), chat_key, user_id, prefix, min_score, pool)
+            _SEARCH, (_within(audience.index_scopes(), fts_query), *scoped, min_score, pool)
         )
         by_bm25 = [_memory(row) for row in rows]
         if self.embedder is None:
@@ -409,9 +401,8 @@ class MemoryStore:
             return by_bm25[:limit]
         candidates = await self._store._read.execute_fetchall(
             _VECTORS,
-            (None, chat_key, user_id, prefix, self.embedder.model, len(vector),
-             MAX_VECTOR_CANDIDATES),
-        )  # fmt: skip
+            (None, *scoped, self.embedder.model, len(vector), MAX_VECTOR_CANDIDATES),
+        )
         floor = self.embedder.settings.min_similarity
         by_cosine = await asyncio.to_thread(_by_cosine, vector, list(candidates), floor, pool)
         return fuse([by_bm25, [memory for _, memory in by_cosine]], limit)
@@ -481,7 +472,9 @@ class MemoryStore:
         """Re-key a chat's memories (a Telegram group upgraded to a supergroup gets a new id)."""
         async with self._store._transaction() as conn:
             cursor = await conn.execute(
-                "UPDATE memories SET chat_key = ? WHERE chat_key = ?", (new_chat_key, old_chat_key)
+                "UPDATE memories SET chat_key = ?1, conv_key = ?1 || substr(conv_key, ?3)"
+                " WHERE chat_key = ?2",
+                (new_chat_key, old_chat_key, len(old_chat_key) + 1),
             )
             for statement in RESCOPE_MEMORIES:
                 await conn.execute(statement, (new_chat_key,))

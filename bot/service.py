@@ -1,7 +1,9 @@
 """ChatService: one user message in, one answer out, with the history kept straight.
 
-Per message: system prompt (global or the chat's override) + recalled memories + the trimmed
-history window + the user's message -> the model (with the tool loop) -> the turn is stored.
+Per message: system prompt (global or the chat's override) + summary + the trimmed history
+window + overheard chatter + recalled memories (quoted data in a user-role message,
+``bot.prompt_safety``) + the user's message -> the model (with the tool loop) -> the turn is
+stored.
 Messages of one conversation run strictly in arrival order; different conversations run
 concurrently. If the model fails for good, the user's message stays stored as *unanswered* and the
 error (with its chat-safe text) reaches the adapter.
@@ -39,6 +41,7 @@ from bot.history.store import (
 from bot.llm.client import Completion, LLMClient, StreamItem, TextDelta, ToolCall
 from bot.locks import KeyedLocks
 from bot.memory import MemoryProvider, NoMemory
+from bot.prompt_safety import quoted_summary, recalled_message, with_speaker
 from bot.rate_limit import InFlight, MessageRateLimiter, Once
 from bot.tokens import TokenCounter, get_counter
 from bot.tools import ToolRunner
@@ -207,13 +210,15 @@ class ChatService:
             overheard = await self._overheard(ctx, key)
             shared = _is_shared(key)
             user_message = {"role": "user", "content": _speaker_text(ctx, text) if shared else text}
-            prefix = await self._prefix(ctx, key, text, history[0].turn_id if history else None)
+            prefix = await self._prefix(ctx, key)
+            recalled = await self._recalled(ctx, key, text, history[0].turn_id if history else None)
             tools = self.tools.definitions(ctx) if self.tools else []
-            budget = self._budget(prefix, user_message, tools)
+            budget = self._budget([*prefix, *recalled], user_message, tools)
             messages = [
                 *prefix,
                 *_history_messages(history, shared),
                 *(_overheard_message(o, shared) for o in overheard),
+                *recalled,
                 user_message,
             ]
             window = self._trim(messages, budget, text)
@@ -489,9 +494,8 @@ class ChatService:
 
     # -- context assembly ------------------------------------------------------------------------
 
-    async def _prefix(
-        self, ctx: ChatContext, key: str, text: str, oldest_in_window: int | None = None
-    ) -> list[dict[str, Any]]:
+    async def _prefix(self, ctx: ChatContext, key: str) -> list[dict[str, Any]]:
+        """The system block: the system prompt, then the conversation's summary (quoted)."""
         prefix: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt(ctx)}]
         summary = await self.compactor.summary(key) if self.compactor is not None else None
         if summary is not None:
@@ -499,9 +503,14 @@ class ChatService:
             limit = 2 * max(self.settings.memory.max_tokens, 100)  # a runaway summary is cut
             if self.counter.count_text(shown) > limit:
                 shown = " ".join(shown.split()[: limit // 2]) + " …"
-            prefix.append(
-                {"role": "system", "content": f"Summary of the earlier conversation:\n{shown}"}
-            )
+            prefix.append(quoted_summary(shown))
+        return prefix
+
+    async def _recalled(
+        self, ctx: ChatContext, key: str, text: str, oldest_in_window: int | None
+    ) -> list[dict[str, Any]]:
+        """Recalled memories as one user-role message of quoted items (none: an empty list),
+        capped at ``memory.max_tokens``."""
         recalled = await self.memory.recall(ctx, key, text, before_turn_id=oldest_in_window)
         cap = self.settings.memory.max_tokens
         kept: list[str] = []
@@ -512,10 +521,7 @@ class ChatService:
                 continue  # a long line must not hide shorter ones after it
             kept.append(line)
             used += cost
-        if kept:
-            facts = "\n".join(f"- {m}" for m in kept)
-            prefix.append({"role": "system", "content": f"Things you remember:\n{facts}"})
-        return prefix
+        return [recalled_message(kept)] if kept else []
 
     def _budget(
         self,
@@ -557,7 +563,7 @@ class ChatService:
         key = self.conversation_key(ctx)
         stats = await self.store.stats(key)
         history = await self.store.load_window(key, self.settings.history.max_turns)
-        prefix = await self._prefix(ctx, key, "")
+        prefix = await self._prefix(ctx, key)
         probe = {"role": "user", "content": ""}
         budget = self._budget(prefix, probe, self.tools.definitions(ctx) if self.tools else [])
         messages = prefix + _history_messages(history, _is_shared(key)) + [probe]
@@ -611,20 +617,14 @@ def _is_shared(conversation_key: str) -> bool:
 
 
 def _speaker_text(ctx: ChatContext, text: str) -> str:
-    return _with_speaker(ctx.user_name or ctx.user_id, text)
-
-
-def _with_speaker(name: str, text: str) -> str:
-    # The API's ``name`` field rejects spaces and most scripts, so the speaker goes in the text.
-    clean = " ".join(name.replace("[", "(").replace("]", ")").split()) or "someone"
-    return f"[{clean}] {text}"
+    return with_speaker(ctx.user_name or ctx.user_id, text)
 
 
 def _overheard_message(message: Overheard, shared: bool) -> dict[str, Any]:
     speaker = message.user_name or message.user_id
     return {
         "role": "user",
-        "content": _with_speaker(speaker, message.text) if shared else message.text,
+        "content": with_speaker(speaker, message.text) if shared else message.text,
     }
 
 
@@ -633,7 +633,7 @@ def _history_messages(turns: Sequence[StoredTurn], shared: bool) -> list[dict[st
     for turn in turns:
         for message in turn.messages:
             if shared and message["role"] == "user":
-                content = _with_speaker(turn.user_name or turn.user_id, str(message["content"]))
+                content = with_speaker(turn.user_name or turn.user_id, str(message["content"]))
                 messages.append({"role": "user", "content": content})
             else:
                 messages.append(dict(message))

@@ -1,9 +1,10 @@
 """The ``memory`` plugin: the model's ``remember`` / ``forget`` / ``recall`` tools and the
 ``/memory`` command, over the long-term memory store (``bot.memory_store``).
 
-What is remembered stays where it was said: a private chat's memories are recalled only there,
-a group's only in that group. Users see and delete their own; a chat's admins see and delete
-all of that chat's.
+What is remembered stays in the conversation it was said in (``bot.memory_scope``): a private
+chat's memories are recalled only there; in a group, in that conversation (the group, the topic,
+or the person under ``/scope user``), and a person's own facts for that person in that group.
+Users see and delete their own; a chat's admins see and delete all of that chat's.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Annotated
 from pydantic import Field
 
 from bot.commands import CommandResult
-from bot.context import ChatContext
+from bot.context import ChatContext, display_name
 from bot.memory_store import Memory, MemoryStore
 from bot.plugins import Plugin, ToolContext, tool
+from bot.prompt_safety import one_line_json
 
 _LIST_LIMIT = 30
 
@@ -33,7 +35,13 @@ async def remember(
 ) -> str:
     """Remember a durable fact about the user (or, in a group, about the group) for later."""
     memories = _store(ctx)
-    memory = await memories.add(ctx.chat, fact, chat_wide=for_everyone, created_by="tool")
+    memory = await memories.add(
+        ctx.chat,
+        fact,
+        conversation_key=ctx.conversation_key,
+        chat_wide=for_everyone,
+        created_by="tool",
+    )
     return f"Remembered (#{memory.memory_id}): {memory.text}"
 
 
@@ -54,8 +62,11 @@ async def recall(
     ctx: ToolContext,
     query: Annotated[str, Field(min_length=1, max_length=500, description="what to look for")],
 ) -> str:
-    """Search what was remembered in this chat (with each memory's number)."""
-    found = await _store(ctx).search(ctx.chat.chat_key, query, limit=10)
+    """Search what was remembered in this conversation (with each memory's number)."""
+    memories = _store(ctx)
+    found = await memories.search(
+        memories.audience(ctx.chat, ctx.conversation_key), query, limit=10
+    )
     if not found:
         return "Nothing remembered about that here."
     return "\n".join(_line(m) for m in found)
@@ -85,7 +96,9 @@ async def _memory_command(
 
 
 def _line(memory: Memory) -> str:
-    return f"#{memory.memory_id} {memory.text} ({memory.user_name or memory.user_id})"
+    """One memory per line: the text is user input, so its own line breaks are escaped."""
+    who = display_name(memory.user_name) or memory.user_id
+    return f"#{memory.memory_id} {one_line_json(memory.text)} ({who})"
 
 
 def _store(ctx: ToolContext) -> MemoryStore:

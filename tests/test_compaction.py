@@ -8,6 +8,7 @@ import asyncio
 import json
 from typing import Any
 
+from bot.prompt_safety import SUMMARY_HEADER
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_llm_model import last_user_text
 from tests.conftest import AppFactory, private
@@ -25,7 +26,7 @@ def summariser(body: dict[str, Any]) -> str:
         return f"echo: {last_user_text(body['messages'])}"
     turns = str(body["messages"][-1]["content"])
     facts = ["Mei is allergic to peanuts."] if "peanuts" in turns else []
-    said = [line for line in turns.splitlines() if line.startswith("Mei:")]
+    said = [line for line in turns.splitlines() if '"speaker":"Mei"' in line]
     return json.dumps({"summary": f"Mei talked about {len(said)} things.", "facts": facts})
 
 
@@ -57,10 +58,10 @@ async def test_dropped_turns_become_a_summary_and_facts(
         facts = [m.text for m in await app.memories.list("telegram:7")]
         assert facts == ["Mei is allergic to peanuts."]
         await app.service.chat(mei, "what do you know about me?")
-        assert "Summary of the earlier conversation:\nMei talked about" in system_text(fake_llm)
+        assert f'{SUMMARY_HEADER}\n"Mei talked about' in system_text(fake_llm)
     async with make_app(**SECTIONS) as app:  # after a restart
         await app.service.chat(mei, "and now?")
-        assert "Summary of the earlier conversation:" in system_text(fake_llm)
+        assert SUMMARY_HEADER in system_text(fake_llm)
         summary_requests = [
             r for r in fake_llm.chat_requests if "long-term memory" in str(r.json["messages"][0])
         ]

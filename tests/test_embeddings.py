@@ -29,7 +29,8 @@ from bot.testing.fake_llm import (
     tool_calls,
 )
 from tests.conftest import TEST_KEY, AppFactory, Sleeps, private
-from tests.test_memory_store import PLATFORMS, WORDS, Note, group, note, where
+from tests.test_memory import recalled_text
+from tests.test_memory_store import ME, WORDS, Note, check_isolation, group, note, place
 
 MODEL = "text-embedding-3-small"
 MEI = "Mei is allergic to peanuts"
@@ -179,18 +180,18 @@ async def test_embeddings_find_a_paraphrase_that_bm25_misses(
     for text in (MEI, *OTHERS):
         await with_vectors.add(private(), text)
     fts_only = MemoryStore(store)
-    assert await fts_only.search("telegram:1", PARAPHRASE) == []
-    found = await with_vectors.search("telegram:1", PARAPHRASE)
+    assert await fts_only.search(ME, PARAPHRASE) == []
+    found = await with_vectors.search(ME, PARAPHRASE)
     assert [m.text for m in found] == [MEI]
     # Exact words still win through BM25, and both rankings agree on the best.
-    found = await with_vectors.search("telegram:1", "who plays the cello?")
+    found = await with_vectors.search(ME, "who plays the cello?")
     assert found[0].text == "Bob plays the cello"
     # The floor: an unrelated question recalls nothing, though some vector ranks first.
-    assert await with_vectors.search("telegram:1", "when does the train leave?") == []
+    assert await with_vectors.search(ME, "when does the train leave?") == []
 
 
 def test_fusion_is_reciprocal_rank() -> None:
-    a, b, c = (Memory(i, "k", "u", "", MemoryScope.CHAT, t, 0.0) for i, t in enumerate("abc"))
+    a, b, c = (Memory(i, "k", "k", "u", "", MemoryScope.CHAT, t, 0.0) for i, t in enumerate("abc"))
     fused = fuse([[a, b], [b, c]], limit=3, k=60)
     assert [m.text for m in fused] == ["b", "a", "c"]
     assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
@@ -205,12 +206,10 @@ async def test_a_failed_embedding_still_stores_the_memory(
     added = await memories.add(private(), MEI)
     assert [m.text for m in await memories.list("telegram:1")] == [MEI]
     assert await _vector_count(store) == 0
-    assert [m.memory_id for m in await memories.search("telegram:1", "peanuts")] == [
-        added.memory_id
-    ]
+    assert [m.memory_id for m in await memories.search(ME, "peanuts")] == [added.memory_id]
     assert await memories.backfill_vectors() == 1
     assert await memories.backfill_vectors() == 0
-    assert [m.text for m in await memories.search("telegram:1", PARAPHRASE)] == [MEI]
+    assert [m.text for m in await memories.search(ME, PARAPHRASE)] == [MEI]
 
 
 async def test_search_falls_back_to_bm25_when_embeddings_fail(
@@ -219,7 +218,7 @@ async def test_search_falls_back_to_bm25_when_embeddings_fail(
     memories = MemoryStore(store, embedder)
     await memories.add(private(), MEI)
     fake_llm.script_embeddings(error(503), error(503))
-    assert [m.text for m in await memories.search("telegram:1", "peanuts")] == [MEI]
+    assert [m.text for m in await memories.search(ME, "peanuts")] == [MEI]
 
 
 async def test_backfill_covers_old_memories_and_a_new_model(
@@ -275,57 +274,30 @@ class CachedEmbedder(Embedder):
         return [self.cache[t] for t in texts]
 
 
-def test_search_with_embeddings_never_crosses_chats(tmp_path: Path) -> None:
-    askers = [
-        (where(platform, chat, user, False), word, share)
-        for platform in PLATFORMS
-        for chat in ("-1", "-2", "dm")
-        for user in ("1", "2", "3")
-        for word in (*WORDS, "apples", "cherries")  # paraphrases: found by vectors only
-        for share in (False, True)
-    ]
+def test_search_with_embeddings_never_crosses_scopes(tmp_path: Path) -> None:
+    """The isolation property of test_memory_store, with vectors: fusion may add paraphrases
+    (min_similarity 0: any positive cosine is a candidate), never a memory the rule keeps out."""
     with asyncio.Runner() as runner:
         fake = FakeLLM()
         runner.run(fake.start())
         store = SQLiteStore(tmp_path / "p.db")
         runner.run(store.open())
         llm = LLMSettings(base_url=fake.base_url, api_key=TEST_KEY)
-        # min_similarity 0: the widest net, any vector with a positive cosine is a candidate
         embedder = CachedEmbedder(EmbeddingSettings(model=MODEL, min_similarity=0.0), llm)
         embedder.cache = {}
         memories = MemoryStore(store, embedder)
-
-        async def run(notes: list[Note]) -> None:
-            async with store._writing() as conn:
-                await conn.execute("DELETE FROM memories")
-            added = [
-                await memories.add(where(*n[:4]), " ".join(n[4]), chat_wide=n[3]) for n in notes
-            ]
-            for ctx, word, share in askers:
-                shared = (ctx.platform, ctx.user_id) if share else None
-
-                def visible(m: Memory, ctx: Any = ctx, shared: object = shared) -> bool:
-                    if m.chat_key == ctx.chat_key:
-                        return True
-                    return (
-                        shared is not None
-                        and m.scope is MemoryScope.PRIVATE
-                        and m.user_id == ctx.user_id
-                        and m.chat_key.startswith(ctx.platform + ":")
-                    )
-
-                found = await memories.search(
-                    ctx.chat_key, word, limit=100, min_score=0, share_private_of=shared
-                )
-                assert all(visible(m) for m in found), (ctx.chat_key, shared, found)
-                # BM25's hits are all still there: fusion adds, it does not drop within limit
-                expected = {m.memory_id for m in added if visible(m) and word in m.text.split()}
-                assert expected <= {m.memory_id for m in found}
+        paraphrased = st.tuples(
+            place, st.sampled_from((*WORDS, "apples", "cherries")), st.booleans()
+        )
 
         @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-        @given(st.lists(note, max_size=10))
-        def check(notes: list[Note]) -> None:
-            runner.run(run(notes))
+        @given(
+            st.lists(note, max_size=10),
+            st.lists(paraphrased, min_size=1, max_size=15),
+            st.booleans(),
+        )
+        def check(notes: list[Note], askers: list[Any], migrated: bool) -> None:
+            runner.run(check_isolation(store, memories, notes, askers, migrated, exact=False))
 
         try:
             check()
@@ -350,9 +322,7 @@ async def test_app_recalls_a_paraphrase_with_embeddings_on(
         fake_llm.script(tool_calls(("remember", {"fact": MEI})), reply("Noted."))
         await app.service.chat(private("7", "Mei"), "remember that I'm allergic to peanuts")
         await app.service.chat(private("7", "Mei"), "Do I have allergies?")
-    body: dict[str, Any] = fake_llm.chat_requests[-1].json
-    system = "\n".join(str(m["content"]) for m in body["messages"] if m["role"] == "system")
-    assert MEI in system
+    assert MEI in recalled_text(fake_llm)
     assert fake_llm.embedding_requests and all(
         r.json["model"] == MODEL for r in fake_llm.embedding_requests
     )

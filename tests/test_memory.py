@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bot.prompt_safety import RECALLED_HEADER
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import AppFactory, group, private
 from tests.test_cli import SECRET, env_for, run_cli, write_config
@@ -22,6 +23,19 @@ def system_text(fake: FakeLLM, index: int = -1) -> str:
     return "\n".join(str(m["content"]) for m in body["messages"] if m["role"] == "system")
 
 
+def recalled_text(fake: FakeLLM, index: int = -1) -> str:
+    """The recalled block: a user-role message of quoted items, never a system message."""
+    body: dict[str, Any] = fake.chat_requests[index].json
+    blocks = [
+        str(m["content"])
+        for m in body["messages"]
+        if m["role"] == "user" and str(m["content"]).startswith(RECALLED_HEADER)
+    ]
+    assert len(blocks) <= 1
+    assert "Recalled from memory" not in system_text(fake, index)
+    return blocks[0] if blocks else ""
+
+
 async def test_an_old_fact_is_recalled_after_trimming(
     make_app: AppFactory, fake_llm: FakeLLM
 ) -> None:
@@ -30,10 +44,11 @@ async def test_an_old_fact_is_recalled_after_trimming(
         for n in range(100):
             await app.service.chat(private(), f"tell me about {FILLER[n % 5]} number {n}")
         await app.service.chat(private(), "what am I allergic to?")
-    recalled = system_text(fake_llm)
+    recalled = recalled_text(fake_llm)
     assert "allergic to peanuts" in recalled
     window = [m for m in fake_llm.chat_requests[-1].json["messages"] if m["role"] == "user"]
-    assert all("peanuts" not in m["content"] for m in window)  # it came from memory
+    history = [m for m in window if not m["content"].startswith(RECALLED_HEADER)]
+    assert all("peanuts" not in m["content"] for m in history)  # it came from memory
 
 
 async def test_chinese_is_recalled_too(make_app: AppFactory, fake_llm: FakeLLM) -> None:
@@ -42,7 +57,7 @@ async def test_chinese_is_recalled_too(make_app: AppFactory, fake_llm: FakeLLM) 
         for n in range(30):
             await app.service.chat(private(), f"今天的天气怎么样 {n}")
         await app.service.chat(private(), "我对什么过敏？")
-    assert "花生" in system_text(fake_llm)
+    assert "花生" in recalled_text(fake_llm)
 
 
 async def test_remembered_facts_stay_in_their_chat(make_app: AppFactory, fake_llm: FakeLLM) -> None:
@@ -52,11 +67,11 @@ async def test_remembered_facts_stay_in_their_chat(make_app: AppFactory, fake_ll
         )
         await app.service.chat(private("7", "Mei"), "remember that I'm allergic to peanuts")
         await app.service.chat(private("7", "Mei"), "am I allergic to peanuts?")
-        assert "Mei is allergic to peanuts" in system_text(fake_llm)
+        assert "Mei is allergic to peanuts" in recalled_text(fake_llm)
         await app.service.chat(group("7", "Mei"), "am I allergic to peanuts?")
-        assert "peanuts" not in system_text(fake_llm)  # a private chat's memory stays there
+        assert "peanuts" not in recalled_text(fake_llm)  # a private chat's memory stays there
         await app.service.chat(group("8", "Bo", chat="-200"), "is anyone allergic to peanuts?")
-        assert "peanuts" not in system_text(fake_llm)
+        assert "peanuts" not in recalled_text(fake_llm)
 
 
 async def test_shared_private_memories_need_the_opt_in(
@@ -66,9 +81,9 @@ async def test_shared_private_memories_need_the_opt_in(
         assert app.memories is not None
         await app.memories.add(private("7", "Mei"), "Mei is allergic to peanuts")
         await app.service.chat(group("7", "Mei"), "what am I allergic to? peanuts?")
-        assert "Mei is allergic to peanuts" in system_text(fake_llm)
+        assert "Mei is allergic to peanuts" in recalled_text(fake_llm)
         await app.service.chat(group("8", "Bo"), "what is Mei allergic to? peanuts?")
-        assert "peanuts" not in system_text(fake_llm)  # only for the user themselves
+        assert "peanuts" not in recalled_text(fake_llm)  # only for the user themselves
 
 
 async def test_memory_command_lists_and_deletes_own(make_app: AppFactory) -> None:
@@ -94,8 +109,8 @@ async def test_recalled_block_is_capped(make_app: AppFactory, fake_llm: FakeLLM)
         for n in range(10):
             await app.memories.add(private(), f"fact {n}: the garden has {n} roses and tulips")
         await app.service.chat(private(), "how many roses and tulips are in the garden?")
-    block = system_text(fake_llm).split("Things you remember:", 1)[1]
-    assert 1 <= block.count("\n- ") < 10
+    block = recalled_text(fake_llm).split(RECALLED_HEADER, 1)[1]
+    assert 1 <= block.count("\n{") < 10
     assert app.service.counter.count_text(block) <= 60
 
 
@@ -120,4 +135,4 @@ async def test_console_remembers_mei(fake_llm: FakeLLM, tmp_path: Path) -> None:
     code, _out, err = await run_cli("chat", env=env, stdin="\n".join(lines) + "\n")
     assert code == 0, err
     assert len(fake_llm.chat_requests) == 102
-    assert "allergic to peanuts" in system_text(fake_llm)
+    assert "allergic to peanuts" in recalled_text(fake_llm)

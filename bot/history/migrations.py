@@ -263,6 +263,27 @@ MIGRATIONS: tuple[str, ...] = (
     END;
     DROP INDEX turns_by_user_time;
     """,
+    # 10: a memory belongs to the conversation it was said in (bot/memory_scope.py), not to the
+    # whole chat: under /scope user or thread one member's or topic's facts were recalled for
+    # everyone in the group. Older rows get the conversation of the turn they came from, else
+    # the chat's shared conversation (a group) or the private chat's; the index scope tokens
+    # become "c" + hex(conversation), plus "o" + hex(chat \n user) for a member's own fact or
+    # "p" + hex(platform:user) for a private one (bot.history.scopes.MEMORY_SCOPE_SQL).
+    """
+    ALTER TABLE memories ADD COLUMN conv_key TEXT NOT NULL DEFAULT '';
+    UPDATE memories SET conv_key = coalesce(
+        (SELECT t.conv_key FROM turns AS t
+            WHERE t.id = memories.source_turn_id AND t.chat_key = memories.chat_key),
+        CASE WHEN scope = 'private' THEN chat_key || ':u:' || user_id ELSE chat_key END);
+    CREATE INDEX memories_by_conversation ON memories (conv_key, id);
+    UPDATE memories_fts SET scope = (SELECT 'c' || lower(hex(m.conv_key)) || CASE m.scope
+            WHEN 'member' THEN ' o' || lower(hex(m.chat_key || char(10) || m.user_id))
+            WHEN 'private' THEN ' p' || lower(hex(substr(m.chat_key, 1, instr(m.chat_key, ':'))
+                || m.user_id))
+            ELSE '' END
+        FROM memories AS m WHERE m.id = memories_fts.rowid)
+    WHERE rowid > 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

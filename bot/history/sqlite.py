@@ -428,11 +428,15 @@ class SQLiteStore:
                 (new_chat_key, old_chat_key),
             )
             await conn.execute("DELETE FROM usage_daily WHERE chat_key = ?", (old_chat_key,))
-            for table in ("clear_audit", "memories"):
-                await conn.execute(
-                    f"UPDATE {table} SET chat_key = ? WHERE chat_key = ?",
-                    (new_chat_key, old_chat_key),
-                )
+            await conn.execute(
+                "UPDATE clear_audit SET chat_key = ? WHERE chat_key = ?",
+                (new_chat_key, old_chat_key),
+            )
+            await conn.execute(  # a memory keeps the conversation it was said in
+                "UPDATE memories SET chat_key = ?, conv_key = ? || substr(conv_key, ?)"
+                " WHERE chat_key = ?",
+                (new_chat_key, new_chat_key, start, old_chat_key),
+            )
             # The full-text indexes name each row's chat and conversation (bot.memory_store).
             for statement in (*RESCOPE_MEMORIES, *RESCOPE_TURNS):
                 await conn.execute(statement, (new_chat_key,))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
-from bot.context import ChatContext
+from bot.context import ChatContext, Scope
 from bot.delivery import Outbound
 
 if TYPE_CHECKING:
@@ -60,6 +60,13 @@ class ToolContext:
     scheduler: Scheduler | None = None
     settings: BaseModel | None = None
     memories: MemoryStore | None = None  # long-term memory, when enabled
+    # The conversation the call belongs to under the chat's scope (a memory is kept there);
+    # empty: the chat's shared conversation (or the private chat's).
+    conversation_key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.conversation_key:
+            object.__setattr__(self, "conversation_key", self.chat.conversation_key(Scope.CHAT))
 
     async def send(self, text: str) -> bool:
         """Post ``text`` in the chat (and thread) the call came from, now."""

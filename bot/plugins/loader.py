@@ -90,6 +90,11 @@ class Plugin:
         self.scheduler.register(kind, handler)
         self.job_kinds.append(kind)
 
+    def conversation_key(self, ctx: ChatContext) -> str:
+        """The conversation ``ctx`` belongs to under its chat's scope (what a memory is
+        kept in, what ``/reset`` resets)."""
+        return self._commands.service.conversation_key(ctx)
+
     def _tool_context(self, spec: ToolSpec, ctx: ChatContext) -> ToolContext:
         return ToolContext(
             chat=ctx,
@@ -100,6 +105,7 @@ class Plugin:
             scheduler=self.scheduler,
             settings=self.settings,
             memories=self.memories,
+            conversation_key=self.conversation_key(ctx),
         )
 
     def _rollback(self) -> None:

@@ -6,13 +6,16 @@ assert await calculate(ctx, "2**10 * 3") == "3072"
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from bot.context import ChatContext, ChatType
 from bot.delivery import Outbound
 from bot.plugins import PluginStore, ToolContext
+
+if TYPE_CHECKING:
+    from bot.memory_store import MemoryStore
 
 ALICE = ChatContext("telegram", "1", ChatType.PRIVATE, "1", "Alice")
 
@@ -51,9 +54,12 @@ def tool_context(
     chat: ChatContext = ALICE,
     is_admin: bool = False,
     settings: BaseModel | None = None,
+    conversation_key: str = "",
+    memories: MemoryStore | None = None,
 ) -> ToolContext:
     """A :class:`ToolContext` for ``plugin`` in ``chat`` (default: Alice's private chat), with
-    an in-memory store and an outbound seam with no senders."""
+    an in-memory store and an outbound seam with no senders. ``conversation_key`` defaults to
+    the chat's shared conversation (a private chat's own)."""
     return ToolContext(
         chat=chat,
         is_admin=is_admin,
@@ -61,4 +67,6 @@ def tool_context(
         store=PluginStore(MemoryKV(), plugin),
         outbound=Outbound(),
         settings=settings,
+        memories=memories,
+        conversation_key=conversation_key,
     )
