@@ -131,6 +131,7 @@ class App:
                 self.outbound,
                 self.scheduler,
                 memories=self.memories,
+                conversation_of=self._service.conversation_key,
             )
             # Plugins register their job handlers before the scheduler starts: a job that fell
             # due while the bot was down runs at start, and must find its handler.

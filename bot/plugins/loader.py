@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from bot.commands import CommandInfo, CommandResult, Commands
 from bot.config import PluginEntry
-from bot.context import ChatContext
+from bot.context import ChatContext, Scope
 from bot.delivery import Outbound
 from bot.errors import ParlourError
 from bot.plugins.context import KeyValueBackend, PluginStore, ToolContext
@@ -57,6 +57,7 @@ class Plugin:
     memories: MemoryStore | None
     _registry: ToolRegistry
     _commands: Commands
+    _conversation_of: Callable[[ChatContext], str] | None = None
     tools: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     job_kinds: list[str] = field(default_factory=list)
@@ -92,8 +93,10 @@ class Plugin:
 
     def conversation_key(self, ctx: ChatContext) -> str:
         """The conversation ``ctx`` belongs to under its chat's scope (what a memory is
-        kept in, what ``/reset`` resets)."""
-        return self._commands.service.conversation_key(ctx)
+        kept in, what ``/reset`` resets); without a chat service, the chat's shared one."""
+        if self._conversation_of is None:
+            return ctx.conversation_key(Scope.CHAT)
+        return self._conversation_of(ctx)
 
     def _tool_context(self, spec: ToolSpec, ctx: ChatContext) -> ToolContext:
         return ToolContext(
@@ -134,8 +137,10 @@ class PluginManager:
         scheduler: Scheduler | None,
         *,
         memories: MemoryStore | None = None,
+        conversation_of: Callable[[ChatContext], str] | None = None,
     ) -> None:
         self.memories = memories
+        self.conversation_of = conversation_of  # the chat service's conversation_key
         self.registry = registry
         self.commands = commands
         self.kv = kv
@@ -171,6 +176,7 @@ class PluginManager:
             memories=self.memories,
             _registry=self.registry,
             _commands=self.commands,
+            _conversation_of=self.conversation_of,
         )
         try:
             await _maybe_await(setup(plugin))
