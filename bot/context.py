@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from bot.sanitise import clean_text
+
 
 class ChatType(StrEnum):
     PRIVATE = "private"
@@ -46,6 +48,8 @@ class ChatContext:
             raise ValueError(f"ChatContext.platform must have no ':', got {self.platform!r}")
         if not self.chat_id or not self.user_id:
             raise ValueError("ChatContext needs a chat_id and a user_id")
+        # The name is stored and shown to the model: never with a lone surrogate (bot.sanitise).
+        object.__setattr__(self, "user_name", clean_text(self.user_name))
 
     @property
     def is_private(self) -> bool:
