@@ -2,7 +2,8 @@
 
 Works interactively and with piped input (``printf 'hi\\n' | python -m bot chat``): each line
 is one message, answered before the next is read; the session ends at EOF or ``/exit``.
-Commands: ``/help``, ``/reset``, ``/clear``, ``/history``, ``/exit``.
+Commands: ``/help``, ``/reset``, ``/clear``, ``/history``, ``/exit``. Python reads bytes that
+are not UTF-8 on stdin as lone surrogates; each line is cleaned of them (:mod:`bot.sanitise`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from bot.app import App
 from bot.context import ChatContext, ChatType
 from bot.errors import UserFacingError
 from bot.llm.client import TextDelta
+from bot.sanitise import clean_text
 from bot.service import Done, ToolStarted
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,7 @@ class ConsoleAdapter:
 
     async def handle(self, text: str) -> None:
         """One line: a command or a message. Never raises; errors are shown and logged."""
+        text = clean_text(text)
         try:
             if text.startswith("/"):
                 name, _, args = text[1:].partition(" ")
@@ -134,7 +137,7 @@ class ConsoleAdapter:
 
 def _local_user() -> str:
     try:
-        return getpass.getuser() or "you"
+        return clean_text(getpass.getuser()) or "you"
     except (KeyError, OSError):
         return "you"
 

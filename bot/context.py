@@ -11,6 +11,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from bot.sanitise import clean_text
+
 MAX_NAME_CHARS = 64
 # Bidirectional overrides and isolates can make a name display as another one.
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -68,8 +70,9 @@ class ChatContext:
             raise ValueError(f"ChatContext.platform must have no ':', got {self.platform!r}")
         if not self.chat_id or not self.user_id:
             raise ValueError("ChatContext needs a chat_id and a user_id")
-        if self.user_name:  # every adapter's names, normalised once here
-            object.__setattr__(self, "user_name", display_name(self.user_name))
+        if self.user_name:  # every adapter's names, normalised once here: one line, capped,
+            # never a lone surrogate (bot.sanitise)
+            object.__setattr__(self, "user_name", display_name(clean_text(self.user_name)))
 
     @property
     def is_private(self) -> bool:

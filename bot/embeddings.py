@@ -92,12 +92,10 @@ class Embedder:
         }
 
         async def call() -> CreateEmbeddingResponse:
-            return await self.endpoint.client.post(
-                "/embeddings",
-                body=body,
-                cast_to=CreateEmbeddingResponse,
-                options={"security": {"bearer_auth": True}},
+            result: CreateEmbeddingResponse = await self.endpoint.post(
+                "/embeddings", body, cast_to=CreateEmbeddingResponse
             )
+            return result
 
         result = await call_with_retry(call, policy, endpoint=self.endpoint.name, sleep=self._sleep)
         data = sorted(result.data, key=lambda item: item.index)

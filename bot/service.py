@@ -43,6 +43,7 @@ from bot.locks import KeyedLocks
 from bot.memory import MemoryProvider, NoMemory
 from bot.prompt_safety import quoted_summary, recalled_message, with_speaker
 from bot.rate_limit import InFlight, MessageRateLimiter, Once
+from bot.sanitise import clean_text
 from bot.tokens import TokenCounter, get_counter
 from bot.tools import ToolRunner
 
@@ -188,7 +189,7 @@ class ChatService:
         self, ctx: ChatContext, text: str, *, streaming: bool
     ) -> AsyncGenerator[ChatEvent, None]:
         self._admit(ctx)
-        text = text.strip()
+        text = clean_text(text.strip())  # adapters clean it; a plugin's adapter may not
         if not text:
             raise UserFacingError("empty message", chat_text="Send me some text to answer.")
         limit = self.settings.limits.max_input_chars or self.settings.chat.max_input_chars
@@ -465,7 +466,7 @@ class ChatService:
         Returns False when nothing was kept (private chat, feature off, empty or huge text).
         """
         keep = self.settings.history.context_messages
-        text = text.strip()
+        text = clean_text(text.strip())  # adapters clean it; a plugin's adapter may not
         if ctx.is_private or keep == 0 or not text or not self.access.allows(ctx):
             return False
         limit = self.settings.limits.max_input_chars or self.settings.chat.max_input_chars

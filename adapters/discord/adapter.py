@@ -38,6 +38,7 @@ from bot.app import App
 from bot.context import ChatContext
 from bot.errors import ConfigError, UserFacingError
 from bot.llm.client import TextDelta
+from bot.sanitise import clean_text
 from bot.service import Done, Reply
 from bot.streaming import EditThrottle, LivePreview, Repeating
 from bot.triggers import Action
@@ -286,6 +287,7 @@ class DiscordAdapter:
         await interaction.response.defer(thinking=True)
         ctx = self.interaction_context(interaction)
         channel_id = interaction.channel_id or interaction.user.id
+        prompt = clean_text(prompt)
         await self.answer(ctx, prompt, InteractionReply(interaction), None, channel_id)
 
     async def command(self, interaction: discord.Interaction, name: str, args: str = "") -> None:
@@ -298,7 +300,7 @@ class DiscordAdapter:
         ctx = self.interaction_context(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            result = await self.app.commands.handle(ctx, name, args)
+            result = await self.app.commands.handle(ctx, name, clean_text(args))
             text = result.text.strip() or "Done."
         except Exception:
             log.exception("discord: /%s failed channel=%s", name, interaction.channel_id)

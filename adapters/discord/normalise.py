@@ -3,7 +3,8 @@
 A server text channel and each thread are separate chats (a thread is its own conversation);
 a DM is a private chat. The member's display name (server nickname, else global name) is who
 is speaking. People address the bot by @mention (its user, or the role Discord gives it) or by
-replying to one of its messages; DMs always answer; other bots are never answered.
+replying to one of its messages; DMs always answer; other bots are never answered. Text and
+names are cleaned of lone UTF-16 surrogates (:mod:`bot.sanitise`) before the core sees them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import discord
 
 from bot.context import ChatContext, ChatType
+from bot.sanitise import clean_text
 from bot.triggers import IGNORE, Action, Decision, with_quote
 
 PLATFORM = "discord"
@@ -55,7 +57,7 @@ def context_for(
         chat_id=str(channel_id),
         chat_type=ChatType.PRIVATE if private else ChatType.GROUP,
         user_id=str(user.id),
-        user_name=user.display_name,
+        user_name=clean_text(user.display_name),
         message_id=str(message_id) if message_id is not None else None,
         reply_to_message_id=str(reply_to) if reply_to is not None else None,
         is_admin=is_admin,
@@ -89,10 +91,11 @@ def normalise(message: discord.Message, me: discord.ClientUser) -> Incoming:
     reply_to_bot = replied_message is not None and replied_message.author.id == me.id
     quoted, author = None, ""
     if replied_message is not None and not reply_to_bot and replied_message.content:
-        quoted, author = replied_message.content, replied_message.author.display_name
+        quoted = clean_text(replied_message.content)
+        author = clean_text(replied_message.author.display_name)
     return Incoming(
         ctx=ctx,
-        text=_SPACES.sub(" ", _readable(text, message)).strip(),
+        text=clean_text(_SPACES.sub(" ", _readable(text, message)).strip()),
         mentioned=mentioned,
         reply_to_bot=reply_to_bot,
         from_bot=message.author.bot or message.author.id == me.id,

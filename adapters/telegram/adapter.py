@@ -3,7 +3,8 @@
 Lifecycle: ``run`` checks the token with ``getMe``, says what privacy mode lets the bot see,
 registers the command menus, then long-polls (after ``deleteWebhook``) or serves a webhook until
 ``stop``. Our entry point owns signals (``handle_signals=False``); on ``stop`` no new updates
-are taken and the replies already being written finish before ``run`` returns.
+are taken and the replies already being written finish before ``run`` returns. An update that
+aiogram cannot parse is logged and skipped, in both modes (:mod:`adapters.telegram.updates`).
 
 Arrival order: per-update handler tasks reach ``ChatService`` without awaiting anything first,
 so the conversation lock is queued for in the order Telegram delivered the messages.
@@ -32,6 +33,7 @@ from adapters.telegram.output import Outbox, Target, Undeliverable
 from adapters.telegram.settings import TelegramSettings, telegram_settings
 from adapters.telegram.streaming import StreamingReply, typing_indicator
 from adapters.telegram.triggers import Action, Decision, decide
+from adapters.telegram.updates import SkipUnparsableUpdates
 from adapters.telegram.webhook import WebhookServer
 from bot.app import App
 from bot.context import ChatContext
@@ -72,6 +74,7 @@ class TelegramAdapter:
         session.middleware(
             FloodRetry(self.config.flood_retries, self.config.flood_max_wait, flood_sleep)
         )
+        session.middleware(SkipUnparsableUpdates())  # one bad update must not stop polling
         self.bot = Bot(self.config.bot_token, session=session)
         self.dispatcher = Dispatcher()
         router = Router(name="parlour")

@@ -3,7 +3,8 @@ decide whether the bot is addressed. Pure: no requests, so it is tested with pla
 
 Entity offsets are in UTF-16 code units (an emoji before a mention shifts it by two), so spans
 are cut with aiogram's ``MessageEntity.extract_from`` and our own UTF-16 slicing, never with
-Python string indices.
+Python string indices. Text and names are cleaned of lone UTF-16 surrogates first
+(:mod:`bot.sanitise`): U+FFFD is one UTF-16 unit like the surrogate it replaces, so offsets hold.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from aiogram.types import Chat, Message, MessageEntity, User
 
 from bot.context import ChatContext, ChatType
+from bot.sanitise import clean_text
 
 PLATFORM = "telegram"
 GROUP_ANONYMOUS_BOT_ID = 1087968824  # posts of anonymous group admins come "from" this bot
@@ -65,7 +67,7 @@ def normalise(message: Message, me: User) -> Incoming:
         is_admin=anonymous_admin,  # only a chat's admins can post as the chat itself
         reply_to_message_id=str(reply.message_id) if reply and not _is_topic_root(reply) else None,
     )
-    raw = message.text if message.text is not None else (message.caption or "")
+    raw = clean_text(message.text if message.text is not None else (message.caption or ""))
     entities = list(message.entities or message.caption_entities or []) or _detect(raw)
     mentions = [e for e in entities if _mentions(e, raw, me)]
     command, args, other_bot = _command(raw, entities, me)
@@ -96,11 +98,11 @@ def _sender(message: Message) -> tuple[str, str, bool]:
     user = message.from_user
     if user is None:  # channel posts
         return str(message.chat.id), _chat_title(message.chat, False), False
-    return str(user.id), user.full_name or (user.username or str(user.id)), False
+    return str(user.id), clean_text(user.full_name or (user.username or str(user.id))), False
 
 
 def _chat_title(chat: Chat, anonymous_admin: bool) -> str:
-    title = chat.title or chat.username or str(chat.id)
+    title = clean_text(chat.title or chat.username or str(chat.id))
     return f"{title} (admin)" if anonymous_admin else title
 
 
@@ -132,7 +134,7 @@ def _quote(reply: Message | None, me: User) -> tuple[str | None, str]:
     if not text:
         return None, ""
     _, author, _ = _sender(reply)
-    return text, author
+    return clean_text(text), author
 
 
 def _is_topic_root(message: Message | None) -> bool:

@@ -2,11 +2,14 @@
 
 Without it, everyone queued behind one conversation's lock (a group shares one) or arriving
 while the provider is down waits a full ``llm.deadline`` of retries each, one after the other.
-After a call to an endpoint fails for good with it unavailable (connection refused, timeouts,
-5xx, its share of the deadline), the endpoint is skipped for ``cooldown`` seconds: the client
-goes to the next fallback, and with none left the user is told at once. After the cooldown one
-call probes it (the others keep being told) and closes the breaker if it answers. Busy (429),
-quota and bad-request errors say nothing about the endpoint being down and leave it shut.
+After a call to an endpoint fails for good on the endpoint's side (connection refused,
+timeouts, 5xx, 408, its share of the deadline), the endpoint is skipped for ``cooldown``
+seconds: the client goes to the next fallback, and with none left the user is told at once.
+After the cooldown one call probes it (the others keep being told) and closes the breaker if it
+answers. Only those provider-side failures open it: anyone can send a message, so anything one
+message's content can cause -- a 4xx about the request (400, 404, 413, 422, ...), an error
+raised on our side before anything was sent (text that cannot be encoded) -- must cost that
+message alone, never everyone's service. Busy (429) and quota errors leave it shut too.
 """
 
 from __future__ import annotations
@@ -16,9 +19,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from bot.errors import LLMUnavailableError
+from bot.errors import LLMError, LLMUnavailableError
 
 log = logging.getLogger(__name__)
+
+
+def counts_as_down(error: LLMError) -> bool:
+    """Whether a failed call says the endpoint is down: no connection, a timeout, a broken
+    stream (no status), a 5xx or a 408. Errors raised before sending are never
+    ``LLMUnavailableError`` (see :func:`bot.llm.retry.classify`)."""
+    if not isinstance(error, LLMUnavailableError):
+        return False
+    return error.status is None or error.status >= 500 or error.status == 408
 
 
 class CircuitBreaker:
@@ -60,6 +72,14 @@ class CircuitBreaker:
         if not self._open_until:
             log.warning("%s unavailable: skipping it for %.0fs", self.name, self.cooldown)
         self._open_until = self.clock() + self.cooldown
+
+    def judge(self, error: LLMError) -> None:
+        """After a call failed with ``error``: open on the endpoint's own failures, close on any
+        other answer from it, and ignore an error that never reached it (no status)."""
+        if counts_as_down(error):
+            self.failed()
+        elif error.status is not None:
+            self.succeeded()  # it answered, if only to say no
 
     def succeeded(self) -> None:
         if self._open_until:

@@ -23,6 +23,7 @@ from bot.errors import LLMBadRequestError, LLMError, LLMUnavailableError
 from bot.history.store import Usage
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry, classify
+from bot.sanitise import clean_json
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,18 @@ class Endpoint:
             body["stream_options"] = {"include_usage": True}
         return body
 
+    async def post(self, path: str, body: dict[str, Any], **sdk: Any) -> Any:
+        """The SDK's ``post`` with bearer auth. A body with text that has no UTF-8 form (a lone
+        surrogate that got past the adapters) fails while the SDK encodes it, before anything
+        is sent: it is sent again with those replaced, so it costs nothing on every other call.
+        """
+        auth: Any = {"security": {"bearer_auth": True}}
+        try:
+            return await self.client.post(path, body=body, options=auth, **sdk)
+        except UnicodeEncodeError:
+            log.warning("%s: request had lone surrogates; sending them as U+FFFD", self.name)
+            return await self.client.post(path, body=clean_json(body), options=auth, **sdk)
+
 
 class LLMClient:
     """Primary endpoint plus ordered fallbacks, each behind the one retry layer."""
@@ -173,8 +186,8 @@ class LLMClient:
         try:
             async for item in _assemble(chunks, endpoint):
                 yield item
-        except LLMUnavailableError:
-            endpoint.breaker.failed()  # it opened the stream, then broke off
+        except LLMError as exc:
+            endpoint.breaker.judge(exc)  # it opened the stream, then broke off
             raise
 
     async def _send(
@@ -208,13 +221,12 @@ class LLMClient:
             )
 
             async def call(endpoint: Endpoint = endpoint, body: dict[str, Any] = body) -> Any:
-                return await endpoint.client.post(
+                return await endpoint.post(
                     "/chat/completions",
-                    body=body,
+                    body,
                     cast_to=ChatCompletion,
                     stream=stream,
                     stream_cls=AsyncStream[ChatCompletionChunk],
-                    options={"security": {"bearer_auth": True}},
                 )
 
             try:
@@ -230,11 +242,8 @@ class LLMClient:
                             f"{endpoint.name}: no answer within its {share:.1f}s of "
                             f"llm.deadline={self.settings.deadline:g}s"
                         ) from None
-                    except LLMUnavailableError:
-                        endpoint.breaker.failed()
-                        raise
-                    except LLMError:
-                        endpoint.breaker.succeeded()  # it answered, if only to say no
+                    except LLMError as exc:
+                        endpoint.breaker.judge(exc)  # only the provider's own failures open it
                         raise
                     endpoint.breaker.succeeded()
                     return endpoint, result

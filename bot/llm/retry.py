@@ -2,11 +2,12 @@
 
 The openai SDK's own retries are switched off (``max_retries=0``) so that waits never stack.
 Retried: 408, 409, 429 (unless the quota is spent), 5xx, connection errors and timeouts. Never
-retried: 400, 401, 403, 404, 422 and a 429 whose code is ``insufficient_quota``. Waits honour
-``retry-after-ms`` / ``retry-after`` and otherwise back off exponentially with full jitter; the sum
-of all waits of one call is capped. A 429 gets more attempts than other failures: under a storm,
-retries that wait the same Retry-After come back together and fail in waves, and the server has
-said it will have room again, not that it is broken.
+retried: 400, 401, 403, 404, 422, a 429 whose code is ``insufficient_quota``, and a request the
+SDK could not encode (it was never sent). Waits honour ``retry-after-ms`` / ``retry-after`` and
+otherwise back off exponentially with full jitter; the sum of all waits of one call is capped.
+A 429 gets more attempts than other failures: under a storm, retries that wait the same
+Retry-After come back together and fail in waves, and the server has said it will have room
+again, not that it is broken.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def classify(exc: BaseException, *, endpoint: str) -> tuple[LLMError, bool]:
         return LLMUnavailableError(f"{endpoint}: connection failed"), True
     if isinstance(exc, TimeoutError):
         return LLMUnavailableError(f"{endpoint}: request timed out"), True
+    if isinstance(exc, UnicodeEncodeError | TypeError):
+        return _unsendable(exc, endpoint), False
     if not isinstance(exc, openai.APIStatusError):
         return LLMUnavailableError(f"{endpoint}: {type(exc).__name__}"), False
     status, code = exc.status_code, _error_code(exc)
@@ -113,6 +116,16 @@ def classify(exc: BaseException, *, endpoint: str) -> tuple[LLMError, bool]:
     if status in _RETRY_STATUSES or status >= 500:
         return LLMUnavailableError(detail, status=status, retry_after=wait), True
     return LLMUnavailableError(detail, status=status), False
+
+
+def _unsendable(exc: Exception, endpoint: str) -> LLMBadRequestError:
+    """Raised while the SDK built the request (text with no UTF-8 form, a value JSON cannot
+    carry): nothing was sent, so it is this request's fault and says nothing of the endpoint."""
+    error = LLMBadRequestError(
+        f"{endpoint}: the request could not be encoded ({type(exc).__name__})"
+    )
+    error.chat_text = "That message could not be sent to the AI model."
+    return error
 
 
 async def call_with_retry(

@@ -427,5 +427,5 @@ class TelegramState:
 
 
 def _utf16_span(text: str, offset: int, length: int) -> str:
-    encoded = text.encode("utf-16-le")
+    encoded = text.encode("utf-16-le", "surrogatepass")  # a lone surrogate is one unit
     return encoded[offset * 2 : (offset + length) * 2].decode("utf-16-le", errors="replace")
