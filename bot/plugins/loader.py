@@ -74,13 +74,22 @@ class Plugin:
         handler: Callable[[ChatContext, str], Awaitable[CommandResult]],
         *,
         admin_only: bool = False,
+        admin_aware: bool = False,
     ) -> None:
-        """A chat command (``/name args``); listed in /help and the platforms' menus."""
-        self._commands.register(CommandInfo(name, description, admin_only), handler)
+        """A chat command (``/name args``); listed in /help and the platforms' menus.
+
+        ``admin_only``: only the chat's admins may run it. ``admin_aware``: anyone may, but the
+        handler asks :meth:`is_admin` (adapters then look the caller's admin status up for it).
+        """
+        info = CommandInfo(name, description, admin_only=admin_only, admin_aware=admin_aware)
+        self._commands.register(info, handler)
         self.commands.append(name.lower())
 
     def is_admin(self, ctx: ChatContext) -> bool:
-        """The chat's platform admins and the bot admins from config (for plugin commands)."""
+        """A chat admin, by the one policy (``bot.admins``): platform admin or bot admin.
+
+        Reliable in a command's handler only if it was added ``admin_only`` or ``admin_aware``.
+        """
         return self._registry.is_admin(ctx)
 
     def on_job(self, kind: str, handler: JobHandler) -> None:
