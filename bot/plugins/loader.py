@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from bot.commands import CommandInfo, CommandResult, Commands
-from bot.config import PluginEntry
+from bot.config import PluginEntry, describe_errors
 from bot.context import ChatContext
 from bot.delivery import Outbound
 from bot.errors import ParlourError
@@ -233,14 +233,17 @@ def _settings(module: ModuleType, entry: PluginEntry) -> BaseModel | None:
     try:
         return model.model_validate(entry.settings)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = "; ".join(describe_errors(exc, top="settings"))  # never echoes a value
         raise PluginError(f"plugin {entry.module} settings: {problems}") from None
+
+
+def validated_settings(entry: PluginEntry) -> BaseModel | None:
+    """Import the plugin and check its ``settings:`` without setting it up (``check-config``)."""
+    return _settings(_import(entry.module), entry)
 
 
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-__all__ = ["ENTRY_POINT_GROUP", "Plugin", "PluginError", "PluginManager"]
+__all__ = ["ENTRY_POINT_GROUP", "Plugin", "PluginError", "PluginManager", "validated_settings"]
