@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
+from bot.admins import AdminPolicy
 from bot.config import AccessSettings, Settings
 from bot.context import ChatContext
 from bot.errors import UserFacingError
@@ -39,13 +40,14 @@ def subjects(ctx: ChatContext) -> tuple[str, ...]:
 
 
 class AccessPolicy:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, admins: AdminPolicy | None = None) -> None:
         self.settings = settings
         self.access: AccessSettings = settings.access
+        self.admins = admins or AdminPolicy(settings)
 
     def exempt(self, ctx: ChatContext) -> bool:
-        """Bot admins from config and the bot's owner at the console: never refused or limited."""
-        return ctx.is_owner or self.settings.is_bot_admin(ctx.platform, ctx.user_id)
+        """Bot admins (config ``admins:``, the console's owner): never refused or limited."""
+        return self.admins.is_bot_admin(ctx)
 
     def allows(self, ctx: ChatContext) -> bool:
         if self.exempt(ctx):

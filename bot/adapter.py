@@ -12,6 +12,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol, cast
 
+from pydantic import BaseModel
+
 from bot.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -34,12 +36,17 @@ class Adapter(Protocol):
 AdapterFactory = Callable[["App"], Adapter]
 
 
-def check_adapter_settings(name: str, settings: Settings) -> None:
-    """Let an adapter validate its own config section (``check_settings(settings)``, optional)."""
+def check_adapter_settings(name: str, settings: Settings) -> BaseModel | None:
+    """Let an adapter validate its own config section (``check_settings(settings)``, optional).
+
+    Returns the validated section when the adapter hands it back (``check-config`` prints it).
+    """
     module = _module(name, settings.adapters)
     check = getattr(module, "check_settings", None)
-    if callable(check):
-        check(settings)
+    if not callable(check):
+        return None
+    checked = check(settings)
+    return checked if isinstance(checked, BaseModel) else None
 
 
 def load_adapter(name: str, modules: dict[str, str]) -> AdapterFactory:

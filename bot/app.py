@@ -10,10 +10,10 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
+from bot.admins import AdminPolicy
 from bot.commands import Commands
 from bot.compaction import Compactor
 from bot.config import Settings, safe_url
-from bot.context import ChatContext
 from bot.delivery import Outbound
 from bot.embeddings import Embedder
 from bot.errors import ConfigError, LLMError
@@ -60,7 +60,8 @@ class App:
         self._service: ChatService | None = None
         self._commands: Commands | None = None
         self.outbound = Outbound()
-        self.tools = ToolRegistry(self._is_admin)
+        self.admins = AdminPolicy(settings)  # who is an admin, for tools, plugins and commands
+        self.tools = ToolRegistry(self.admins.is_admin)
         self.scheduler: Scheduler | None = None
         self.memories: MemoryStore | None = None
         self._embedder: Embedder | None = None
@@ -103,13 +104,14 @@ class App:
                 if self._embedder is not None:  # in the background: a slow endpoint won't block
                     self._backfill = asyncio.create_task(self._backfill_vectors(self.memories))
                 memory = memory or StoredMemory(self.memories, self.settings.memory)
-            self.tools = ToolRegistry(self._is_admin)
+            self.tools = ToolRegistry(self.admins.is_admin)
             self._service = ChatService(
                 self.settings,
                 self._store,
                 self._llm,
                 memory=memory,
                 tools=self._tools if self._tools is not None else self.tools,
+                admins=self.admins,
             )
             await self._service.start()
             if self.settings.memory.summarize:
@@ -158,9 +160,6 @@ class App:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-    def _is_admin(self, ctx: ChatContext) -> bool:
-        return ctx.is_admin or self.settings.is_bot_admin(ctx.platform, ctx.user_id)
 
     def _schedule_housekeeping(self, scheduler: Scheduler) -> None:
         scheduler.register(HOUSEKEEPING_JOB, self._housekeeping)

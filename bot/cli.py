@@ -21,9 +21,10 @@ from typing import TextIO
 import yaml
 
 from bot.adapter import Adapter, check_adapter_settings, load_adapter
-from bot.app import App, check_llm_settings
+from bot.app import App
 from bot.budgets import utc_day
-from bot.config import Settings, load_settings, masked_dump, secret_values
+from bot.config import Settings, load_settings, secret_values
+from bot.config_report import config_report
 from bot.errors import ConfigError, ParlourError
 from bot.history.sqlite import SQLiteStore
 from bot.redact import Redactor, configure_logging
@@ -95,11 +96,14 @@ async def _dispatch(args: argparse.Namespace, settings: Settings, redactor: Reda
 
 
 def _check_config(settings: Settings, redactor: Redactor) -> int:
-    text = yaml.safe_dump(masked_dump(settings), sort_keys=False, allow_unicode=True)
+    """Print the validated config (see ``bot.config_report``), then its problems."""
+    report = config_report(settings)
+    text = yaml.safe_dump(report.data, sort_keys=False, allow_unicode=True)
     sys.stdout.write(redactor(text))
-    check_llm_settings(settings)
-    for name in settings.enabled_platforms():
-        check_adapter_settings(name, settings)
+    for warning in report.warnings:
+        sys.stderr.write(redactor(f"warning: {warning}\n"))
+    if report.errors:
+        raise ConfigError("; ".join(report.errors))
     sys.stdout.write("config OK\n")
     return 0
 

@@ -1,8 +1,10 @@
 """Platform-neutral chat commands. Adapters map their own syntax (``/reset``, slash commands,
 console lines) onto :meth:`Commands.handle` and post the returned text.
 
-Who is an admin is decided in code: the platform's own admin flag that the adapter put on the
-``ChatContext`` (Telegram chat admins, Discord Manage Messages), or a bot admin from config.
+Who is an admin is decided by :mod:`bot.admins`. A command says whether the caller's admin
+status matters to it (``admin_only``: only admins may run it; ``admin_aware``: admins get more,
+like /usage's chat totals), so adapters that must look the status up (Telegram asks
+``getChatMember``) do it for exactly those commands.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.context import ChatContext, Scope
 from bot.errors import UserFacingError
@@ -31,16 +33,24 @@ class CommandResult:
 class CommandInfo:
     name: str
     description: str
-    admin_only: bool = False
+    admin_only: bool = False  # only the chat's admins may run it
+    admin_aware: bool = False  # anyone may; admins get more (see another's data, chat totals)
+
+    @property
+    def needs_admin_status(self) -> bool:
+        """The adapter must tell the handler whether the caller is a chat admin."""
+        return self.admin_only or self.admin_aware
 
 
 BUILTIN_COMMANDS: tuple[CommandInfo, ...] = (
-    CommandInfo("help", "Show what I can do"),
+    CommandInfo("help", "Show what I can do", admin_aware=True),  # lists admin commands
     CommandInfo("reset", "Start a fresh conversation (the old one is kept but forgotten)"),
     CommandInfo("clear", "Delete this chat's whole history", admin_only=True),
     CommandInfo("history", "How much I remember here, and my token budget"),
     CommandInfo("scope", "Share history per chat, per user or per thread", admin_only=True),
-    CommandInfo("usage", "Tokens used today (yours; admins: the chat's; bot admins: all)"),
+    CommandInfo(
+        "usage", "Tokens used today (yours; admins: the chat's; bot admins: all)", admin_aware=True
+    ),
 )
 
 Handler = Callable[[ChatContext, str], Awaitable[CommandResult]]
@@ -76,7 +86,7 @@ class Commands:
             raise ValueError(f"command /{name}: use 1-32 of a-z, 0-9, _ and give a description")
         if any(existing.name == name for existing in self._infos):
             raise ValueError(f"command /{name} is already registered")
-        self._infos.append(CommandInfo(name, info.description, info.admin_only))
+        self._infos.append(replace(info, name=name))
         if handler is not None:
             self._handlers[name] = handler
 
@@ -98,10 +108,15 @@ class Commands:
         return tuple(self._infos)
 
     def is_admin(self, ctx: ChatContext) -> bool:
-        return ctx.is_admin or self.service.settings.is_bot_admin(ctx.platform, ctx.user_id)
+        return self.service.admins.is_admin(ctx)
 
     def knows(self, name: str) -> bool:
         return name.lower() in self._handlers
+
+    def needs_admin_status(self, name: str) -> bool:
+        """Whether /name behaves differently for admins: adapters resolve the flag for it."""
+        name = name.lower()
+        return any(info.name == name and info.needs_admin_status for info in self._infos)
 
     async def handle(self, ctx: ChatContext, name: str, args: str = "") -> CommandResult:
         try:
@@ -164,7 +179,7 @@ class Commands:
         lines = [f"You used {mine:,} tokens today (UTC)" + _of(limits.daily_tokens_per_user)]
         if self.is_admin(ctx) and not ctx.is_private:
             lines.append(f"This chat used {chat:,}" + _of(limits.daily_tokens_per_chat))
-        if self.service.access.exempt(ctx):  # bot admins see the whole bill
+        if self.service.admins.is_bot_admin(ctx):  # bot admins see the whole bill
             total = await self.service.usage_total_today(fresh=True)
             lines.append(f"The whole bot used {total:,}" + _of(limits.daily_tokens_total))
         return CommandResult("\n".join(lines) + ".", private=True)

@@ -374,12 +374,40 @@ def interpolate(value: Any, path: str = "") -> Any:
     return _VAR.sub(substitute, value)
 
 
-def _describe(error: ValidationError) -> str:
+def describe_errors(
+    error: ValidationError, prefix: tuple[str, ...] = (), *, top: str = "(top level)"
+) -> list[str]:
+    """One line per problem, naming the field and never echoing what was given there.
+
+    A mistyped key is named, without its value (``unknown key telegram.tokn``): that value may
+    be the secret meant for the right key. A message that quotes its input (a validator's
+    ``unknown time zone '...'``) has the input masked.
+    """
     lines = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "(top level)"
-        lines.append(f"{where}: {item['msg']}")
-    return "invalid config: " + "; ".join(lines)
+    for item in error.errors(include_url=False):
+        where = ".".join(str(p) for p in (*prefix, *item["loc"])) or top
+        if item["type"] == "extra_forbidden":
+            lines.append(f"unknown key {where}")
+            continue
+        message, given = item["msg"], item.get("input")
+        for value in _scalars(given):
+            if len(value) >= 3 and value in message:
+                message = message.replace(value, "***")
+        lines.append(f"{where}: {message}")
+    return lines
+
+
+def _scalars(value: Any) -> list[str]:
+    """The strings an error's input holds, for masking them out of its message."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _scalars(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _scalars(v)]
+    return [] if value is None or isinstance(value, bool) else [str(value)]
+
+
+def _describe(error: ValidationError) -> str:
+    return "invalid config: " + "; ".join(describe_errors(error))
 
 
 def resolve_path(path: str | Path | None) -> Path | None:
@@ -435,11 +463,7 @@ def platform_settings(
     try:
         return model.model_validate(section.model_dump())
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            where = ".".join(str(p) for p in (name, *error["loc"]))
-            problems.append(f"{where}: {error['msg']}")
-        raise ConfigError("; ".join(problems)) from None
+        raise ConfigError("; ".join(describe_errors(exc, (name,)))) from None
 
 
 def secret_values(settings: Settings) -> list[str]:
@@ -488,18 +512,22 @@ def _looks_secret(key: str) -> bool:
 
 
 def masked_dump(settings: Settings) -> dict[str, Any]:
-    """The effective config as plain data with every secret replaced by ``***``."""
-    data = settings.model_dump(mode="json")
+    """The effective config as plain data with every secret replaced by ``***``.
 
-    def mask(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {
-                k: ("***" if v and _looks_secret(k) and isinstance(v, str) else mask(v))
-                for k, v in node.items()
-            }
-        if isinstance(node, list):
-            return [mask(v) for v in node]
-        return node
-
-    masked: dict[str, Any] = mask(data)
+    The ``telegram:`` / ``discord:`` sections and plugin settings are as given, not validated:
+    ``check-config`` prints their validated forms instead (``bot.config_report``).
+    """
+    masked: dict[str, Any] = mask_secrets(settings.model_dump(mode="json"))
     return masked
+
+
+def mask_secrets(node: Any) -> Any:
+    """Plain data with the value of every secret-looking key (token, key, ...) as ``***``."""
+    if isinstance(node, dict):
+        return {
+            k: ("***" if v and _looks_secret(str(k)) and isinstance(v, str) else mask_secrets(v))
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [mask_secrets(v) for v in node]
+    return node

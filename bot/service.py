@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from bot.access import AccessDeniedError, AccessPolicy
+from bot.admins import AdminPolicy
 from bot.budgets import Budgets, BudgetSpentError
 from bot.compaction import Compactor
 from bot.config import Settings
@@ -113,6 +114,7 @@ class ChatService:
         tools: ToolRunner | None = None,
         counter: TokenCounter | None = None,
         max_tool_rounds: int = 5,
+        admins: AdminPolicy | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -124,7 +126,8 @@ class ChatService:
         self._locks = KeyedLocks()
         self._prefs: dict[str, ChatPreferences] = {}
         self.compactor: Compactor | None = None  # set by the App when memory.summarize is on
-        self.access = AccessPolicy(settings)
+        self.admins = admins or AdminPolicy(settings)  # who is an admin: bot.admins
+        self.access = AccessPolicy(settings, self.admins)
         limits = settings.limits
         cap = limits.max_concurrent_llm_calls
         self._llm_slots = asyncio.Semaphore(cap) if cap else None

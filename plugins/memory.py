@@ -115,6 +115,11 @@ def setup(plugin: Plugin) -> None:
     async def command(ctx: ChatContext, args: str) -> CommandResult:
         return await _memory_command(memories, plugin.is_admin(ctx), ctx, args)
 
-    plugin.add_command("memory", "List what I remember here, or /memory delete <number>", command)
+    plugin.add_command(
+        "memory",
+        "List what I remember here, or /memory delete <number>",
+        command,
+        admin_aware=True,  # a chat's admins list and delete everyone's memories here
+    )
     for func in (remember, forget, recall):
         plugin.add_tool(func)

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Literal
 
 import pytest
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.config import load_settings, masked_dump, secret_values, settings_from_mapping
+from bot.config import (
+    describe_errors,
+    load_settings,
+    masked_dump,
+    secret_values,
+    settings_from_mapping,
+)
 from bot.context import Scope
 from bot.errors import ConfigError
 
@@ -103,3 +111,26 @@ def test_embedding_endpoint_query_secrets_are_redacted() -> None:
         }
     )
     assert "emb-SECRET-1" in secret_values(settings)
+
+
+class _Cat(BaseModel):
+    kind: Literal["cat"]
+
+
+class _Dog(BaseModel):
+    kind: Literal["dog"]
+
+
+class _Pet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    pet: Annotated[_Cat | _Dog, Field(discriminator="kind")]
+
+
+def test_errors_name_fields_and_never_echo_values() -> None:
+    """pydantic quotes some inputs in its messages (a union's tag); validators may, too."""
+    with pytest.raises(ValidationError) as caught:
+        _Pet.model_validate({"pet": {"kind": "hunter2-not-a-tag"}, "pasword": "hunter2-typo"})
+    lines = describe_errors(caught.value, ("pets",))
+    assert "unknown key pets.pasword" in lines
+    assert any(line.startswith("pets.pet: Input tag '***'") for line in lines), lines
+    assert "hunter2" not in "\n".join(lines)

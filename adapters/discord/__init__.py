@@ -10,17 +10,18 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adapters.discord.adapter import DiscordAdapter
+    from adapters.discord.settings import DiscordSettings
     from bot.app import App
     from bot.config import Settings
 
 __all__ = ["check_settings", "create_adapter"]
 
 
-def check_settings(settings: Settings) -> None:
-    """Validate ``discord:`` (``check-config`` and start-up call this)."""
+def check_settings(settings: Settings) -> DiscordSettings:
+    """Validate ``discord:`` (``check-config`` prints what this returns; start-up checks it)."""
     from adapters.discord.settings import discord_settings
 
-    discord_settings(settings)
+    return discord_settings(settings)
 
 
 def create_adapter(app: App) -> DiscordAdapter:

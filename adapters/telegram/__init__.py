@@ -10,17 +10,18 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adapters.telegram.adapter import TelegramAdapter
+    from adapters.telegram.settings import TelegramSettings
     from bot.app import App
     from bot.config import Settings
 
 __all__ = ["check_settings", "create_adapter"]
 
 
-def check_settings(settings: Settings) -> None:
-    """Validate ``telegram:`` (``check-config`` and start-up call this)."""
+def check_settings(settings: Settings) -> TelegramSettings:
+    """Validate ``telegram:`` (``check-config`` prints what this returns; start-up checks it)."""
     from adapters.telegram.settings import telegram_settings
 
-    telegram_settings(settings)
+    return telegram_settings(settings)
 
 
 def create_adapter(app: App) -> TelegramAdapter:

@@ -45,7 +45,6 @@ from bot.streaming import EditThrottle
 log = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = ["message"]
-_ADMIN_COMMANDS = frozenset({"clear", "scope", "help"})
 _FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
 _CUT = "\n\n[reply cut at the output limit]"
 _PRIVACY_NOTE = (
@@ -320,9 +319,8 @@ class TelegramAdapter:
         ctx = incoming.ctx
         name = decision.command or "help"
         sender = message.from_user
-        admin_only = {info.name for info in self.app.commands.infos if info.admin_only}
         if (
-            (name in _ADMIN_COMMANDS or name in admin_only)
+            self.app.commands.needs_admin_status(name)  # admin_only or admin_aware: bot.admins
             and not ctx.is_private
             and not ctx.is_admin
             and sender is not None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from bot.commands import CommandInfo, CommandResult, Commands
-from bot.config import PluginEntry
+from bot.config import PluginEntry, describe_errors
 from bot.context import ChatContext, Scope
 from bot.delivery import Outbound
 from bot.errors import ParlourError
@@ -75,13 +75,22 @@ class Plugin:
         handler: Callable[[ChatContext, str], Awaitable[CommandResult]],
         *,
         admin_only: bool = False,
+        admin_aware: bool = False,
     ) -> None:
-        """A chat command (``/name args``); listed in /help and the platforms' menus."""
-        self._commands.register(CommandInfo(name, description, admin_only), handler)
+        """A chat command (``/name args``); listed in /help and the platforms' menus.
+
+        ``admin_only``: only the chat's admins may run it. ``admin_aware``: anyone may, but the
+        handler asks :meth:`is_admin` (adapters then look the caller's admin status up for it).
+        """
+        info = CommandInfo(name, description, admin_only=admin_only, admin_aware=admin_aware)
+        self._commands.register(info, handler)
         self.commands.append(name.lower())
 
     def is_admin(self, ctx: ChatContext) -> bool:
-        """The chat's platform admins and the bot admins from config (for plugin commands)."""
+        """A chat admin, by the one policy (``bot.admins``): platform admin or bot admin.
+
+        Reliable in a command's handler only if it was added ``admin_only`` or ``admin_aware``.
+        """
         return self._registry.is_admin(ctx)
 
     def on_job(self, kind: str, handler: JobHandler) -> None:
@@ -236,14 +245,17 @@ def _settings(module: ModuleType, entry: PluginEntry) -> BaseModel | None:
     try:
         return model.model_validate(entry.settings)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = "; ".join(describe_errors(exc, top="settings"))  # never echoes a value
         raise PluginError(f"plugin {entry.module} settings: {problems}") from None
+
+
+def validated_settings(entry: PluginEntry) -> BaseModel | None:
+    """Import the plugin and check its ``settings:`` without setting it up (``check-config``)."""
+    return _settings(_import(entry.module), entry)
 
 
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-__all__ = ["ENTRY_POINT_GROUP", "Plugin", "PluginError", "PluginManager"]
+__all__ = ["ENTRY_POINT_GROUP", "Plugin", "PluginError", "PluginManager", "validated_settings"]
