@@ -165,10 +165,11 @@ class Commands:
     async def _history(self, ctx: ChatContext, args: str) -> CommandResult:
         info = await self.service.history_info(ctx)
         whose = "this private chat" if ctx.is_private else f"shared per {info.scope.value}"
+        lost = f", {info.undelivered} not delivered" if info.undelivered else ""
         return CommandResult(
             f"Conversation: {whose}\n"
             f"Turns stored: {info.turns_stored} ({info.turns_in_context} since the last reset, "
-            f"{info.unanswered} unanswered)\n"
+            f"{info.unanswered} unanswered{lost})\n"
             f"Tokens in the window: {info.window_tokens} of a {info.budget}-token budget",
             private=True,
         )

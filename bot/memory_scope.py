@@ -100,7 +100,7 @@ def _own(chat_key: str, user_id: str) -> str:
 def index_scope(chat_key: str, conversation_key: str, user_id: str, scope: MemoryScope) -> str:
     """A memory's tokens in the ``scope`` column of ``memories_fts``: ``c`` its conversation,
     ``o`` chat+user for a member's own fact, ``p`` platform:user for a private one. The SQL of
-    migration 10 and ``RESCOPE_MEMORIES`` builds the same."""
+    migration 11 and ``RESCOPE_MEMORIES`` builds the same."""
     tokens = [scope_token("c", conversation_key)]
     if scope is MemoryScope.MEMBER:
         tokens.append(_own(chat_key, user_id))

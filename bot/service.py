@@ -101,6 +101,7 @@ class HistoryInfo:
     unanswered: int
     window_tokens: int
     budget: int
+    undelivered: int = 0  # answered, but the platform never took the reply
 
 
 class ChatService:
@@ -583,6 +584,7 @@ class ChatService:
             unanswered=stats.unanswered,
             window_tokens=self._count(window[:-1]),
             budget=budget,
+            undelivered=stats.undelivered,
         )
 
 

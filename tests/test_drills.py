@@ -26,7 +26,7 @@ import pytest
 import pytest_asyncio
 
 from bot.errors import LLMUnavailableError
-from bot.testing.fake_llm import FakeLLM, RecordedRequest, hang, rate_limited
+from bot.testing.fake_llm import FakeLLM, RecordedRequest, hang, rate_limited, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.secret_scan import find_secrets
 from tests.test_cli import SECRET, env_for, run_cli, write_config
@@ -135,6 +135,13 @@ def turns(tmp_path: Path) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
+def deliveries(tmp_path: Path) -> list[dict[str, Any]]:
+    """Replies being delivered, as recorded for the next start should the process die."""
+    with contextlib.closing(sqlite3.connect(tmp_path / "bot.db")) as db:
+        db.row_factory = sqlite3.Row
+        return [dict(row) for row in db.execute("SELECT * FROM deliveries ORDER BY id")]
+
+
 def integrity(tmp_path: Path) -> str:
     """``PRAGMA integrity_check`` of the history file ("ok" when sound)."""
     with contextlib.closing(sqlite3.connect(tmp_path / "bot.db")) as db:
@@ -192,8 +199,9 @@ async def test_kill_9_mid_turn_leaves_a_history_the_next_process_can_use(
     alice, bob = tg.user(7, "Alice"), tg.user(8, "Bob")
 
     async with bot_process(tmp_path, tg, fake_llm.base_url, name="first") as bot:
-        tg.send(group, alice, "@parlour_bot what is the plan?")
+        question = tg.send(group, alice, "@parlour_bot what is the plan?")
         await until(lambda: bool(fake_llm.chat_requests), "the model call")
+        await until(lambda: bool(deliveries(tmp_path)), "the reply to be recorded")
         # Confirmed by the next getUpdates, so the restart cannot replay it: the drill is the
         # same on every run.
         await tg.wait_until(lambda: not tg.pending_updates, what="the update to be confirmed")
@@ -209,10 +217,14 @@ async def test_kill_9_mid_turn_leaves_a_history_the_next_process_can_use(
     assert tg.messages(group["id"]) == []
 
     async with bot_process(tmp_path, tg, fake_llm.base_url, name="second") as bot:
+        # Nothing was shown before the crash: the question is told, in reply, that it was cut.
+        [notice] = await tg.wait_for_message(group["id"], timeout=15)
+        assert "[interrupted" in notice["text"] and "ask again" in notice["text"]
+        assert notice["reply_to_message"]["message_id"] == question["message_id"]
         tg.send(group, bob, "@parlour_bot are you back?")
-        await tg.wait_for_message(group["id"], timeout=15)
+        await tg.wait_for_message(group["id"], count=2, timeout=15)
         await tg.wait_idle(quiet=0.3)
-        assert [m["text"] for m in tg.messages(group["id"])] == ["echo: [Bob] are you back?"]
+        assert [m["text"] for m in tg.messages(group["id"])][1:] == ["echo: [Bob] are you back?"]
         assert await bot.terminate() == 0
 
     [request] = asking(fake_llm, "are you back?")
@@ -222,6 +234,12 @@ async def test_kill_9_mid_turn_leaves_a_history_the_next_process_can_use(
     assert integrity(tmp_path) == "ok"
     final = {t["user_text"]: t for t in turns(tmp_path)}
     assert final["are you back?"]["status"] == "answered"
+    if interrupted:  # closed at once: the process that began it is gone
+        assert (final["what is the plan?"]["status"], final["what is the plan?"]["error"]) == (
+            "unanswered",
+            "interrupted",
+        )
+    assert deliveries(tmp_path) == []  # done once
     # The export a bot owner would hand over carries no key either (run_cli scans its output).
     code, exported, err = await run_cli(
         "history", "export", "telegram:-1001", env=env_for(tmp_path, OPENAI_API_KEY=SECRET)
@@ -373,3 +391,57 @@ async def test_sigterm_delivers_the_answer_in_flight_then_exits_0(
     assert json.loads(turn["answer"]) == [
         {"role": "assistant", "content": "echo: [Carol] deploy status?"}
     ]
+
+
+# ----------------------------------------------------------------------------- drill 5
+
+
+async def test_kill_9_mid_stream_marks_the_preview_interrupted_after_restart(
+    fake_llm: FakeLLM, tg: FakeTelegram, tmp_path: Path
+) -> None:
+    fake_llm.api_key = SECRET
+    story = " ".join(f"word{n}" for n in range(300))
+    fake_llm.stream_interval = 0.1  # half a minute of streaming: the bot dies long before
+    fake_llm.script(reply(story))
+    configure(tmp_path, tg)
+    alice = tg.user(7, "Alice")
+    chat = tg.private_chat(alice)
+
+    def preview() -> dict[str, Any] | None:
+        shown = tg.messages(chat["id"])
+        return shown[0] if shown else None
+
+    async with bot_process(tmp_path, tg, fake_llm.base_url, name="first") as bot:
+        tg.send(chat, alice, "tell me a long story")
+        await tg.wait_until(
+            lambda: (p := preview()) is not None and len(tg.edits(chat["id"], p["message_id"])) > 1,
+            timeout=20,
+            what="the preview to be edited",
+        )
+        await tg.wait_until(lambda: not tg.pending_updates, what="the update to be confirmed")
+        await bot.kill()
+    cut = preview()
+    assert cut is not None and cut["text"].endswith(" …")  # the streaming cursor, left behind
+    [turn] = turns(tmp_path)
+    assert (turn["status"], turn["answer"]) == ("pending", None)
+
+    async with bot_process(tmp_path, tg, fake_llm.base_url, name="second") as bot:
+        await tg.wait_until(
+            lambda: "[interrupted" in (preview() or {}).get("text", ""),
+            timeout=15,
+            what="the preview to be marked",
+        )
+        await tg.wait_idle(quiet=0.3)
+        assert await bot.terminate() == 0
+
+    [marked] = tg.messages(chat["id"])
+    assert marked["message_id"] == cut["message_id"]  # edited in place, nothing new posted
+    words, _, mark = marked["text"].partition(" [interrupted")
+    assert "restarted" in mark and "ask again" in mark
+    assert words.split() == story.split()[: len(words.split())]  # the partial text, kept
+    assert len(words.split()) >= 2
+    assert len(fake_llm.chat_requests) == 1  # the question was not run again
+    [turn] = turns(tmp_path)
+    assert (turn["status"], turn["error"], turn["answer"]) == ("unanswered", "interrupted", None)
+    assert deliveries(tmp_path) == []  # done once
+    assert integrity(tmp_path) == "ok"

@@ -400,7 +400,7 @@ def test_search_never_crosses_scopes(tmp_path: Path) -> None:
 
 
 async def test_old_memories_get_their_conversation_in_the_migration(tmp_path: Path) -> None:
-    """Schema v10: rows from before it belong to their turn's conversation, else the chat's
+    """Schema v11: rows from before it belong to their turn's conversation, else the chat's
     shared one (a group) or the private chat's; their index rows follow."""
     path = tmp_path / "v9.db"
     with sqlite3.connect(path) as raw:

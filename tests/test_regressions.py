@@ -46,26 +46,42 @@ async def test_cancelled_clear_does_not_swallow_later_writes(tmp_path: Path) -> 
 async def test_interrupted_turns_are_closed_when_the_store_opens(tmp_path: Path) -> None:
     path = tmp_path / "h.db"
     async with SQLiteStore(path) as store:
-        old = await store.begin_turn(NewTurn("tg:1", "tg:1", "u", "U", "killed mid-answer", None))
+        old = await store.begin_turn(NewTurn("tg:1", "tg:1", "u", "U", "from long ago", None))
         fresh = await store.begin_turn(NewTurn("tg:1", "tg:1", "u", "U", "in flight", None))
+        killed = await store.begin_turn(NewTurn("tg:1", "tg:1", "u", "U", "killed", None))
     with sqlite3.connect(path) as raw:
         raw.execute(
             "UPDATE turns SET created_at = ? WHERE id = ?",
             (time.time() - STALE_PENDING_SECONDS - 1, old),
         )
-    async with SQLiteStore(path) as store:
-        statuses = {t.turn_id: t.status for t in await store.load_window("tg:1", 10)}
-        assert statuses == {old: TurnStatus.UNANSWERED, fresh: TurnStatus.PENDING}
-        # A restart soon after a crash: housekeeping closes it once it is old enough.
-        assert await store.close_interrupted_turns() == 0
-        with sqlite3.connect(path) as raw:
-            raw.execute(
-                "UPDATE turns SET created_at = ? WHERE id = ?",
-                (time.time() - STALE_PENDING_SECONDS - 1, fresh),
-            )
-        assert await store.close_interrupted_turns() == 1
-        statuses = {t.turn_id: t.status for t in await store.load_window("tg:1", 10)}
-        assert statuses == {old: TurnStatus.UNANSWERED, fresh: TurnStatus.UNANSWERED}
+        # Rows of an unknown process (written before schema 10, or by another host).
+        raw.execute("UPDATE turns SET owner = NULL WHERE id IN (?, ?)", (old, fresh))
+    async with SQLiteStore(path) as neighbour:  # a live process sharing the file
+        live = await neighbour.begin_turn(NewTurn("tg:2", "tg:2", "u", "U", "live", None))
+        async with SQLiteStore(path) as store:
+            statuses = {t.turn_id: t.status for t in await store.load_window("tg:1", 10)}
+            # The process that began ``killed`` is gone: closed at once, not after 15 minutes.
+            assert statuses == {
+                old: TurnStatus.UNANSWERED,
+                fresh: TurnStatus.PENDING,
+                killed: TurnStatus.UNANSWERED,
+            }
+            [other] = await store.load_window("tg:2", 10)
+            assert (other.turn_id, other.status) == (live, TurnStatus.PENDING)
+            # Unknown owner, soon after: housekeeping closes it once it is old enough.
+            assert await store.close_interrupted_turns() == 0
+            with sqlite3.connect(path) as raw:
+                raw.execute(
+                    "UPDATE turns SET created_at = ? WHERE id = ?",
+                    (time.time() - STALE_PENDING_SECONDS - 1, fresh),
+                )
+            assert await store.close_interrupted_turns() == 1
+            statuses = {t.turn_id: t.status for t in await store.load_window("tg:1", 10)}
+            assert set(statuses.values()) == {TurnStatus.UNANSWERED}
+            with sqlite3.connect(path) as raw:
+                errors = raw.execute("SELECT DISTINCT error FROM turns WHERE conv_key = 'tg:1'")
+                assert errors.fetchall() == [("interrupted",)]
+        await neighbour.complete_turn(live, [{"role": "assistant", "content": "ok"}], Usage(), "m")
 
 
 async def test_truncated_tool_calls_are_never_run(fake_llm: FakeLLM, tmp_path: Path) -> None:

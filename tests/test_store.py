@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from bot.context import Scope
 from bot.errors import StoreError
-from bot.history.migrations import SCHEMA_VERSION
+from bot.history.migrations import MIGRATIONS, SCHEMA_VERSION
 from bot.history.sqlite import SQLiteStore
 from bot.history.store import ChatPreferences, NewTurn, TurnStatus, Usage
 
@@ -221,3 +222,65 @@ def test_window_cache_ignores_reads_overtaken_by_writes() -> None:
     cache.put("k", "c", [], capacity=5, version=1, epoch=cache.epoch)
     assert cache.get("k", 5, version=1) == []
     assert cache.get("k", 5, version=2) is None
+
+
+async def test_an_undelivered_answer_is_kept_but_not_counted_answered(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "h.db") as store:
+        delivered = await answered(store, "tg:1", "first", "got it")
+        lost = await answered(store, "tg:1", "second", "never arrived")
+        pending = await store.begin_turn(turn("tg:1", "third"))
+        assert await store.mark_undelivered(lost, "TelegramRetryAfter: flood") is True
+        assert await store.mark_undelivered(lost, "again") is False  # once
+        assert await store.mark_undelivered(pending, "x") is False  # never answered
+        stats = await store.stats("tg:1")
+        window = await store.load_window("tg:1", 10)
+        exported = [r async for r in store.export("tg:1")]
+        [usage] = await store.daily_usage("1970-01-01")
+    assert (stats.turns_stored, stats.unanswered, stats.undelivered) == (3, 0, 1)
+    assert [t.status for t in window] == [
+        TurnStatus.ANSWERED,
+        TurnStatus.UNDELIVERED,
+        TurnStatus.PENDING,
+    ]
+    # The model still sees what it said (and which tools it ran) the next time.
+    assert window[1].messages[-1]["content"] == "never arrived"
+    assert [(r["turn"], r["status"]) for r in exported if r["role"] == "assistant"] == [
+        (delivered, "answered"),
+        (lost, "undelivered"),
+    ]
+    assert usage.turns == 1  # answered turns; the tokens of both stay booked
+    assert usage.usage == Usage(20, 4)
+
+
+async def test_schema_10_keeps_every_turn_with_its_indexes_and_triggers(tmp_path: Path) -> None:
+    path = tmp_path / "v9.db"
+    with sqlite3.connect(path) as raw:
+        for script in MIGRATIONS[:9]:
+            raw.executescript(script)
+        raw.execute("PRAGMA user_version = 9")
+        raw.executemany(
+            "INSERT INTO turns (conv_key, chat_key, user_id, user_text, answer, status,"
+            " created_at) VALUES ('tg:1', 'tg:1', 'u', ?, ?, ?, 0)",
+            [
+                ("kept", json.dumps([{"role": "assistant", "content": "yes"}]), "answered"),
+                ("left pending", None, "pending"),
+                ("removed", None, "unanswered"),
+            ],
+        )
+        raw.execute("DELETE FROM turns WHERE user_text = 'removed'")  # the sequence stays at 3
+        raw.execute("INSERT INTO turns_fts (rowid, body, scope) VALUES (1, 'kept', 'c')")
+    async with SQLiteStore(path) as store:
+        window = await store.load_window("tg:1", 10)
+        newest = await answered(store, "tg:1", "new", "answer")
+    assert [(t.turn_id, t.status) for t in window] == [
+        (1, TurnStatus.ANSWERED),
+        (2, TurnStatus.UNANSWERED),  # pending for days, owner unknown: closed as interrupted
+    ]
+    assert newest == 4  # ids are never reused
+    with sqlite3.connect(path) as raw:
+        names = {r[0] for r in raw.execute("SELECT name FROM sqlite_master")}
+        assert {"turns_fts_delete", "turns_usage", "turns_usage_undelivered"} <= names
+        assert {"turns_by_conversation", "turns_by_chat", "turns_by_chat_time"} <= names
+        assert raw.execute("SELECT turns FROM usage_daily").fetchall() == [(1,)]
+        raw.execute("DELETE FROM turns WHERE id = 1")
+        assert raw.execute("SELECT count(*) FROM turns_fts WHERE rowid = 1").fetchone() == (0,)

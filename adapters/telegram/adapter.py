@@ -8,6 +8,11 @@ aiogram cannot parse is logged and skipped, in both modes (:mod:`adapters.telegr
 
 Arrival order: per-update handler tasks reach ``ChatService`` without awaiting anything first,
 so the conversation lock is queued for in the order Telegram delivered the messages.
+
+Delivery: the service stores the answer before it is sent. A reply Telegram refuses past the
+retry layer (``flood.py``, bounded by ``delivery_deadline``) is recorded undelivered; each reply
+is tracked in ``deliveries`` while it is written, so the next start repairs what a crash left on
+screen (``recovery.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from adapters.telegram.flood import FloodRetry, Sleep
 from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
 from adapters.telegram.output import Outbox, Target, Undeliverable
+from adapters.telegram.recovery import ReplyRecord, recover
 from adapters.telegram.settings import TelegramSettings, telegram_settings
 from adapters.telegram.streaming import StreamingReply, typing_indicator
 from adapters.telegram.triggers import Action, Decision, decide
@@ -38,6 +44,7 @@ from adapters.telegram.webhook import WebhookServer
 from bot.app import App
 from bot.context import ChatContext
 from bot.errors import ConfigError, UserFacingError
+from bot.history.deliveries import DeliveryLog
 from bot.llm.client import TextDelta
 from bot.service import Done, Reply
 from bot.streaming import EditThrottle
@@ -70,9 +77,13 @@ class TelegramAdapter:
         if not self.config.enabled:
             raise ConfigError("telegram.enabled is false")
         session = AiohttpSession(api=TelegramAPIServer.from_base(self.config.api_server))
-        session.middleware(
-            FloodRetry(self.config.flood_retries, self.config.flood_max_wait, flood_sleep)
+        self.retry = FloodRetry(
+            self.config.flood_retries,
+            self.config.flood_max_wait,
+            flood_sleep,
+            deadline=self.config.delivery_deadline,
         )
+        session.middleware(self.retry)
         session.middleware(SkipUnparsableUpdates())  # one bad update must not stop polling
         self.bot = Bot(self.config.bot_token, session=session)
         self.dispatcher = Dispatcher()
@@ -88,6 +99,7 @@ class TelegramAdapter:
         self._stopped = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
         self._barriers: dict[int, asyncio.Future[None]] = {}
+        self.deliveries = DeliveryLog(app.store)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -138,6 +150,9 @@ class TelegramAdapter:
             commands.register(ASK)
         commands.add_help_note(self._help_note)
         await register_menus(self.bot, commands.infos)
+        # After the store closed the dead process's pending turns; before new messages.
+        with self.retry.window():
+            await recover(self.bot, self.deliveries, self.config.delivery_deadline)
         return True
 
     def _diagnose(self, me: User) -> None:
@@ -268,33 +283,57 @@ class TelegramAdapter:
         if not text.strip() and incoming.command == "ask":
             await self._notify(outbox, "Ask me something: /ask <your question>")
             return
+        record = ReplyRecord(
+            self.deliveries, incoming.ctx.chat_key, outbox.target, message.message_id
+        )
         indicator = typing_indicator(self.bot, message.chat.id, outbox.target.thread_id)
         indicator.start()
         streaming = StreamingReply(
-            outbox, self.throttle, private=incoming.ctx.is_private, typing=indicator
+            outbox,
+            self.throttle,
+            private=incoming.ctx.is_private,
+            typing=indicator,
+            on_show=record.shown,
         )
+        settled = False  # the record can go: delivered, told, or nothing left to repair
         try:
             if self.config.stream:
                 reply = await self._stream(incoming.ctx, text, streaming)
-                await streaming.finish(_shown(reply))
+                await record.answered(reply.turn_id)
+                with self.retry.window():
+                    await streaming.finish(_shown(reply))
             else:
                 reply = await self.app.service.chat(incoming.ctx, text)
+                await record.answered(reply.turn_id)
                 await indicator.stop()
-                await outbox.send_markdown(_shown(reply))
+                with self.retry.window():
+                    await outbox.send_markdown(_shown(reply))
+            settled = True
         except UserFacingError as exc:
+            settled = True
+            record.drop()  # refused at once (rate, access)? then nothing is written
             await streaming.abandon("interrupted")
             if exc.notify:  # else the user was told already (the repeats of a flood)
                 await self._notify(outbox, exc.chat_text)
         except Undeliverable as exc:
+            settled = True  # the chat is gone for us: nothing to repair there
             log.warning("telegram: cannot post in chat=%s: %s", message.chat.id, exc)
+            await record.undelivered(exc)
         except AiogramError as exc:
+            # A preview left on screen unmarked is repaired at the next start.
+            settled = streaming.marked or not streaming.live.messages
             log.warning("telegram: reply not delivered chat=%s: %s", message.chat.id, exc)
-        except Exception:
+            await record.undelivered(exc)
+        except Exception as exc:
+            settled = True
             log.exception("telegram: answering failed chat=%s", message.chat.id)
             await streaming.abandon("interrupted")
             await self._notify(outbox, _FAILED)
+            await record.undelivered(exc)
         finally:
             await indicator.stop()
+            if settled:
+                await record.done()
 
     async def _stream(self, ctx: ChatContext, text: str, streaming: StreamingReply) -> Reply:
         async with contextlib.aclosing(self.app.service.stream(ctx, text)) as events:

@@ -3,8 +3,10 @@
 The model writes Markdown; Telegram takes a small HTML subset. The text is rendered first and
 split *after* rendering (``split.py``: every chunk balanced, within 4096 UTF-16 units), then each
 chunk is sent as HTML. If Telegram still answers "can't parse entities", the same chunk goes out
-as plain text: a reply may lose its bold, never its words. A blocked or kicked bot, or a message
-deleted under us, is logged and the reply abandoned; nothing here raises into the handler.
+as plain text: a reply may lose its bold, never its words. If the final edit of a streamed
+preview fails past the retry layer (``flood.py``), the rest of the answer is sent as new messages
+and the stale previews deleted. A blocked or kicked bot raises :class:`Undeliverable`; a call
+that failed for good raises aiogram's error, for the adapter to record the reply undelivered.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from aiogram.exceptions import (
     TelegramBadRequest,
     TelegramForbiddenError,
     TelegramMigrateToChat,
+    TelegramRetryAfter,
 )
 from aiogram.types import LinkPreviewOptions, Message, ReplyParameters
 
+from adapters.telegram.flood import TRANSIENT
 from adapters.telegram.render import html_to_text, markdown_to_html
 from adapters.telegram.split import TELEGRAM_LIMIT, split_html, split_text, utf16_len
 
@@ -77,12 +81,34 @@ class Outbox:
             chunks = render_chunks(markdown)
         for index, chunk in enumerate(chunks):
             if index < len(self.messages):
-                await self.edit(index, chunk, html=True)
+                try:
+                    await self.edit(index, chunk, html=True)
+                except (TelegramRetryAfter, *TRANSIENT) as exc:  # past every resend
+                    log.warning(
+                        "final edit failed, sending the answer anew chat=%s: %s",
+                        self.target.chat_id,
+                        exc,
+                    )
+                    await self._send_anew(chunks, index)
+                    return
             else:
                 await self._send(chunk, html=True)
         for extra in self.messages[len(chunks) :]:
             await self._delete(extra)
         del self.messages[len(chunks) :]
+
+    async def _send_anew(self, chunks: list[str], start: int) -> None:
+        """Chunks from ``start`` on as new messages, then the previews they replace deleted;
+        if a send fails, the previews stay as they were (the caller may mark them)."""
+        stale = self.messages[start:]
+        fresh = Outbox(self.bot, self.target)
+        fresh.messages = self.messages[:start]  # so only a reply's first message quotes
+        for chunk in chunks[start:]:
+            await fresh._send(chunk, html=True)
+        self.messages[start:] = fresh.messages[start:]
+        self.target = fresh.target
+        for message in stale:
+            await self._delete(message)
 
     async def stream_text(self, index: int, text: str) -> None:
         """Show plain ``text`` in message ``index`` (a new message if it does not exist yet)."""

@@ -81,6 +81,12 @@ class TelegramSettings(_Section):
     admin_cache_seconds: float = Field(60.0, ge=0, description="how long getChatMember is trusted")
     flood_retries: int = Field(3, ge=0, description="resends after a 429 (flood control)")
     flood_max_wait: float = Field(60.0, gt=0, description="longest retry_after worth waiting")
+    delivery_deadline: float = Field(
+        60.0,
+        gt=0,
+        description="seconds a Bot API call, and a reply's final delivery, may spend on resends "
+        "(429s, 5xx, network errors) before the reply is stored as undelivered",
+    )
     polling_timeout: int = Field(30, ge=1, le=50, description="getUpdates long-poll seconds")
 
     @model_validator(mode="after")

@@ -263,7 +263,99 @@ MIGRATIONS: tuple[str, ...] = (
     END;
     DROP INDEX turns_by_user_time;
     """,
-    # 10: a memory belongs to the conversation it was said in (bot/memory_scope.py), not to the
+    # 10: delivery. A turn whose answer could not be delivered (Telegram refused it past every
+    # retry) gets status 'undelivered': the answer is kept, since the model wrote it and its
+    # tools ran, but it no longer counts as answered (nor in usage_daily.turns; its tokens were
+    # billed and stay booked). ``owner`` names the process instance that began a turn
+    # (bot/history/owners.py), so the next process closes what a killed one left pending at
+    # once. ``deliveries`` records each reply while it is being put on a chat platform (where,
+    # which preview message, what it shows): the next start edits what a crash left on screen.
+    # Rebuilding ``turns`` drops its triggers and indexes: all are recreated as steps 4-9 left
+    # them (``turns_fts_delete`` as of step 7).
+    """
+    CREATE TABLE turns_v10 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        conv_key TEXT NOT NULL,
+        chat_key TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT NOT NULL DEFAULT '',
+        platform_message_id TEXT,
+        user_text TEXT NOT NULL,
+        answer TEXT CHECK (answer IS NULL OR json_valid(answer)),
+        status TEXT NOT NULL CHECK (
+            status IN ('pending', 'answered', 'unanswered', 'undelivered', 'context')
+        ),
+        error TEXT,
+        model TEXT,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        completed_at REAL,
+        owner TEXT
+    );
+    INSERT INTO turns_v10 (id, conv_key, chat_key, user_id, user_name, platform_message_id,
+            user_text, answer, status, error, model, prompt_tokens, completion_tokens,
+            created_at, completed_at)
+        SELECT id, conv_key, chat_key, user_id, user_name, platform_message_id, user_text,
+            answer, status, error, model, prompt_tokens, completion_tokens, created_at,
+            completed_at
+        FROM turns;
+    DELETE FROM sqlite_sequence WHERE name = 'turns_v10';
+    INSERT INTO sqlite_sequence (name, seq) SELECT 'turns_v10', seq FROM sqlite_sequence
+        WHERE name = 'turns';
+    DROP TRIGGER turns_fts_delete;
+    DROP TRIGGER turns_usage;
+    DROP TABLE turns;
+    ALTER TABLE turns_v10 RENAME TO turns;
+    CREATE INDEX turns_by_conversation ON turns (conv_key, id);
+    CREATE INDEX turns_by_chat ON turns (chat_key);
+    CREATE INDEX turns_by_chat_time ON turns (chat_key, created_at);
+    CREATE INDEX turns_pending ON turns (owner) WHERE status = 'pending';
+    CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN
+        DELETE FROM turns_fts WHERE rowid = old.id;
+    END;
+    CREATE TRIGGER turns_usage AFTER UPDATE OF status ON turns
+        WHEN (new.status = 'answered' AND old.status != 'answered')
+            OR (old.status = 'pending' AND new.status = 'unanswered'
+                AND new.prompt_tokens + new.completion_tokens > 0)
+    BEGIN
+        INSERT INTO usage_daily
+            (day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens)
+        VALUES (date(coalesce(new.completed_at, new.created_at), 'unixepoch'), new.chat_key,
+            new.user_id, new.user_name,
+            new.status = 'answered', new.prompt_tokens, new.completion_tokens)
+        ON CONFLICT (day, chat_key, user_id) DO UPDATE SET
+            turns = turns + excluded.turns,
+            prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+            completion_tokens = completion_tokens + excluded.completion_tokens,
+            user_name = excluded.user_name;
+    END;
+    CREATE TRIGGER turns_usage_undelivered AFTER UPDATE OF status ON turns
+        WHEN old.status = 'answered' AND new.status = 'undelivered'
+    BEGIN
+        UPDATE usage_daily SET turns = max(turns - 1, 0)
+        WHERE day = date(coalesce(old.completed_at, old.created_at), 'unixepoch')
+            AND chat_key = old.chat_key AND user_id = old.user_id;
+    END;
+
+    CREATE TABLE deliveries (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        owner TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        chat_key TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        thread_id TEXT,
+        reply_to TEXT,
+        message_id TEXT,
+        shown TEXT NOT NULL DEFAULT '',
+        turn_id INTEGER,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX deliveries_by_platform ON deliveries (platform, id);
+    CREATE INDEX deliveries_by_chat ON deliveries (chat_key);
+    """,
+    # 11: a memory belongs to the conversation it was said in (bot/memory_scope.py), not to the
     # whole chat: under /scope user or thread one member's or topic's facts were recalled for
     # everyone in the group. Older rows get the conversation of the turn they came from, else
     # the chat's shared conversation (a group) or the private chat's; the index scope tokens

@@ -11,7 +11,7 @@ __all__ = ["MEMORY_SCOPE_SQL", "RESCOPE_MEMORIES", "RESCOPE_TURNS", "scope_token
 
 def scope_token(kind: str, key: str) -> str:
     """One index token naming a scope: ``c`` conversation, ``o`` chat + user (a member's own
-    facts), ``p`` platform:user (private memories); ``k`` chat (before schema v10).
+    facts), ``p`` platform:user (private memories); ``k`` chat (before schema v11).
 
     Hex keeps any key (``telegram:-100:u:7``) a single token; SQL builds the same with
     ``lower(hex(key))`` (migration 7, RESCOPE_*).

@@ -26,6 +26,7 @@ import aiosqlite
 
 from bot.context import Scope
 from bot.errors import StoreError
+from bot.history import owners
 from bot.history.migrations import MIGRATIONS, SCHEMA_VERSION
 from bot.history.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
 from bot.history.store import (
@@ -64,6 +65,7 @@ class SQLiteStore:
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
         self._windows = WindowCache()
+        self.owner = owners.new_owner()  # this instance, on every turn it begins
 
     async def __aenter__(self) -> SQLiteStore:
         await self.open()
@@ -75,6 +77,7 @@ class SQLiteStore:
     async def open(self) -> None:
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        owners.register(self.owner)
         try:
             self._writer = await self._connect()
             await self._migrate(self._writer)
@@ -98,6 +101,7 @@ class SQLiteStore:
         return conn
 
     async def close(self) -> None:
+        owners.unregister(self.owner)
         self._windows.clear()
         for conn in (self._reader, self._writer):
             if conn is not None:
@@ -128,11 +132,13 @@ class SQLiteStore:
             log.info("history schema migrated to version %d path=%s", number + 1, self.path)
 
     async def close_interrupted_turns(self) -> int:
-        """Mark turns left pending by a process that died (kill -9, power loss) unanswered.
+        """Mark turns left pending by a process that died (kill -9, power loss) unanswered,
+        with error ``interrupted``.
 
-        Only turns older than ``STALE_PENDING_SECONDS``: another live process (the console next
-        to the bot) may share the file, and no live turn runs that long. Run at open and by the
-        App's housekeeping job, so a restart soon after a crash does not leave them pending.
+        A turn whose owner process is certainly gone (:mod:`bot.history.owners`) is closed at
+        once; any other only when older than ``STALE_PENDING_SECONDS``: another live process
+        (the console next to the bot) may share the file, and no live turn runs that long. Run
+        at open and by the App's housekeeping job.
         """
         async with self._writing() as conn:
             closed = await self._close_interrupted_turns(conn)
@@ -141,10 +147,15 @@ class SQLiteStore:
         return closed
 
     async def _close_interrupted_turns(self, conn: aiosqlite.Connection) -> int:
+        rows = await conn.execute_fetchall(
+            "SELECT DISTINCT owner FROM turns WHERE status = 'pending' AND owner IS NOT NULL"
+        )
+        dead = [str(owner) for (owner,) in rows if owners.is_dead(str(owner))]
+        gone = f" OR owner IN ({','.join('?' * len(dead))})" if dead else ""
         cursor = await conn.execute(
             "UPDATE turns SET status = 'unanswered', error = 'interrupted', completed_at = ?"
-            " WHERE status = 'pending' AND created_at < ?",
-            (time.time(), time.time() - STALE_PENDING_SECONDS),
+            f" WHERE status = 'pending' AND (created_at < ?{gone})",
+            (time.time(), time.time() - STALE_PENDING_SECONDS, *dead),
         )
         if cursor.rowcount:
             log.warning(
@@ -190,7 +201,7 @@ class SQLiteStore:
         if turn.overheard:
             return await self._begin_with_overheard(turn)
         async with self._writing() as conn:
-            row = await conn.execute_insert(_INSERT_TURN, _turn_row(turn))
+            row = await conn.execute_insert(_INSERT_TURN, (*_turn_row(turn), self.owner))
         if row is None:
             raise StoreError("the database returned no id for a new turn")
         turn_id = int(row[0])
@@ -215,7 +226,7 @@ class SQLiteStore:
                 "DELETE FROM overheard WHERE conv_key = ? AND id <= ?",
                 (turn.conversation_key, max(turn.overheard)),
             )
-            row = await conn.execute_insert(_INSERT_TURN, _turn_row(turn))
+            row = await conn.execute_insert(_INSERT_TURN, (*_turn_row(turn), self.owner))
         if row is None:
             raise StoreError("the database returned no id for a new turn")
         self._windows.forget(turn.conversation_key)
@@ -273,6 +284,18 @@ class SQLiteStore:
                 ),
             )
         self._windows.failed(turn_id)
+
+    async def mark_undelivered(self, turn_id: int, reason: str) -> bool:
+        async with self._writing() as conn:
+            rows = await conn.execute_fetchall(
+                "UPDATE turns SET status = 'undelivered', error = ? WHERE id = ?"
+                " AND status = 'answered' RETURNING conv_key",
+                (reason[:500], turn_id),
+            )
+        marked = [str(key) for (key,) in rows]
+        for key in marked:
+            self._windows.forget(key)
+        return bool(marked)
 
     async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:
         epoch = self._windows.epoch
@@ -338,6 +361,7 @@ class SQLiteStore:
             await conn.execute("DELETE FROM turns WHERE chat_key = ?", (chat_key,))
             await conn.execute("DELETE FROM resets WHERE chat_key = ?", (chat_key,))
             await conn.execute("DELETE FROM overheard WHERE chat_key = ?", (chat_key,))
+            await conn.execute("DELETE FROM deliveries WHERE chat_key = ?", (chat_key,))
             await conn.execute("DELETE FROM memories WHERE chat_key = ?", (chat_key,))
             await conn.execute("DELETE FROM summaries WHERE chat_key = ?", (chat_key,))
             await conn.execute(
@@ -363,17 +387,18 @@ class SQLiteStore:
             "SELECT count(*), coalesce(sum(id > coalesce("
             "   (SELECT after_turn_id FROM resets WHERE conv_key = ?), 0)), 0),"
             " coalesce(sum(status = 'unanswered'), 0), coalesce(sum(prompt_tokens), 0),"
-            " coalesce(sum(completion_tokens), 0) FROM turns"
-            " WHERE conv_key = ? AND status != 'context'",
+            " coalesce(sum(completion_tokens), 0), coalesce(sum(status = 'undelivered'), 0)"
+            " FROM turns WHERE conv_key = ? AND status != 'context'",
             (conversation_key, conversation_key),
         )
-        total, in_context, unanswered, prompt, completion = next(iter(rows))
+        total, in_context, unanswered, prompt, completion, undelivered = next(iter(rows))
         return HistoryStats(
             turns_in_context=int(in_context),
             turns_stored=int(total),
             unanswered=int(unanswered),
             prompt_tokens=int(prompt),
             completion_tokens=int(completion),
+            undelivered=int(undelivered),
         )
 
     async def export(self, conversation_key: str) -> AsyncGenerator[dict[str, Any], None]:
@@ -560,6 +585,7 @@ class SQLiteStore:
             )
             deleted = cursor.rowcount
             await conn.execute("DELETE FROM overheard WHERE created_at < ?", (cutoff,))
+            await conn.execute("DELETE FROM deliveries WHERE created_at < ?", (cutoff,))
             await conn.execute("DELETE FROM summaries WHERE updated_at < ?", (cutoff,))
         if deleted:
             self._windows.clear()
@@ -612,7 +638,7 @@ ORDER BY id DESC
 
 _INSERT_TURN = (
     "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
-    " user_text, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)"
+    " user_text, status, created_at, owner) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)"
 )
 
 

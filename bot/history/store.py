@@ -7,7 +7,8 @@ A turn is written in two steps, each one transaction: :meth:`HistoryStore.begin_
 user's message durable at once (status ``pending``), and :meth:`HistoryStore.complete_turn`
 writes every assistant and tool message of the answer together with the status flip. A crash in
 between leaves a lone user message, which is a valid history for the API; nothing the user typed is
-lost and no half of an answer is ever stored.
+lost and no half of an answer is ever stored. The adapter delivers the answer after it is stored;
+if the platform refuses it past every retry, :meth:`HistoryStore.mark_undelivered` says so.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from bot.context import Scope
 class TurnStatus(StrEnum):
     PENDING = "pending"  # the user's message is stored, the answer is being produced
     ANSWERED = "answered"
-    UNANSWERED = "unanswered"  # the model failed; the user's message is kept
+    UNANSWERED = "unanswered"  # the model failed or the process died; the user message is kept
+    UNDELIVERED = "undelivered"  # answered, but the platform never took the reply
     CONTEXT = "context"  # an overheard group message, kept so later answers know the chatter
 
 
@@ -95,6 +97,7 @@ class HistoryStats:
     unanswered: int
     prompt_tokens: int
     completion_tokens: int
+    undelivered: int = 0  # answered, but the reply never reached the chat
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +128,12 @@ class HistoryStore(Protocol):
     async def fail_turn(self, turn_id: int, reason: str, usage: Usage = NO_USAGE) -> None:
         """Mark a turn unanswered; its user message stays in the history. ``usage``: tokens of
         the model rounds that did run (billed all the same)."""
+        ...
+
+    async def mark_undelivered(self, turn_id: int, reason: str) -> bool:
+        """An answered turn whose reply the platform never took: status ``undelivered``. The
+        answer stays in the history (the model wrote it, its tools ran). False if the turn
+        was not answered (or is gone)."""
         ...
 
     async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:

@@ -294,6 +294,13 @@ class TelegramState:
         error = ApiError(status, description, parameters)
         self._injected.setdefault(method.lower(), deque()).extend([error] * times)
 
+    def heal(self, method: str | None = None) -> None:
+        """Drop the injected failures still queued (of ``method``, or of every method)."""
+        if method is None:
+            self._injected.clear()
+        else:
+            self._injected.pop(method.lower(), None)
+
     def block(self, chat_id: int, kicked: bool = False) -> None:
         """The user blocks the bot, or (groups) the bot is removed; sends then get 403."""
         state = self._known_chat(chat_id)
