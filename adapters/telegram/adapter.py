@@ -28,7 +28,7 @@ from adapters.telegram.admins import AdminCache
 from adapters.telegram.flood import FloodRetry, Sleep
 from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
-from adapters.telegram.output import Outbox, Target, Undeliverable
+from adapters.telegram.output import Outbox, Target, Undeliverable, render_chunks
 from adapters.telegram.settings import TelegramSettings, telegram_settings
 from adapters.telegram.streaming import StreamingReply, typing_indicator
 from adapters.telegram.triggers import Action, Decision, decide
@@ -52,6 +52,7 @@ _PRIVACY_NOTE = (
     "BotFather's /setprivacy (then re-add me to the group), or make me a group admin."
 )
 _STARTUP_RETRY_MAX = 30.0
+_OFF_LOOP_CHARS = 2_000  # rendering costs ~5 ms per 1,000 characters: long ones off the loop
 
 
 class TelegramAdapter:
@@ -269,14 +270,18 @@ class TelegramAdapter:
         indicator = typing_indicator(self.bot, message.chat.id, outbox.target.thread_id)
         indicator.start()
         streaming = StreamingReply(
-            outbox, self.throttle, private=incoming.ctx.is_private, typing=indicator
+            outbox,
+            self.throttle,
+            private=incoming.ctx.is_private,
+            typing=indicator,
+            max_messages=self.app.settings.limits.max_reply_messages,
         )
         try:
             if self.config.stream:
                 reply = await self._stream(incoming.ctx, text, streaming)
                 await streaming.finish(_shown(reply))
             else:
-                reply = await self.app.service.chat(incoming.ctx, text)
+                reply = await self.app.service.chat(incoming.ctx, text, split=_messages)
                 await indicator.stop()
                 await outbox.send_markdown(_shown(reply))
         except UserFacingError as exc:
@@ -295,7 +300,9 @@ class TelegramAdapter:
             await indicator.stop()
 
     async def _stream(self, ctx: ChatContext, text: str, streaming: StreamingReply) -> Reply:
-        async with contextlib.aclosing(self.app.service.stream(ctx, text)) as events:
+        async with contextlib.aclosing(
+            self.app.service.stream(ctx, text, split=_messages)
+        ) as events:
             async for event in events:
                 if isinstance(event, TextDelta):
                     await streaming.feed(event.text)
@@ -387,3 +394,12 @@ def _target(message: Message) -> Target:
 
 def _shown(reply: Reply) -> str:
     return reply.text + _CUT if reply.truncated else reply.text
+
+
+async def _messages(markdown: str) -> list[str]:
+    """The messages a reply takes once formatted (``Outbox.finish``), so the core keeps it
+    within ``limits.max_reply_messages``; counted with room for the output-limit note."""
+    shown = markdown + _CUT
+    if len(shown) > _OFF_LOOP_CHARS:
+        return await asyncio.to_thread(render_chunks, shown)
+    return render_chunks(shown)

@@ -40,12 +40,24 @@ class StreamingReply:
     """A Telegram reply shown while it is written; ``finish`` formats it."""
 
     def __init__(
-        self, outbox: Outbox, throttle: EditThrottle, *, private: bool, typing: Repeating
+        self,
+        outbox: Outbox,
+        throttle: EditThrottle,
+        *,
+        private: bool,
+        typing: Repeating,
+        max_messages: int | None = None,
     ) -> None:
         self.outbox = outbox
         self.typing = typing
         self.live = LivePreview(
-            self, throttle, outbox.target.chat_id, private=private, rollover=ROLLOVER, utf16=True
+            self,
+            throttle,
+            outbox.target.chat_id,
+            private=private,
+            rollover=ROLLOVER,
+            utf16=True,
+            max_messages=max_messages,
         )
 
     @property
