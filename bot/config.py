@@ -184,6 +184,15 @@ class LimitSettings(_Section):
     max_output_tokens: int | None = Field(
         None, ge=1, description="cap on tokens the model may write per request (<= llm's)"
     )
+    max_reply_chars: int = Field(
+        12_000,
+        ge=500,
+        description="characters one answer may show, however much the model writes; a longer "
+        "one is cut with a note (a server may ignore max_tokens)",
+    )
+    max_reply_messages: int = Field(
+        5, ge=1, description="chat messages one answer may take, streamed previews included"
+    )
 
     daily_tokens_per_user: int | None = Field(
         200_000, ge=1, description="per user, every chat together, per UTC day (None: no budget)"

@@ -44,6 +44,7 @@ from bot.locks import KeyedLocks
 from bot.memory import MemoryProvider, NoMemory
 from bot.prompt_safety import quoted_summary, recalled_message, with_speaker
 from bot.rate_limit import InFlight, MessageRateLimiter, Once
+from bot.reply_cap import REPLY_LIMIT, Cut, SplitReply, StreamCap, cut, fit_messages
 from bot.sanitise import clean_text
 from bot.tokens import TokenCounter, get_counter
 from bot.tools import ToolRunner
@@ -71,6 +72,11 @@ class Reply:
     def truncated(self) -> bool:
         """The model stopped at the output limit; adapters may say so."""
         return self.finish_reason == "length"
+
+    @property
+    def capped(self) -> bool:
+        """The bot cut the answer at its own reply limit; the text says so already."""
+        return self.finish_reason == REPLY_LIMIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +145,7 @@ class ChatService:
         self.budgets = Budgets(settings.limits, store, self.access)
         self._warned_no_usage = False
         self._max_output = min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9)
+        self._max_reply = limits.max_reply_chars
 
     async def start(self) -> None:
         """Load per-chat preferences so a conversation key is known without awaiting."""
@@ -173,24 +180,33 @@ class ChatService:
 
     # -- chatting ------------------------------------------------------------------------------
 
-    async def chat(self, ctx: ChatContext, text: str) -> Reply:
-        """Answer ``text`` without streaming."""
-        async with contextlib.aclosing(self._turn(ctx, text, streaming=False)) as events:
+    async def chat(self, ctx: ChatContext, text: str, *, split: SplitReply | None = None) -> Reply:
+        """Answer ``text`` without streaming.
+
+        ``split``: how the adapter cuts a reply into messages; the answer is kept within
+        ``limits.max_reply_messages`` of them (and always within ``limits.max_reply_chars``).
+        """
+        turn = self._turn(ctx, text, streaming=False, split=split)
+        async with contextlib.aclosing(turn) as events:
             async for event in events:
                 if isinstance(event, Done):
                     return event.reply
         raise AssertionError("a turn always ends with Done")  # pragma: no cover
 
-    def stream(self, ctx: ChatContext, text: str) -> AsyncGenerator[ChatEvent, None]:
+    def stream(
+        self, ctx: ChatContext, text: str, *, split: SplitReply | None = None
+    ) -> AsyncGenerator[ChatEvent, None]:
         """Answer ``text``, yielding text deltas and tool events, then :class:`Done`.
 
         Iterate it to the end, or wrap it in ``contextlib.aclosing`` when you may stop early:
-        the conversation stays locked until the generator finishes or is closed.
+        the conversation stays locked until the generator finishes or is closed. An answer
+        past ``limits.max_reply_chars`` ends with a delta carrying the note; the Done reply's
+        text (cut further to fit ``split``'s messages, see :meth:`chat`) is what is stored.
         """
-        return self._turn(ctx, text, streaming=True)
+        return self._turn(ctx, text, streaming=True, split=split)
 
     async def _turn(
-        self, ctx: ChatContext, text: str, *, streaming: bool
+        self, ctx: ChatContext, text: str, *, streaming: bool, split: SplitReply | None
     ) -> AsyncGenerator[ChatEvent, None]:
         self._admit(ctx)
         text = clean_text(text.strip())  # adapters clean it; a plugin's adapter may not
@@ -243,15 +259,18 @@ class ChatService:
             try:
                 answer: list[dict[str, Any]] = []
                 final: Completion | None = None
+                final_cut: Cut | None = None
                 async for event in self._answer(
                     ctx, messages, window, budget, tools, streaming, bill
                 ):
                     if isinstance(event, _RoundDone):
                         answer.extend(event.messages)
-                        final = event.completion
+                        final, final_cut = event.completion, event.cut
                     else:
                         yield event
                 assert final is not None
+                if split is not None and not final.tool_calls:
+                    final = await self._fit(final, final_cut, split, answer)
                 turn_id = await asyncio.shield(begin)
                 with self.budgets.booking(ctx, bill.total):
                     await self.store.complete_turn(turn_id, answer, bill.total, final.model)
@@ -321,6 +340,7 @@ class ChatService:
             choice = None if may_call or not tools else "none"  # past the cap: answer in text
             try:
                 completion: Completion | None = None
+                capped: Cut | None = None
                 if streaming:
                     async with contextlib.aclosing(
                         self._streamed(transcript, offer, choice, bill, first=rounds == 0)
@@ -328,6 +348,8 @@ class ChatService:
                         async for item in items:
                             if isinstance(item, TextDelta):
                                 yield item
+                            elif isinstance(item, Cut):
+                                capped = item
                             else:
                                 completion = item
                 else:
@@ -336,6 +358,10 @@ class ChatService:
                             transcript, tools=offer, tool_choice=choice, max_tokens=self._max_output
                         )
                     completion = self._paid(transcript, completion, bill, first=rounds == 0)
+                    if len(completion.text) > self._max_reply:
+                        log.warning("answer passed limits.max_reply_chars=%d", self._max_reply)
+                        capped = cut(completion.text, self._max_reply)
+                        completion = _cut_short(completion, capped)
                 assert completion is not None
             except LLMContextLengthError:
                 if retried_context:
@@ -355,7 +381,7 @@ class ChatService:
             assistant = completion.assistant_message()
             transcript.append(assistant)
             if not completion.tool_calls or self.tools is None:
-                yield _RoundDone(completion, [assistant])
+                yield _RoundDone(completion, [assistant], capped)
                 return
             for call in completion.tool_calls:
                 yield ToolStarted(call)
@@ -396,13 +422,18 @@ class ChatService:
         bill: _Bill,
         *,
         first: bool,
-    ) -> AsyncGenerator[StreamItem, None]:
+    ) -> AsyncGenerator[StreamItem | Cut, None]:
         """The model's stream, read by a task of its own into a buffer: a slow reader (an
         adapter waiting out a platform's flood control) never holds an LLM slot or the
-        provider's connection, which are given back as soon as the model is done."""
-        buffer: asyncio.Queue[StreamItem | Exception | None] = asyncio.Queue()
+        provider's connection, which are given back as soon as the model is done.
+
+        Past ``limits.max_reply_chars`` the task hangs up on the model (its rest would be
+        paid for and thrown away) and ends the round itself: the text up to the cut, the
+        note, the :class:`Cut`, then a Completion billed by our own count."""
+        buffer: asyncio.Queue[StreamItem | Cut | Exception | None] = asyncio.Queue()
 
         async def read() -> None:
+            cap = StreamCap(self._max_reply)
             try:
                 async with self._llm_slot():
                     stream = self.llm.stream(
@@ -412,6 +443,11 @@ class ChatService:
                         async for item in items:
                             if isinstance(item, Completion):
                                 item = self._paid(transcript, item, bill, first=first)
+                            else:
+                                shown, done = cap.feed(item.text)
+                                if done is not None:  # leaving closes the model's stream
+                                    self._hung_up(transcript, shown, done, bill, buffer)
+                                    return
                             buffer.put_nowait(item)
             except Exception as exc:  # handed to the reader, raised there
                 buffer.put_nowait(exc)
@@ -427,6 +463,42 @@ class ChatService:
         finally:
             reader.cancel()  # a no-op once it is done
             await asyncio.wait({reader})  # never swallows our own cancellation
+
+    def _hung_up(
+        self,
+        transcript: list[dict[str, Any]],
+        shown: str,
+        done: Cut,
+        bill: _Bill,
+        buffer: asyncio.Queue[StreamItem | Cut | Exception | None],
+    ) -> None:
+        """End a streamed round at the reply cap: what may still be shown, the note, the cut,
+        and a completion billed by our own count (the provider's never arrives)."""
+        log.warning("answer passed limits.max_reply_chars=%d; hung up", self._max_reply)
+        if shown:
+            buffer.put_nowait(TextDelta(shown))
+        buffer.put_nowait(TextDelta(done.tail))
+        buffer.put_nowait(done)
+        # At least what we read: the provider bills what it wrote before it saw us go.
+        usage = Usage(self.counter.count_messages(transcript), self.counter.count_text(done.kept))
+        bill.add(usage)
+        buffer.put_nowait(
+            Completion(done.text, finish_reason=REPLY_LIMIT, usage=usage, model=self.llm.model)
+        )
+
+    async def _fit(
+        self, final: Completion, capped: Cut | None, split: SplitReply, answer: list[dict[str, Any]]
+    ) -> Completion:
+        """Cut the final text further if the adapter needs more than its message cap for it;
+        the stored answer (the last message of ``answer``) follows."""
+        most = self.settings.limits.max_reply_messages
+        fitted = await fit_messages(final.text, split, most, already=capped)
+        if fitted is None:
+            return final
+        log.info("answer cut to fit limits.max_reply_messages=%d", most)
+        final = _cut_short(final, fitted)
+        answer[-1] = final.assistant_message()
+        return final
 
     @contextlib.asynccontextmanager
     async def _llm_slot(self) -> AsyncIterator[None]:
@@ -607,6 +679,12 @@ class _Bill:
 class _RoundDone:
     completion: Completion
     messages: list[dict[str, Any]]
+    cut: Cut | None = None  # the bot cut this round's text at its reply limit
+
+
+def _cut_short(completion: Completion, done: Cut) -> Completion:
+    """A round whose text the bot cut: it ends the turn, its tool calls are never run."""
+    return replace(completion, text=done.text, tool_calls=(), finish_reason=REPLY_LIMIT)
 
 
 def _rate_key(ctx: ChatContext) -> str:

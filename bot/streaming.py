@@ -2,8 +2,10 @@
 
 Platforms rate-limit edits per chat and cap a message's length, so a streamed answer is shown by
 *throttled* edits of one message (two replies streaming into one chat share the budget), as
-plain text with a cursor, and rolls over to a new message before the cap. Adapters supply how a
-message is shown (:class:`Preview`) and format the final text themselves.
+plain text with a cursor, and rolls over to a new message before the cap, up to the reply's
+message cap (``limits.max_reply_messages``): then the last message stops growing until the final
+text replaces it. Adapters supply how a message is shown (:class:`Preview`) and format the final
+text themselves.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ class LivePreview:
     """Accumulates deltas; shows them by throttled edits, rolling over before ``rollover``.
 
     ``utf16`` measures like Telegram (an emoji outside the BMP counts two), else like Discord
-    (code points). A failed show is the caller's to handle; set ``paused`` to stop trying.
+    (code points). ``max_messages``: never more messages than this, whatever streams in. A
+    failed show is the caller's to handle; set ``paused`` to stop trying.
     """
 
     def __init__(
@@ -62,6 +65,7 @@ class LivePreview:
         private: bool,
         rollover: int,
         utf16: bool = False,
+        max_messages: int | None = None,
     ) -> None:
         self.preview = preview
         self.throttle = throttle
@@ -69,12 +73,14 @@ class LivePreview:
         self.private = private
         self.rollover = rollover
         self.utf16 = utf16
+        self.max_messages = max_messages
         self.text = ""
         self.paused = False
         self.shown = ""  # what the current message shows, cursor included
         self.index = 0  # which message of the reply shows the current segment
         self.messages = 0  # how many messages the preview has created
         self._segment_start = 0  # where the current message's text begins in ``text``
+        self._full = False  # the last message allowed is full: nothing more to show
 
     async def feed(self, delta: str) -> None:
         self.text += delta
@@ -88,9 +94,15 @@ class LivePreview:
         return f"{self.shown.removesuffix(CURSOR)} [{note}]"
 
     async def _show(self) -> None:
+        if self._full:
+            return
         segment = self.text[self._segment_start :]
         while self._length(segment) > self.rollover:
             cut = cut_point(segment, self.rollover, utf16=self.utf16)
+            if self.max_messages is not None and self.index + 1 >= self.max_messages:
+                await self._display(segment[:cut].rstrip() + CURSOR)
+                self._full = True  # no rollover past the cap: the final text comes cut to fit
+                return
             await self._display(segment[:cut].rstrip())
             self._segment_start += cut
             self.index += 1

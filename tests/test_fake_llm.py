@@ -168,6 +168,35 @@ async def test_max_tokens_truncates_with_finish_reason_length(
     assert 0 < get_counter(MODEL).count_text(content) <= 5
 
 
+async def test_a_server_that_ignores_max_tokens_answers_in_full(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.ignore_max_tokens = True
+    huge = "word " * 60_000  # 300,000 characters
+    fake_llm.script(reply(huge), reply(huge), reply(huge))
+    done = await client.chat.completions.create(model=MODEL, messages=USER, max_tokens=5)
+    assert done.choices[0].finish_reason == "stop"
+    assert done.choices[0].message.content == huge
+    assert done.usage is not None and done.usage.completion_tokens > 5
+
+    stream = await client.chat.completions.create(
+        model=MODEL, messages=USER, max_tokens=5, stream=True
+    )
+    parts = [c.choices[0].delta.content or "" async for c in stream if c.choices]
+    assert "".join(parts) == huge
+    assert not fake_llm.chat_requests[-1].disconnected
+
+    stream = await client.chat.completions.create(
+        model=MODEL, messages=USER, max_tokens=5, stream=True
+    )
+    async for _ in stream:
+        break
+    await stream.close()  # a client that hangs up on a runaway answer
+    await asyncio.sleep(0.2)
+    assert fake_llm.chat_requests[-1].disconnected
+    assert fake_llm.chat_requests[-1].json["max_tokens"] == 5
+
+
 async def test_rate_limited_surfaces_retry_after(
     fake_llm: FakeLLM, client: openai.AsyncOpenAI
 ) -> None:

@@ -34,6 +34,7 @@ from adapters.discord.output import (
     typing_indicator,
 )
 from adapters.discord.settings import DiscordSettings, discord_settings
+from adapters.discord.split import split_message
 from bot.app import App
 from bot.context import ChatContext
 from bot.errors import ConfigError, UserFacingError
@@ -233,12 +234,17 @@ class DiscordAdapter:
     ) -> None:
         """Stream the model's answer into ``messages``; errors become a short notice."""
         live = LivePreview(
-            _Shown(messages), self.throttle, channel_id, private=ctx.is_private, rollover=ROLLOVER
+            _Shown(messages),
+            self.throttle,
+            channel_id,
+            private=ctx.is_private,
+            rollover=ROLLOVER,
+            max_messages=self.app.settings.limits.max_reply_messages,
         )
         try:
             reply = await self._stream(ctx, text, live) if self.config.stream else None
             if reply is None:
-                reply = await self.app.service.chat(ctx, text)
+                reply = await self.app.service.chat(ctx, text, split=_messages)
             if indicator is not None:
                 await indicator.stop()
             await deliver(messages, _shown(reply))
@@ -255,7 +261,9 @@ class DiscordAdapter:
                 await indicator.stop()
 
     async def _stream(self, ctx: ChatContext, text: str, live: LivePreview) -> Reply:
-        async with contextlib.aclosing(self.app.service.stream(ctx, text)) as events:
+        async with contextlib.aclosing(
+            self.app.service.stream(ctx, text, split=_messages)
+        ) as events:
             async for event in events:
                 if isinstance(event, TextDelta):
                     try:
@@ -371,3 +379,9 @@ class _Shown:
 
 def _shown(reply: Reply) -> str:
     return reply.text + _CUT if reply.truncated else reply.text
+
+
+async def _messages(text: str) -> list[str]:
+    """The messages ``deliver`` would send, so the core keeps a reply within
+    ``limits.max_reply_messages``; counted with room for the output-limit note."""
+    return split_message(text + _CUT, LIMIT) or ["…"]

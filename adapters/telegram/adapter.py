@@ -34,7 +34,7 @@ from adapters.telegram.admins import AdminCache
 from adapters.telegram.flood import FloodRetry, Sleep
 from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
-from adapters.telegram.output import Outbox, Target, Undeliverable
+from adapters.telegram.output import Outbox, Target, Undeliverable, render_chunks
 from adapters.telegram.recovery import ReplyRecord, recover
 from adapters.telegram.settings import TelegramSettings, telegram_settings
 from adapters.telegram.streaming import StreamingReply, typing_indicator
@@ -60,6 +60,7 @@ _PRIVACY_NOTE = (
     "BotFather's /setprivacy (then re-add me to the group), or make me a group admin."
 )
 _STARTUP_RETRY_MAX = 30.0
+_OFF_LOOP_CHARS = 2_000  # rendering costs ~5 ms per 1,000 characters: long ones off the loop
 
 
 class TelegramAdapter:
@@ -294,6 +295,7 @@ class TelegramAdapter:
             private=incoming.ctx.is_private,
             typing=indicator,
             on_show=record.shown,
+            max_messages=self.app.settings.limits.max_reply_messages,
         )
         settled = False  # the record can go: delivered, told, or nothing left to repair
         try:
@@ -303,7 +305,7 @@ class TelegramAdapter:
                 with self.retry.window():
                     await streaming.finish(_shown(reply))
             else:
-                reply = await self.app.service.chat(incoming.ctx, text)
+                reply = await self.app.service.chat(incoming.ctx, text, split=_messages)
                 await record.answered(reply.turn_id)
                 await indicator.stop()
                 with self.retry.window():
@@ -336,7 +338,9 @@ class TelegramAdapter:
                 await record.done()
 
     async def _stream(self, ctx: ChatContext, text: str, streaming: StreamingReply) -> Reply:
-        async with contextlib.aclosing(self.app.service.stream(ctx, text)) as events:
+        async with contextlib.aclosing(
+            self.app.service.stream(ctx, text, split=_messages)
+        ) as events:
             async for event in events:
                 if isinstance(event, TextDelta):
                     await streaming.feed(event.text)
@@ -427,3 +431,12 @@ def _target(message: Message) -> Target:
 
 def _shown(reply: Reply) -> str:
     return reply.text + _CUT if reply.truncated else reply.text
+
+
+async def _messages(markdown: str) -> list[str]:
+    """The messages a reply takes once formatted (``Outbox.finish``), so the core keeps it
+    within ``limits.max_reply_messages``; counted with room for the output-limit note."""
+    shown = markdown + _CUT
+    if len(shown) > _OFF_LOOP_CHARS:
+        return await asyncio.to_thread(render_chunks, shown)
+    return render_chunks(shown)

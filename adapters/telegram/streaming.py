@@ -52,13 +52,20 @@ class StreamingReply:
         private: bool,
         typing: Repeating,
         on_show: OnShow | None = None,
+        max_messages: int | None = None,
     ) -> None:
         self.outbox = outbox
         self.typing = typing
         self.on_show = on_show
         self.marked = False  # the preview says "[interrupted]"
         self.live = LivePreview(
-            self, throttle, outbox.target.chat_id, private=private, rollover=ROLLOVER, utf16=True
+            self,
+            throttle,
+            outbox.target.chat_id,
+            private=private,
+            rollover=ROLLOVER,
+            utf16=True,
+            max_messages=max_messages,
         )
 
     @property

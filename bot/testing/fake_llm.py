@@ -105,7 +105,9 @@ Route = Callable[[web.Request, "RecordedRequest"], Awaitable[web.StreamResponse]
 class RecordedRequest:
     """One request as received: header names lower-cased, ``json`` None when not JSON.
 
-    ``received_at`` is ``time.monotonic()`` on arrival, before any latency is applied.
+    ``received_at`` is ``time.monotonic()`` on arrival, before any latency is applied;
+    ``disconnected`` is True when a streamed answer did not reach its end (the client hung up;
+    also while it is still being written).
     """
 
     method: str
@@ -114,6 +116,7 @@ class RecordedRequest:
     json: Any
     body: bytes = b""
     received_at: float = field(default_factory=time.monotonic)
+    disconnected: bool = False
 
 
 class FakeLLM(FakeService):
@@ -124,6 +127,8 @@ class FakeLLM(FakeService):
     rejected request never eats a script. ``latency`` is the model's time, counted from arrival,
     for generated answers; scripted errors come back at once unless given their own ``delay``.
     ``fail_every`` injects a failure into every n-th valid request (a 429 storm).
+    ``ignore_max_tokens`` plays a server that disregards ``max_tokens`` (some self-hosted and
+    proxied ones do): the whole answer comes back, finishing "stop", however long it is.
     """
 
     def __init__(
@@ -134,12 +139,14 @@ class FakeLLM(FakeService):
         latency: float = 0.0,
         stream_interval: float = 0.0,
         default_reply: Callable[[dict[str, Any]], str] | None = None,
+        ignore_max_tokens: bool = False,
     ) -> None:
         self.model_context_window = model_context_window
         self.api_key = api_key
         self.latency = latency
         self.stream_interval = stream_interval  # seconds between streamed chunks (a slow model)
         self.default_reply = default_reply
+        self.ignore_max_tokens = ignore_max_tokens
         self.report_usage = True  # False: like servers that send no ``usage`` at all
         self.models: list[str] = list(DEFAULT_MODELS)
         self.requests: list[RecordedRequest] = []
@@ -312,6 +319,8 @@ class FakeLLM(FakeService):
         prompt_tokens = counter.count_messages(body["messages"])
         limit = body.get("max_completion_tokens")
         limit = body.get("max_tokens") if limit is None else limit
+        if self.ignore_max_tokens:
+            limit = None  # neither reserved in the context window nor a cut of the answer
         failure = context_failure(self.model_context_window, prompt_tokens, limit)
         if failure is not None:
             return self._error(failure)
@@ -349,7 +358,7 @@ class FakeLLM(FakeService):
                 choices=[gen] * n,
                 usage=reported if include_usage else None,
             )
-            return await self._stream(request, chunks, headers)
+            return await self._stream(request, record, chunks, headers)
         payload = completion_body(
             id=ident, created=created, model=model, choices=[gen] * n, usage=reported
         )
@@ -377,13 +386,18 @@ class FakeLLM(FakeService):
         return self._json(embeddings_body(body), headers=self._headers(record.received_at))
 
     async def _stream(
-        self, request: web.Request, chunks: Iterable[JSONDict], headers: dict[str, str]
+        self,
+        request: web.Request,
+        record: RecordedRequest,
+        chunks: Iterable[JSONDict],
+        headers: dict[str, str],
     ) -> web.StreamResponse:
         """Send chunks as server-sent events, one write each, then ``data: [DONE]``."""
         response = web.StreamResponse(headers=headers)
         response.content_type = "text/event-stream"
         response.charset = "utf-8"
         response.headers["Cache-Control"] = "no-cache"
+        record.disconnected = True  # until the last byte is out: a cancelled handler counts
         try:
             await response.prepare(request)
             for index, chunk in enumerate(chunks):
@@ -392,6 +406,7 @@ class FakeLLM(FakeService):
                 await response.write(sse_event(chunk))
             await response.write(sse_event("[DONE]"))
             await response.write_eof()
+            record.disconnected = False
         except ConnectionError:
             pass  # the client went away mid-stream, as clients do
         return response
@@ -494,9 +509,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per completion")
     parser.add_argument("--context-window", type=int, default=128_000, metavar="N")
     parser.add_argument("--api-key", default=None, help="require this key (default: any)")
+    parser.add_argument(
+        "--ignore-max-tokens", action="store_true", help="answer in full, past max_tokens"
+    )
     args = parser.parse_args(argv)
     fake = FakeLLM(
-        model_context_window=args.context_window, api_key=args.api_key, latency=args.latency
+        model_context_window=args.context_window,
+        api_key=args.api_key,
+        latency=args.latency,
+        ignore_max_tokens=args.ignore_max_tokens,
     )
     asyncio.run(_serve(fake, args.host, args.port))
     return 0
