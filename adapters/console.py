@@ -3,7 +3,8 @@
 Works interactively and with piped input (``printf 'hi\\n' | python -m bot chat``): each line
 is one message, answered before the next is read; the session ends at EOF or ``/exit``.
 Commands: ``/help``, ``/reset``, ``/clear``, ``/history``, ``/exit``. Python reads bytes that
-are not UTF-8 on stdin as lone surrogates; each line is cleaned of them (:mod:`bot.sanitise`).
+are not UTF-8 on stdin as lone surrogates; each line is cleaned of them
+(:mod:`bot.guardrails.sanitise`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import TextIO
 
 from bot.app import App
 from bot.context import ChatContext, ChatType
+from bot.conversation.service import Done, ToolStarted
 from bot.errors import UserFacingError
+from bot.guardrails.sanitise import clean_text
 from bot.llm.client import TextDelta
-from bot.sanitise import clean_text
-from bot.service import Done, ToolStarted
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from openai.types.chat import ChatCompletion
 
 from bench.common import API_KEY, make_settings, private
 from bot.app import App
-from bot.service import Reply
+from bot.conversation.service import Reply
 
 
 @dataclass(frozen=True, slots=True)

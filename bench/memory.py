@@ -31,9 +31,9 @@ from bot.app import App
 from bot.config import MemorySettings
 from bot.context import Scope
 from bot.history.sqlite import SQLiteStore
-from bot.memory_store import MemoryStore
+from bot.llm.tokens import get_counter
+from bot.memory.store import MemoryStore
 from bot.testing.fake_llm import FakeLLM
-from bot.tokens import get_counter
 
 HISTORY_BUDGET = 2000  # history.max_tokens of the retention run
 FILLER_TURNS = 200

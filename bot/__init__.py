@@ -2,9 +2,11 @@
 
 from bot.adapter import Adapter
 from bot.app import App
-from bot.commands import CommandResult, Commands
 from bot.config import Settings, load_settings, settings_from_mapping
 from bot.context import ChatContext, ChatType, Scope
+from bot.conversation.commands import CommandResult, Commands
+from bot.conversation.service import ChatEvent, ChatService, Done, Reply, ToolFinished, ToolStarted
+from bot.conversation.tool_runner import ToolRunner
 from bot.errors import (
     ConfigError,
     ContextTooLongError,
@@ -18,9 +20,7 @@ from bot.errors import (
 )
 from bot.history import trim_history
 from bot.llm.client import TextDelta, ToolCall
-from bot.memory import MemoryProvider
-from bot.service import ChatEvent, ChatService, Done, Reply, ToolFinished, ToolStarted
-from bot.tools import ToolRunner
+from bot.memory.provider import MemoryProvider
 
 __all__ = [
     "Adapter",

@@ -10,22 +10,22 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
-from bot.admins import AdminPolicy
-from bot.commands import Commands
-from bot.compaction import Compactor
 from bot.config import Settings, safe_url
+from bot.conversation.commands import Commands
+from bot.conversation.service import ChatService
+from bot.conversation.tool_runner import ToolRunner
 from bot.delivery import Outbound
-from bot.embeddings import Embedder
 from bot.errors import ConfigError, LLMError
+from bot.guardrails.admins import AdminPolicy
 from bot.history.sqlite import SQLiteStore
 from bot.llm.client import LLMClient
+from bot.llm.embeddings import Embedder
 from bot.llm.retry import Sleep
-from bot.memory import MemoryProvider, StoredMemory
-from bot.memory_store import MemoryStore
+from bot.memory.compaction import Compactor
+from bot.memory.provider import MemoryProvider, StoredMemory
+from bot.memory.store import MemoryStore
 from bot.plugins import PluginManager, ToolRegistry
 from bot.scheduler import Scheduler
-from bot.service import ChatService
-from bot.tools import ToolRunner
 
 log = logging.getLogger(__name__)
 

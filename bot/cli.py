@@ -22,13 +22,13 @@ import yaml
 
 from bot.adapter import Adapter, check_adapter_settings, load_adapter
 from bot.app import App
-from bot.budgets import utc_day
 from bot.config import Settings, load_settings, secret_values
 from bot.config_report import config_report
 from bot.errors import ConfigError, ParlourError
+from bot.guardrails.budgets import utc_day
+from bot.guardrails.redact import Redactor, configure_logging
+from bot.guardrails.usage import usage_table
 from bot.history.sqlite import SQLiteStore
-from bot.redact import Redactor, configure_logging
-from bot.usage import usage_table
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0  # seconds in-flight replies get after SIGTERM/SIGINT before cancellation

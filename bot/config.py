@@ -215,7 +215,7 @@ class LimitSettings(_Section):
 
 
 class AccessSettings(_Section):
-    """Who may use the bot (patterns: see ``bot.access``)."""
+    """Who may use the bot (patterns: see ``bot.guardrails.access``)."""
 
     allow: tuple[str, ...] = Field((), description='e.g. ["telegram:-1001234", "*:private"]')
     deny: tuple[str, ...] = Field((), description='e.g. ["telegram:user:42"]; always wins')

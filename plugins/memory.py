@@ -1,7 +1,7 @@
 """The ``memory`` plugin: the model's ``remember`` / ``forget`` / ``recall`` tools and the
-``/memory`` command, over the long-term memory store (``bot.memory_store``).
+``/memory`` command, over the long-term memory store (``bot.memory.store``).
 
-What is remembered stays in the conversation it was said in (``bot.memory_scope``): a private
+What is remembered stays in the conversation it was said in (``bot.memory.scope``): a private
 chat's memories are recalled only there; in a group, in that conversation (the group, the topic,
 or the person under ``/scope user``), and a person's own facts for that person in that group.
 Users see and delete their own; a chat's admins see and delete all of that chat's.
@@ -13,11 +13,11 @@ from typing import Annotated
 
 from pydantic import Field
 
-from bot.commands import CommandResult
 from bot.context import ChatContext, display_name
-from bot.memory_store import Memory, MemoryStore
+from bot.conversation.commands import CommandResult
+from bot.conversation.prompt_safety import one_line_json
+from bot.memory.store import Memory, MemoryStore
 from bot.plugins import Plugin, ToolContext, tool
-from bot.prompt_safety import one_line_json
 
 _LIST_LIMIT = 30
 

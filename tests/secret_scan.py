@@ -1,6 +1,7 @@
 """A suite-wide fence: a test fails if any log record it produced carries a token or a key.
 
-The product masks secrets in the handler the entry point installs (``bot.redact``); in-process
+The product masks secrets in the handler the entry point installs (``bot.guardrails.redact``);
+in-process
 tests have no such handler, so this guard sees what code really logs. ``secret_scan`` (autouse,
 imported by ``tests/conftest.py``) puts a handler on the root logger for each test, formats every
 record that reaches it (message, exception text, stack) and, after the test, fails it if a known

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.access import AccessDeniedError
 from bot.context import ChatContext, ChatType
-from bot.rate_limit import Once
+from bot.guardrails.access import AccessDeniedError
+from bot.guardrails.rate_limit import Once
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory, group, private
 

@@ -1,4 +1,5 @@
-"""Who is an admin (``bot.admins``): one policy, and every platform's admins get what it grants.
+"""Who is an admin (``bot.guardrails.admins``): one policy, and every platform's admins get what it
+grants.
 
 The Telegram tests drive the real aiogram client against the fake Bot API, where a group's
 creator and administrators are known only through ``getChatMember``.

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bot.llm.client import ToolCall
 from bot.plugins import ToolContext, ToolRegistry
-from bot.plugins.tools import spec_of
+from bot.plugins.declare import spec_of
 from bot.testing.tools import ALICE, tool_context
 from plugins.calculator import (
     MAX_LENGTH,

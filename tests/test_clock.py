@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from bot.commands import Commands
 from bot.config import PluginEntry
+from bot.conversation.commands import Commands
 from bot.delivery import Outbound
 from bot.llm.client import ToolCall
 from bot.plugins import PluginError, PluginManager, ToolContext, ToolRegistry

@@ -8,7 +8,7 @@ import asyncio
 import json
 from typing import Any
 
-from bot.prompt_safety import SUMMARY_HEADER
+from bot.conversation.prompt_safety import SUMMARY_HEADER
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_llm_model import last_user_text
 from tests.conftest import AppFactory, private

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.config import ConfigError, EmbeddingSettings, LLMSettings, settings_from_mapping
-from bot.embeddings import Embedder, endpoint_settings
 from bot.errors import LLMBadRequestError, LLMBusyError
 from bot.history.sqlite import SQLiteStore
-from bot.memory_store import Memory, MemoryScope, MemoryStore, fuse
+from bot.llm.embeddings import Embedder, endpoint_settings
+from bot.memory.store import Memory, MemoryScope, MemoryStore, fuse
 from bot.testing.fake_llm import (
     FakeLLM,
     error,

@@ -17,6 +17,7 @@ import openai
 import pytest
 import pytest_asyncio
 
+from bot.llm.tokens import get_counter
 from bot.testing import (
     FakeLLM,
     delay,
@@ -27,7 +28,6 @@ from bot.testing import (
     reply,
     tool_calls,
 )
-from bot.tokens import get_counter
 
 MODEL = "gpt-4o-mini"
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from bot.context import ChatContext, ChatType, Scope
-from bot.locks import KeyedLocks
+from bot.conversation.locks import KeyedLocks
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from bot.context import ChatContext, ChatType, Scope
 from bot.history.migrations import MIGRATIONS
 from bot.history.sqlite import SQLiteStore, _statements
 from bot.history.store import NewTurn
-from bot.memory_store import (
+from bot.memory.store import (
     _SEARCH,
     _SEARCH_TURNS,
     Audience,
@@ -309,7 +309,7 @@ def said(n: Note) -> tuple[ChatContext, str]:
 
 
 def may_recall(m: Memory, ctx: ChatContext, conversation: str, share: bool) -> bool:
-    """The rule of the issue, written out independently of bot.memory_scope."""
+    """The rule of the issue, written out independently of bot.memory.scope."""
     if m.conversation_key == conversation:
         return True  # said in this very conversation
     if m.user_id != ctx.user_id:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from bot.conversation.service import Done, ToolFinished, ToolStarted
 from bot.errors import ConfigError
 from bot.plugins import PluginError, ToolDefinitionError, ToolRegistry, tool
 from bot.plugins.context import ToolContext
-from bot.service import Done, ToolFinished, ToolStarted
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import AppFactory, group, private
 

@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 
 from bot.context import ChatContext, ChatType
 from bot.errors import LLMUnavailableError
-from bot.rate_limit import InFlight, MessageRateLimiter, RateLimitedError, StillAnsweringError
+from bot.guardrails.rate_limit import (
+    InFlight,
+    MessageRateLimiter,
+    RateLimitedError,
+    StillAnsweringError,
+)
 from bot.testing.fake_llm import FakeLLM, hang
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory, group, private

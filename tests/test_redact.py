@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bot.app import App
 from bot.errors import LLMError
-from bot.redact import MASK, RedactingFilter, Redactor
+from bot.guardrails.redact import MASK, RedactingFilter, Redactor
 from bot.testing.fake_llm import FakeLLM, error, rate_limited
 from tests.conftest import TEST_KEY, AppFactory, private
 

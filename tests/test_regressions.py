@@ -17,11 +17,11 @@ from aiohttp import web
 from bot.app import App
 from bot.config import load_settings, secret_values, settings_from_mapping
 from bot.context import ChatContext
+from bot.conversation.service import Done
 from bot.errors import ConfigError, LLMUnavailableError, UserFacingError
 from bot.history.sqlite import STALE_PENDING_SECONDS, SQLiteStore
 from bot.history.store import NewTurn, TurnStatus, Usage
 from bot.llm.client import TextDelta, ToolCall
-from bot.service import Done
 from bot.testing.fake_llm import FakeLLM, hang, reply, tool_calls
 from tests.conftest import AppFactory, make_settings, private
 from tests.test_cli import env_for, run_cli, write_config

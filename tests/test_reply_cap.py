@@ -20,10 +20,10 @@ from adapters.console import ConsoleAdapter
 from adapters.telegram.split import utf16_len
 from bot.app import App
 from bot.config import ConfigError, settings_from_mapping
+from bot.conversation.preview import CURSOR, EditThrottle, LivePreview
+from bot.conversation.reply_cap import NOTE, REPLY_LIMIT, Cut, StreamCap, cut, fit_messages
+from bot.conversation.service import Done
 from bot.llm.client import TextDelta
-from bot.reply_cap import NOTE, REPLY_LIMIT, Cut, StreamCap, cut, fit_messages
-from bot.service import Done
-from bot.streaming import CURSOR, EditThrottle, LivePreview
 from bot.testing.fake_discord import FakeDiscord
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram

@@ -12,6 +12,7 @@ import pytest
 
 from bot.app import App
 from bot.context import ChatContext, Scope
+from bot.conversation.service import Done, ToolFinished, ToolStarted
 from bot.errors import (
     ContextTooLongError,
     LLMAuthError,
@@ -20,7 +21,6 @@ from bot.errors import (
     LLMUnavailableError,
 )
 from bot.llm.client import TextDelta, ToolCall
-from bot.service import Done, ToolFinished, ToolStarted
 from bot.testing.fake_llm import (
     FakeLLM,
     error,

@@ -23,9 +23,9 @@ from adapters.telegram.flood import FloodRetry
 from adapters.telegram.output import Outbox, Target
 from adapters.telegram.recovery import NOTICE, PREVIEW_MARK
 from adapters.telegram.streaming import StreamingReply, typing_indicator
+from bot.conversation.preview import EditThrottle
 from bot.history.deliveries import DeliveryLog
 from bot.history.sqlite import SQLiteStore
-from bot.streaming import EditThrottle
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory, Sleeps

@@ -14,7 +14,7 @@ from aiogram.client.telegram import TelegramAPIServer
 from adapters.telegram.output import Outbox, Target
 from adapters.telegram.split import utf16_len
 from adapters.telegram.streaming import StreamingReply, typing_indicator
-from bot.streaming import EditThrottle
+from bot.conversation.preview import EditThrottle
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory

@@ -1,4 +1,4 @@
-"""Tests for bot.tokens: offline seeding, exact counts, the fallback estimate, calibration."""
+"""Tests for bot.llm.tokens: offline seeding, exact counts, the fallback estimate, calibration."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiktoken_ext import openai_public
 
-from bot import tokens
-from bot.tokens import (
+from bot.llm import tokens
+from bot.llm.tokens import (
     ENCODING_FILES,
     PER_TOOL_CALL,
     TokenCounter,
@@ -142,7 +142,7 @@ def test_bad_bundled_data_falls_back_and_logs_once(
         raise AssertionError("tiktoken must not load an unverified encoding")
 
     monkeypatch.setattr(tiktoken, "get_encoding", never)
-    with caplog.at_level(logging.WARNING, logger="bot.tokens"):
+    with caplog.at_level(logging.WARNING, logger="bot.llm.tokens"):
         for model in ("gpt-4o", "gpt-4", "llama3.1", "gpt-4o"):
             counter = get_counter(model)
             assert not counter.exact and counter.encoding_name is None
@@ -150,7 +150,7 @@ def test_bad_bundled_data_falls_back_and_logs_once(
             assert counter.count_messages([{"role": "user", "content": "hi"}]) > 0
     assert not ensure_tiktoken_cache()
     assert list(tmp_path.iterdir()) == []
-    records = [r for r in caplog.records if r.name == "bot.tokens"]
+    records = [r for r in caplog.records if r.name == "bot.llm.tokens"]
     assert len(records) == 1
     assert "estimate" in records[0].getMessage() and "sha256" in records[0].getMessage()
 

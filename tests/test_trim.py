@@ -209,14 +209,14 @@ def test_negative_limit_rejected() -> None:
 
 
 def test_default_counter_imported_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = types.ModuleType("bot.tokens")
+    fake = types.ModuleType("bot.llm.tokens")
     fake.default_count_tokens = lambda msgs: 10 * len(msgs)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "bot.tokens", fake)
+    monkeypatch.setitem(sys.modules, "bot.llm.tokens", fake)
     assert trim_history([S, U1, A1, U2], max_tokens=25) == [S, U2]
 
 
 def test_no_counter_needed_without_max_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "bot.tokens", None)  # importing it would fail
+    monkeypatch.setitem(sys.modules, "bot.llm.tokens", None)  # importing it would fail
     assert trim_history([S, U1, A1, U2], max_turns=1) == [S, U2]
 
 

@@ -37,12 +37,12 @@ from adapters.discord.settings import DiscordSettings, discord_settings
 from adapters.discord.split import split_message
 from bot.app import App
 from bot.context import ChatContext
+from bot.conversation.preview import EditThrottle, LivePreview, Repeating
+from bot.conversation.service import Done, Reply
+from bot.conversation.triggers import Action
 from bot.errors import ConfigError, UserFacingError
+from bot.guardrails.sanitise import clean_text
 from bot.llm.client import TextDelta
-from bot.sanitise import clean_text
-from bot.service import Done, Reply
-from bot.streaming import EditThrottle, LivePreview, Repeating
-from bot.triggers import Action
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,8 @@ A server text channel and each thread are separate chats (a thread is its own co
 a DM is a private chat. The member's display name (server nickname, else global name) is who
 is speaking. People address the bot by @mention (its user, or the role Discord gives it) or by
 replying to one of its messages; DMs always answer; other bots are never answered. Text and
-names are cleaned of lone UTF-16 surrogates (:mod:`bot.sanitise`) before the core sees them.
+names are cleaned of lone UTF-16 surrogates (:mod:`bot.guardrails.sanitise`) before the core sees
+them.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 import discord
 
 from bot.context import ChatContext, ChatType
-from bot.sanitise import clean_text
-from bot.triggers import IGNORE, Action, Decision, with_quote
+from bot.conversation.triggers import IGNORE, Action, Decision, with_quote
+from bot.guardrails.sanitise import clean_text
 
 PLATFORM = "discord"
 _SPACES = re.compile(r"[ \t]{2,}")

@@ -16,7 +16,7 @@ from typing import Protocol
 import discord
 
 from adapters.discord.split import split_message
-from bot.streaming import Repeating
+from bot.conversation.preview import Repeating
 
 log = logging.getLogger(__name__)
 

@@ -43,11 +43,11 @@ from adapters.telegram.updates import SkipUnparsableUpdates
 from adapters.telegram.webhook import WebhookServer
 from bot.app import App
 from bot.context import ChatContext
+from bot.conversation.preview import EditThrottle
+from bot.conversation.service import Done, Reply
 from bot.errors import ConfigError, UserFacingError
 from bot.history.deliveries import DeliveryLog
 from bot.llm.client import TextDelta
-from bot.service import Done, Reply
-from bot.streaming import EditThrottle
 
 log = logging.getLogger(__name__)
 
@@ -363,7 +363,9 @@ class TelegramAdapter:
         name = decision.command or "help"
         sender = message.from_user
         if (
-            self.app.commands.needs_admin_status(name)  # admin_only or admin_aware: bot.admins
+            self.app.commands.needs_admin_status(
+                name
+            )  # admin_only or admin_aware: bot.guardrails.admins
             and not ctx.is_private
             and not ctx.is_admin
             and sender is not None

@@ -1,6 +1,7 @@
 """Who is a Telegram chat admin: ``getChatMember``, trusted for a short while.
 
-Telegram's half of ``bot.admins``: for the commands that declare they need it (admin_only or
+Telegram's half of ``bot.guardrails.admins``: for the commands that declare they need it
+(admin_only or
 admin_aware: ``/clear``, ``/scope``, ``/help``, ``/usage``, ``/memory``) and turns that may be
 offered admin-only tools, the adapter asks here and sets ``ChatContext.is_admin`` from the
 platform's own answer: the chat's creator or an administrator. The answer is cached briefly so a

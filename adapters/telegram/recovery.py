@@ -25,8 +25,8 @@ from aiogram.exceptions import AiogramError, TelegramBadRequest
 from aiogram.types import LinkPreviewOptions, Message, ReplyParameters
 
 from adapters.telegram.output import Target
+from bot.conversation.preview import CURSOR
 from bot.history.deliveries import Delivery, DeliveryLog
-from bot.streaming import CURSOR
 
 log = logging.getLogger(__name__)
 

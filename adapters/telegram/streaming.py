@@ -1,7 +1,8 @@
 """Streaming a reply by editing one message, within Telegram's limits.
 
 Telegram allows about one message per second per chat and 20 per minute in a group, and every
-edit counts: ``bot.streaming`` throttles edits per chat and rolls over before 4096 UTF-16 units.
+edit counts: ``bot.conversation.preview`` throttles edits per chat and rolls over before 4096
+UTF-16 units.
 The preview is plain text (half-written Markdown would not parse) and formatted once at the end.
 A typing action is kept alive until the first words appear. ``on_show`` hears of every preview
 change (the adapter records it, so a restart after a crash can mark what was left on screen).
@@ -20,7 +21,7 @@ from aiogram.types import Message
 
 from adapters.telegram.output import Outbox, Undeliverable
 from adapters.telegram.render import defuse_mentions
-from bot.streaming import EditThrottle, LivePreview, Repeating
+from bot.conversation.preview import EditThrottle, LivePreview, Repeating
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 from adapters.telegram.normalise import Incoming
 from adapters.telegram.settings import GroupTrigger
-from bot.triggers import IGNORE, Action, Decision, with_quote
+from bot.conversation.triggers import IGNORE, Action, Decision, with_quote
 
 __all__ = ["Action", "Decision", "decide"]
 

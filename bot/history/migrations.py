@@ -111,7 +111,7 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (plugin, key)
     ) WITHOUT ROWID;
     """,
-    # 4: long-term memories (bot/memory_store.py) and full-text indexes over them and over the
+    # 4: long-term memories (bot/memory/store.py) and full-text indexes over them and over the
     # users' past messages. The FTS tables hold a *search form* of the text (CJK runs as
     # overlapping bigrams) that only Python computes, so rows are indexed from Python: memories
     # in the same transaction as their insert, turns by MemoryStore.sync_turns (which also
@@ -165,7 +165,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX summaries_by_chat ON summaries (chat_key);
     """,
-    # 6: optional embedding vectors of memories (bot/embeddings.py, memory.embeddings): one
+    # 6: optional embedding vectors of memories (bot/llm/embeddings.py, memory.embeddings): one
     # unit vector per memory as little-endian float32, with the model that made it -- vectors
     # of another model are not comparable and get re-embedded by MemoryStore.backfill_vectors.
     # The cascade needs ``PRAGMA foreign_keys=ON``, which a sqlite3 shell does not set, so a
@@ -355,7 +355,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX deliveries_by_platform ON deliveries (platform, id);
     CREATE INDEX deliveries_by_chat ON deliveries (chat_key);
     """,
-    # 11: a memory belongs to the conversation it was said in (bot/memory_scope.py), not to the
+    # 11: a memory belongs to the conversation it was said in (bot/memory/scope.py), not to the
     # whole chat: under /scope user or thread one member's or topic's facts were recalled for
     # everyone in the group. Older rows get the conversation of the turn they came from, else
     # the chat's shared conversation (a group) or the private chat's; the index scope tokens

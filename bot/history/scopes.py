@@ -19,7 +19,7 @@ def scope_token(kind: str, key: str) -> str:
     return kind + key.encode("utf-8").hex()
 
 
-# A memory's index tokens (bot.memory_scope.index_scope) from its row, in SQL.
+# A memory's index tokens (bot.memory.scope.index_scope) from its row, in SQL.
 MEMORY_SCOPE_SQL = """'c' || lower(hex(m.conv_key)) || CASE m.scope
     WHEN 'member' THEN ' o' || lower(hex(m.chat_key || char(10) || m.user_id))
     WHEN 'private' THEN ' p' || lower(hex(substr(m.chat_key, 1, instr(m.chat_key, ':'))

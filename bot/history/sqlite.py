@@ -462,7 +462,7 @@ class SQLiteStore:
                 " WHERE chat_key = ?",
                 (new_chat_key, new_chat_key, start, old_chat_key),
             )
-            # The full-text indexes name each row's chat and conversation (bot.memory_store).
+            # The full-text indexes name each row's chat and conversation (bot.memory.store).
             for statement in (*RESCOPE_MEMORIES, *RESCOPE_TURNS):
                 await conn.execute(statement, (new_chat_key,))
         self._windows.forget_chat(old_chat_key)

@@ -54,7 +54,7 @@ def trim_history(
         max_turns: keep at most this many turns (the newest turn counts as one).
         max_messages: keep at most this many non-system messages, in whole turns.
         count_tokens: counts the tokens of a whole message list. Defaults to
-            ``bot.tokens.default_count_tokens``. Only used when ``max_tokens`` is given.
+            ``bot.llm.tokens.default_count_tokens``. Only used when ``max_tokens`` is given.
 
     Returns:
         A new list: the leading system/developer block followed by the newest turns that
@@ -89,7 +89,7 @@ def trim_history(
 
     counter = count_tokens
     if max_tokens is not None and counter is None:
-        from bot.tokens import default_count_tokens
+        from bot.llm.tokens import default_count_tokens
 
         counter = default_count_tokens
 

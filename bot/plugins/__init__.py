@@ -20,9 +20,9 @@ and in ``config.yaml``: ``plugins: [plugins.clock, {module: my_plugin, settings:
 """
 
 from bot.plugins.context import PluginStore, ToolContext
+from bot.plugins.declare import Permission, ToolDefinitionError, ToolSpec, tool
 from bot.plugins.loader import ENTRY_POINT_GROUP, Plugin, PluginError, PluginManager
 from bot.plugins.registry import ToolRegistry
-from bot.plugins.tools import Permission, ToolDefinitionError, ToolSpec, tool
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -11,7 +11,7 @@ from bot.context import ChatContext, Scope
 from bot.delivery import Outbound
 
 if TYPE_CHECKING:
-    from bot.memory_store import MemoryStore
+    from bot.memory.store import MemoryStore
     from bot.scheduler import Scheduler
 
 

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from bot.commands import CommandInfo, CommandResult, Commands
 from bot.config import PluginEntry, describe_errors
 from bot.context import ChatContext, Scope
+from bot.conversation.commands import CommandInfo, CommandResult, Commands
 from bot.delivery import Outbound
 from bot.errors import ParlourError
 from bot.plugins.context import KeyValueBackend, PluginStore, ToolContext
+from bot.plugins.declare import ToolFunc, ToolSpec, spec_of
 from bot.plugins.registry import ToolRegistry
-from bot.plugins.tools import ToolFunc, ToolSpec, spec_of
 
 if TYPE_CHECKING:
-    from bot.memory_store import MemoryStore
+    from bot.memory.store import MemoryStore
     from bot.scheduler import Handler as JobHandler
     from bot.scheduler import Scheduler
 
@@ -87,7 +87,7 @@ class Plugin:
         self.commands.append(name.lower())
 
     def is_admin(self, ctx: ChatContext) -> bool:
-        """A chat admin, by the one policy (``bot.admins``): platform admin or bot admin.
+        """A chat admin, by the one policy (``bot.guardrails.admins``): platform admin or bot admin.
 
         Reliable in a command's handler only if it was added ``admin_only`` or ``admin_aware``.
         """

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from bot.context import ChatContext
 from bot.llm.client import ToolCall
 from bot.plugins.context import ToolContext
-from bot.plugins.tools import Permission, ToolDefinitionError, ToolSpec
+from bot.plugins.declare import Permission, ToolDefinitionError, ToolSpec
 
 log = logging.getLogger(__name__)
 

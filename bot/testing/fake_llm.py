@@ -60,7 +60,7 @@ from bot.testing.fake_llm_wire import (
 from bot.testing.service import FakeService
 
 if TYPE_CHECKING:
-    from bot.tokens import TokenCounter
+    from bot.llm.tokens import TokenCounter
 
 __all__ = [
     "FakeLLM",
@@ -428,7 +428,7 @@ class FakeLLM(FakeService):
 
     async def _counter(self, model: str) -> TokenCounter:
         """The shared counter; its first use per model (tokenizer load) runs off the loop."""
-        from bot.tokens import get_counter  # lazy: the kit must import without the core
+        from bot.llm.tokens import get_counter  # lazy: the kit must import without the core
 
         if model in self._warm_models:
             return get_counter(model)

@@ -1,6 +1,6 @@
 """The fake server's "model": context-window check, default echo, output-token budgeting.
 
-Counting uses the same ``bot.tokens`` counter the bot uses for its own budget, so a history
+Counting uses the same ``bot.llm.tokens`` counter the bot uses for its own budget, so a history
 the bot trims to fit is accepted here and one it fails to trim is rejected like OpenAI does.
 """
 
@@ -13,7 +13,7 @@ from bot.testing.fake_llm_script import ScriptedToolCall
 from bot.testing.fake_llm_wire import ApiError, Generation, JSONDict
 
 if TYPE_CHECKING:
-    from bot.tokens import TokenCounter
+    from bot.llm.tokens import TokenCounter
 
 
 def context_failure(window: int, prompt_tokens: int, limit: int | None) -> ApiError | None:

@@ -15,7 +15,7 @@ from bot.delivery import Outbound
 from bot.plugins import PluginStore, ToolContext
 
 if TYPE_CHECKING:
-    from bot.memory_store import MemoryStore
+    from bot.memory.store import MemoryStore
 
 ALICE = ChatContext("telegram", "1", ChatType.PRIVATE, "1", "Alice")
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from bot.commands import CommandResult
 from bot.context import ChatContext
+from bot.conversation.commands import CommandResult
 from bot.plugins import Permission, Plugin, ToolContext, tool
 
 

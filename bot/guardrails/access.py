@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from bot.admins import AdminPolicy
 from bot.config import AccessSettings, Settings
 from bot.context import ChatContext
 from bot.errors import UserFacingError
+from bot.guardrails.admins import AdminPolicy
 
 
 class AccessDeniedError(UserFacingError):

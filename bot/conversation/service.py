@@ -2,7 +2,8 @@
 
 Per message: system prompt (global or the chat's override) + summary + the trimmed history
 window + overheard chatter + recalled memories (quoted data in a user-role message,
-``bot.prompt_safety``) + the user's message -> the model (with the tool loop) -> the turn is
+``bot.conversation.prompt_safety``) + the user's message -> the model (with the tool loop) -> the
+turn is
 stored.
 Messages of one conversation run strictly in arrival order; different conversations run
 concurrently. If the model fails for good, the user's message stays stored as *unanswered* and the
@@ -20,13 +21,18 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from bot.access import AccessDeniedError, AccessPolicy
-from bot.admins import AdminPolicy
-from bot.budgets import Budgets, BudgetSpentError
-from bot.compaction import Compactor
 from bot.config import Settings
 from bot.context import ChatContext, Scope
+from bot.conversation.locks import KeyedLocks
+from bot.conversation.prompt_safety import quoted_summary, recalled_message, with_speaker
+from bot.conversation.reply_cap import REPLY_LIMIT, Cut, SplitReply, StreamCap, cut, fit_messages
+from bot.conversation.tool_runner import ToolRunner
 from bot.errors import ContextTooLongError, LLMContextLengthError, UserFacingError
+from bot.guardrails.access import AccessDeniedError, AccessPolicy
+from bot.guardrails.admins import AdminPolicy
+from bot.guardrails.budgets import Budgets, BudgetSpentError
+from bot.guardrails.rate_limit import InFlight, MessageRateLimiter, Once
+from bot.guardrails.sanitise import clean_text
 from bot.history import trim_history
 from bot.history.store import (
     ChatPreferences,
@@ -40,14 +46,9 @@ from bot.history.store import (
     Usage,
 )
 from bot.llm.client import Completion, LLMClient, StreamItem, TextDelta, ToolCall
-from bot.locks import KeyedLocks
-from bot.memory import MemoryProvider, NoMemory
-from bot.prompt_safety import quoted_summary, recalled_message, with_speaker
-from bot.rate_limit import InFlight, MessageRateLimiter, Once
-from bot.reply_cap import REPLY_LIMIT, Cut, SplitReply, StreamCap, cut, fit_messages
-from bot.sanitise import clean_text
-from bot.tokens import TokenCounter, get_counter
-from bot.tools import ToolRunner
+from bot.llm.tokens import TokenCounter, get_counter
+from bot.memory.compaction import Compactor
+from bot.memory.provider import MemoryProvider, NoMemory
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ class ChatService:
         self._locks = KeyedLocks()
         self._prefs: dict[str, ChatPreferences] = {}
         self.compactor: Compactor | None = None  # set by the App when memory.summarize is on
-        self.admins = admins or AdminPolicy(settings)  # who is an admin: bot.admins
+        self.admins = admins or AdminPolicy(settings)  # who is an admin: bot.guardrails.admins
         self.access = AccessPolicy(settings, self.admins)
         limits = settings.limits
         cap = limits.max_concurrent_llm_calls

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from bot.config import Settings
 from bot.context import ChatContext, display_name
+from bot.conversation.prompt_safety import one_line_json
 from bot.history.store import BOT_USER, StoredTurn, TurnStatus
 from bot.llm.client import LLMClient
-from bot.prompt_safety import one_line_json
 
 if TYPE_CHECKING:
     from bot.history.sqlite import SQLiteStore
-    from bot.memory_store import MemoryStore
+    from bot.memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
-from bot.access import AccessPolicy
 from bot.config import LimitSettings
 from bot.context import ChatContext
 from bot.errors import UserFacingError
+from bot.guardrails.access import AccessPolicy
 from bot.history.store import HistoryStore, Usage
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,8 @@
 """Platform-neutral chat commands. Adapters map their own syntax (``/reset``, slash commands,
 console lines) onto :meth:`Commands.handle` and post the returned text.
 
-Who is an admin is decided by :mod:`bot.admins`. A command says whether the caller's admin
+Who is an admin is decided by :mod:`bot.guardrails.admins`. A command says whether the caller's
+admin
 status matters to it (``admin_only``: only admins may run it; ``admin_aware``: admins get more,
 like /usage's chat totals), so adapters that must look the status up (Telegram asks
 ``getChatMember``) do it for exactly those commands.
@@ -15,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from bot.context import ChatContext, Scope
+from bot.conversation.service import ChatService
 from bot.errors import UserFacingError
-from bot.service import ChatService
 
 log = logging.getLogger(__name__)
 

@@ -7,16 +7,16 @@ CJK, kana or hangul into overlapping character bigrams and keeps other text as w
 tokenizer then only lower-cases, strips diacritics and Porter-stems English.
 
 Isolation is part of every query's WHERE clause, never a filter applied afterwards: a search
-returns only what its :class:`~bot.memory_scope.Audience` admits (the conversation's memories,
+returns only what its :class:`~bot.memory.scope.Audience` admits (the conversation's memories,
 the asker's own facts in that chat, and on explicit opt-in the asker's own private memories on
-that platform; ``bot.memory_scope`` states the rule). The FTS index is the outer loop and rows
+that platform; ``bot.memory.scope`` states the rule). The FTS index is the outer loop and rows
 are fetched by primary key, so a search costs the query terms' postings, never a scan.
 
 :class:`MemoryStore` shares :class:`~bot.history.sqlite.SQLiteStore`'s file and connections
 (``_writing``, ``_transaction``, ``_read``) on purpose: one writer lock for the whole database,
 and an index row is written in the same transaction as the row it indexes.
 
-With an :class:`~bot.embeddings.Embedder` (``memory.embeddings.model`` set), each memory also
+With an :class:`~bot.llm.embeddings.Embedder` (``memory.embeddings.model`` set), each memory also
 gets a unit vector (table ``memory_vectors``), and :meth:`MemoryStore.search` fuses two rankings
 by reciprocal rank fusion (score = sum of 1 / (60 + rank)): BM25 as above, and cosine similarity
 between the query's vector and the vectors of the memories the *same* scope clause admits. The
@@ -45,11 +45,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.context import ChatContext, Scope
-from bot.embeddings import INTERACTIVE_POLICY, Embedder
 from bot.errors import LLMError, StoreError
 from bot.history.scopes import RESCOPE_MEMORIES, scope_token
 from bot.history.sqlite import SQLiteStore
-from bot.memory_scope import IN_AUDIENCE, Audience, MemoryScope, index_scope
+from bot.llm.embeddings import INTERACTIVE_POLICY, Embedder
+from bot.memory.scope import IN_AUDIENCE, Audience, MemoryScope, index_scope
 
 __all__ = ["Audience", "Memory", "MemoryScope", "MemoryStore", "match_query", "search_form"]
 
@@ -92,7 +92,7 @@ _STOP_WORDS = frozenset(_STOP_TEXT.split())
 class Memory:
     memory_id: int
     chat_key: str
-    conversation_key: str  # the conversation it was said in (bot.memory_scope)
+    conversation_key: str  # the conversation it was said in (bot.memory.scope)
     user_id: str
     user_name: str
     scope: MemoryScope
@@ -263,7 +263,7 @@ class MemoryStore:
         self.share_private = share_private  # memory.share_private: see audience()
 
     def audience(self, ctx: ChatContext, conversation_key: str) -> Audience:
-        """What a search for ``ctx`` in ``conversation_key`` may return (``bot.memory_scope``)."""
+        """What a search for ``ctx`` in ``conversation_key`` may return (``bot.memory.scope``)."""
         return Audience.of(ctx, conversation_key, share_private=self.share_private)
 
     async def add(

@@ -1,14 +1,14 @@
 """The long-term memory seam. The service asks it for what is worth recalling for a message.
 
-:class:`StoredMemory` recalls from SQLite (``bot.memory_store``): facts people asked the bot to
-remember, from the conversation they were said in (``bot.memory_scope``), and the conversation's
+:class:`StoredMemory` recalls from SQLite (``bot.memory.store``): facts people asked the bot to
+remember, from the conversation they were said in (``bot.memory.scope``), and the conversation's
 own messages that have left the context window (seed 001: trimming must not make the bot forget
 the user's name).
 
 Everything recalled was written by users, so it is data, never instructions: each item is one
 line of JSON (:func:`recalled_item`), so no text inside it can open a line of its own or claim
 another speaker, and the service sends the block as a user-role message that says it is recalled
-material (``bot.prompt_safety``), capped and counted in the token budget.
+material (``bot.conversation.prompt_safety``), capped and counted in the token budget.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from bot.config import MemorySettings
 from bot.context import ChatContext
-from bot.prompt_safety import one_line_json
+from bot.conversation.prompt_safety import one_line_json
 
 if TYPE_CHECKING:
-    from bot.memory_store import MemoryStore
+    from bot.memory.store import MemoryStore
 
 
 class MemoryProvider(Protocol):

@@ -1,0 +1,1 @@
+"""One conversation: admission, prompt, the model and its tools, the stored turn."""

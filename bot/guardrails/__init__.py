@@ -1,0 +1,1 @@
+"""What keeps a public bot safe and affordable: access, rates, budgets, admins, input, secrets."""

@@ -1,0 +1,1 @@
+"""Long-term memory: recalled facts and old messages, their scopes, search, summaries."""
