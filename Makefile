@@ -3,14 +3,20 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Two targets started at once (`make fake-llm & make run`) build .venv one after the other:
+# the second waits for the lock, then finds the stamp fresh and installs nothing.
+LOCKED := $(PYTHON) -c 'import fcntl, subprocess, sys; lock = open(".venv.lock", "w"); \
+	fcntl.flock(lock, fcntl.LOCK_EX); sys.exit(subprocess.call(sys.argv[1:]))'
 
-.PHONY: run chat test lint typecheck check bench fake-llm clean
+.PHONY: run chat test lint typecheck check bench fake-llm docs clean
 
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	@touch $(STAMP)
+	@$(LOCKED) sh -c 'if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then exit 0; fi; \
+	  set -e; test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+	  echo "installing into $(VENV) (first run only)"; \
+	  $(BIN)/python -m pip install --quiet --upgrade pip; \
+	  $(BIN)/python -m pip install --quiet -e ".[dev]"; \
+	  touch $(STAMP)'
 
 ## run: start the bot (platform adapters from config.yaml, else the console chat)
 run: $(STAMP)
@@ -32,7 +38,7 @@ lint: $(STAMP)
 
 check: lint test
 
-## bench: performance table (copy into README's Performance section)
+## bench: performance table (copy into docs/performance.md)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
@@ -40,5 +46,9 @@ bench: $(STAMP)
 fake-llm: $(STAMP)
 	$(BIN)/python -m bot.testing.fake_llm --port 8765
 
+## docs: regenerate docs/configuration-reference.md from the config models
+docs: $(STAMP)
+	$(BIN)/python -m bot.config.reference
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv.lock .mypy_cache .pytest_cache .ruff_cache .hypothesis

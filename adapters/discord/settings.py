@@ -15,7 +15,7 @@ DEFAULT_GATEWAY_URL = "wss://gateway.discord.gg"
 class DiscordSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = False
+    enabled: bool = Field(False, description="run the Discord adapter")
     token: SecretStr | None = Field(None, description="bot token; env DISCORD_BOT_TOKEN")
     api_base: str = Field(DEFAULT_API_BASE, description="REST base URL (proxies, tests)")
     gateway_url: str = Field(DEFAULT_GATEWAY_URL, description="gateway websocket URL")

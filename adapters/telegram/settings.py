@@ -39,10 +39,12 @@ class WebhookSettings(_Section):
     secret_token: SecretStr | None = Field(
         None, description="X-Telegram-Bot-Api-Secret-Token; a random one is made when unset"
     )
-    listen_host: str = "0.0.0.0"
-    listen_port: int = Field(8080, ge=0, le=65535)
-    path: str = "/telegram/webhook"
-    drop_pending_updates: bool = False
+    listen_host: str = Field("0.0.0.0", description="address the webhook server binds")
+    listen_port: int = Field(8080, ge=0, le=65535, description="port the webhook server binds")
+    path: str = Field("/telegram/webhook", description="URL path the webhook server answers")
+    drop_pending_updates: bool = Field(
+        False, description="webhook mode: drop updates Telegram queued while the bot was away"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -66,14 +68,17 @@ _GENERATED_SECRET = secrets.token_urlsafe(32)
 
 
 class TelegramSettings(_Section):
-    enabled: bool = False
+    enabled: bool = Field(False, description="run the Telegram adapter")
     token: SecretStr | None = Field(None, description="from BotFather; env TELEGRAM_BOT_TOKEN")
     api_server: str = Field(DEFAULT_API_SERVER, description="Bot API server base URL")
-    mode: Literal["polling", "webhook"] = "polling"
+    mode: Literal["polling", "webhook"] = Field(
+        "polling", description="polling needs no public address; webhook needs webhook.url"
+    )
     webhook: WebhookSettings = WebhookSettings()
     group_trigger: GroupTrigger = GroupTrigger()
     chats: dict[str, GroupTrigger] = Field(
-        default_factory=dict, description="per-chat trigger overrides, keyed by chat id"
+        default_factory=dict,
+        description="per-chat overrides of group_trigger (the same keys), keyed by chat id",
     )
     stream: bool = Field(True, description="stream replies by editing one message")
     edit_interval_private: float = Field(1.0, gt=0, description="seconds between edits")

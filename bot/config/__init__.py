@@ -1,0 +1,69 @@
+"""Configuration: ``config.yaml`` + environment, validated by pydantic.
+
+Strings may use ``${VAR}`` (must be set) and ``${VAR:-default}``. Interpolation runs on the parsed
+YAML tree, value by value, so an environment variable can never inject YAML structure. Secrets are
+``SecretStr``: they print as ``**********`` and only :func:`secret_values` hands them to the log
+redactor.
+
+One module per part: ``llm`` (endpoints, retry), ``conversation`` (chat, history, storage,
+logging), ``memory``, ``guardrails`` (limits, access), ``settings`` (the whole tree, plugins,
+platform sections), ``loading`` (YAML, interpolation, errors), ``masking`` (secrets) and
+``reference`` (writes ``docs/configuration-reference.md`` from the field descriptions).
+"""
+
+from __future__ import annotations
+
+from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
+from bot.config.guardrails import AccessSettings, LimitSettings
+from bot.config.llm import OPENAI_DEFAULT_BASE_URL, EndpointSettings, LLMSettings, RetrySettings
+from bot.config.loading import (
+    CONFIG_ENV_VAR,
+    describe_errors,
+    interpolate,
+    load_settings,
+    platform_settings,
+    resolve_path,
+    settings_from_mapping,
+)
+from bot.config.masking import mask_secrets, masked_dump, safe_url, secret_values
+from bot.config.memory import EmbeddingSettings, MemorySettings
+from bot.config.settings import (
+    DEFAULT_PLUGINS,
+    PLATFORM_TOKEN_ENV,
+    PlatformSettings,
+    PluginEntry,
+    Settings,
+)
+from bot.errors import ConfigError
+
+__all__ = [
+    "CONFIG_ENV_VAR",
+    "DEFAULT_PLUGINS",
+    "OPENAI_DEFAULT_BASE_URL",
+    "PLATFORM_TOKEN_ENV",
+    "AccessSettings",
+    "ChatSettings",
+    "ConfigError",
+    "EmbeddingSettings",
+    "EndpointSettings",
+    "HistorySettings",
+    "LLMSettings",
+    "LimitSettings",
+    "LoggingSettings",
+    "MemorySettings",
+    "PlatformSettings",
+    "PluginEntry",
+    "RetrySettings",
+    "Settings",
+    "StorageSettings",
+    "describe_errors",
+    "interpolate",
+    "load_settings",
+    "mask_secrets",
+    "masked_dump",
+    "platform_settings",
+    "resolve_path",
+    "safe_url",
+    "secret_values",
+    "settings_from_mapping",
+]

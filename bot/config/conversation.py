@@ -1,0 +1,59 @@
+"""``chat:``, ``history:``, ``storage:`` and ``logging:``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from bot.config.base import Section
+from bot.context import Scope
+
+
+class ChatSettings(Section):
+    system_prompt: str = Field(
+        "You are Parlour, a helpful assistant in a group chat. Several people may talk to you; "
+        "their messages start with their name in brackets. Answer concisely.",
+        description="the system prompt; a chat's own override is stored with the chat",
+    )
+    default_scope: Scope = Field(
+        Scope.CHAT,
+        description="chat: one history per group; user: one per person; thread: one per "
+        "topic or thread (private chats are always per user)",
+    )
+    max_input_chars: int = Field(16_000, ge=1, description="longer messages are refused")
+
+
+class HistorySettings(Section):
+    max_tokens: int | None = Field(None, ge=1, description="cap on history tokens per request")
+    max_turns: int = Field(50, ge=1, description="turns loaded from the store per request")
+    retention_days: float | None = Field(
+        None, gt=0, description="delete turns older than this (checked hourly); none: keep all"
+    )
+    context_messages: int = Field(
+        20, ge=0, description="unaddressed group messages kept as context (0: none)"
+    )
+    context_max_age: float = Field(
+        1800.0, gt=0, description="seconds an unaddressed message stays useful as context"
+    )
+
+
+class StorageSettings(Section):
+    path: Path = Field(
+        Path("data/parlour.db"), description="the SQLite history file (WAL), created on first run"
+    )
+    jobs_path: Path | None = Field(
+        None, description="scheduler's own SQLite file; default: <db name>.jobs.sqlite beside it"
+    )
+
+    @property
+    def effective_jobs_path(self) -> Path:
+        """One jobs file per history database: two bots in one folder never share jobs."""
+        return self.jobs_path or self.path.with_name(f"{self.path.stem}.jobs.sqlite")
+
+
+class LoggingSettings(Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", description="log level of the bot's own loggers"
+    )

@@ -1,0 +1,104 @@
+"""``llm:``: the model endpoint, its fallbacks and the one retry layer."""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import urlsplit
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from bot.config.base import Section, env_secret
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class RetrySettings(Section):
+    """The one retry layer around every LLM call (the SDK's own retries are off)."""
+
+    max_attempts: int = Field(4, ge=1, le=10, description="for errors, timeouts, 5xx")
+    max_rate_limited_attempts: int = Field(
+        10,
+        ge=1,
+        le=50,
+        description="for 429s: the server said when to come back (within max_total_wait)",
+    )
+    base_delay: float = Field(
+        0.5, ge=0, description="seconds before the first retry; doubles, jittered"
+    )
+    max_delay: float = Field(8.0, ge=0, description="longest sleep between two attempts")
+    max_total_wait: float = Field(30.0, ge=0, description="cap on all sleeps of one call")
+
+
+class EndpointSettings(Section):
+    """One OpenAI-compatible endpoint (the primary, or a fallback)."""
+
+    base_url: str = Field(
+        default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or "",
+        validate_default=True,
+        description="any OpenAI-compatible /v1 endpoint (Ollama, vLLM, LM Studio, DeepSeek, ...)",
+        json_schema_extra={"shown_default": "`$OPENAI_BASE_URL`, else https://api.openai.com/v1"},
+    )
+    api_key: SecretStr | None = Field(
+        None, description="this endpoint's key (a fallback never borrows the primary's)"
+    )
+    model: str = Field("gpt-4o-mini", description="model name as the server knows it")
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        value = value.strip()
+        if value and not re.match(r"^https?://", value):
+            raise ValueError("must start with http:// or https://")
+        if urlsplit(value).password is not None:
+            raise ValueError("must not contain credentials; put the key in api_key")
+        return value.rstrip("/")
+
+    @property
+    def effective_base_url(self) -> str:
+        return self.base_url or OPENAI_DEFAULT_BASE_URL
+
+    @property
+    def needs_key(self) -> bool:
+        """OpenAI itself needs a key; local servers (Ollama, vLLM, the test kit) usually don't."""
+        return "api.openai.com" in self.effective_base_url
+
+
+class LLMSettings(EndpointSettings):
+    api_key: SecretStr | None = Field(
+        default_factory=lambda: env_secret("OPENAI_API_KEY"),
+        description="needed only for api.openai.com; keep it in the environment",
+        json_schema_extra={"shown_default": "`$OPENAI_API_KEY`"},
+    )
+    context_window: int = Field(
+        128_000,
+        ge=256,
+        description="tokens the model accepts (prompt + reply); set it to the real one",
+    )
+    max_output_tokens: int = Field(1024, ge=1, description="tokens reserved for the reply")
+    temperature: float | None = Field(
+        0.7, ge=0, le=2, description="sampling temperature; null: left out of requests"
+    )
+    timeout: float = Field(60.0, gt=0, description="seconds for one HTTP attempt")
+    deadline: float = Field(
+        120.0,
+        gt=0,
+        description="seconds until the model must have started answering, all retries and "
+        "fallbacks included; then the user is told",
+    )
+    circuit_breaker: float = Field(
+        15.0,
+        ge=0,
+        description="after an endpoint failed for good (down, not busy), seconds it is skipped: "
+        "fallbacks answer, or users are told at once (0: off)",
+    )
+    retry: RetrySettings = RetrySettings()
+    fallbacks: tuple[EndpointSettings, ...] = Field(
+        (), description="other endpoints tried in order when the primary gives up"
+    )
+
+    @model_validator(mode="after")
+    def _reserve_fits(self) -> LLMSettings:
+        if self.max_output_tokens >= self.context_window:
+            raise ValueError("max_output_tokens must be smaller than context_window")
+        return self

@@ -1,0 +1,63 @@
+"""``memory:``: recall, summaries and the optional embeddings."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+
+from bot.config.base import Section
+from bot.config.llm import EndpointSettings
+
+
+class EmbeddingSettings(Section):
+    """Optional vectors for memory recall (``memory.embeddings``); off unless ``model`` is set.
+
+    ``base_url`` defaults to ``llm.base_url``. ``api_key`` defaults to ``llm.api_key`` only
+    while both talk to the same host: the chat provider's key is never sent to another server.
+    """
+
+    model: str | None = Field(None, description="embedding model; none: recall uses FTS only")
+    base_url: str | None = Field(None, description="OpenAI-compatible server; default: llm's")
+    api_key: SecretStr | None = Field(
+        None, description="default: llm.api_key, but only while base_url is on the same host"
+    )
+    batch_size: int = Field(64, ge=1, le=2048, description="texts per /embeddings request")
+    min_similarity: float = Field(
+        0.3, ge=-1, le=1, description="cosine below which a memory is not recalled by meaning"
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str | None) -> str | None:
+        return (value or "").strip() or None  # "${EMBEDDING_MODEL:-}" switches it off
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if not value or not value.strip():
+            return None
+        try:  # the same rules as every other endpoint's URL
+            return EndpointSettings(base_url=value).base_url
+        except ValidationError:
+            raise ValueError(
+                "must start with http:// or https:// and hold no credentials"
+            ) from None
+
+
+class MemorySettings(Section):
+    enabled: bool = Field(True, description="recall stored memories and old messages")
+    top_k: int = Field(5, ge=1, le=50, description="memories (and old messages) per request")
+    max_tokens: int = Field(400, ge=0, description="cap on the recalled block in the prompt")
+    recall_history: bool = Field(
+        True, description="also search this conversation's messages older than the window"
+    )
+    share_private: bool = Field(
+        False, description="recall a user's private-chat memories for them in groups too"
+    )
+    embeddings: EmbeddingSettings = EmbeddingSettings()
+    summarize: bool = Field(
+        False, description="summarise turns that left the window (an extra LLM call, background)"
+    )
+    summary_model: str | None = Field(None, description="model for summaries; default llm.model")
+    summary_every: int = Field(10, ge=1, description="compact at most once per this many turns")
+    summary_max_words: int = Field(200, ge=20, le=2000, description="length of the summary")
+    extract_facts: bool = Field(True, description="store facts the summary names as memories")

@@ -1,0 +1,112 @@
+"""The whole config: every section, the plugin list and the platform sections' envelope."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from bot.config.base import Section
+from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
+from bot.config.guardrails import AccessSettings, LimitSettings
+from bot.config.llm import LLMSettings
+from bot.config.masking import looks_secret
+from bot.config.memory import MemorySettings
+
+DEFAULT_PLUGINS = ("plugins.clock", "plugins.calculator", "plugins.reminders", "plugins.memory")
+
+
+class PluginEntry(Section):
+    """One plugin: a module or entry-point name, its settings, and whether the bot needs it."""
+
+    module: str = Field(description="a module path or a `parlour.plugins` entry-point name")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="validated against the plugin's Settings model"
+    )
+    required: bool = Field(False, description="refuse to start if this plugin fails to load")
+
+
+PLATFORM_TOKEN_ENV = {"telegram": "TELEGRAM_BOT_TOKEN", "discord": "DISCORD_BOT_TOKEN"}
+
+
+class PlatformSettings(BaseModel):
+    """Adapter sections are owned by their adapters; the core only reads ``enabled``."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    enabled: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hide_secrets(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {
+                k: SecretStr(v) if isinstance(v, str) and looks_secret(str(k)) else v
+                for k, v in data.items()
+            }
+        return data
+
+
+class Settings(Section):
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    chat: ChatSettings = ChatSettings()
+    history: HistorySettings = HistorySettings()
+    storage: StorageSettings = StorageSettings()
+    memory: MemorySettings = MemorySettings()
+    access: AccessSettings = AccessSettings()
+    limits: LimitSettings = LimitSettings()
+    logging: LoggingSettings = LoggingSettings()
+    admins: tuple[str, ...] = Field(
+        (), description='bot admins as "platform:user_id", e.g. "telegram:12345"'
+    )
+    adapters: dict[str, str] = Field(
+        default_factory=lambda: {
+            "console": "adapters.console",
+            "telegram": "adapters.telegram",
+            "discord": "adapters.discord",
+        },
+        description="adapter name -> module; the entry point imports them by name",
+    )
+    telegram: PlatformSettings = PlatformSettings()
+    discord: PlatformSettings = PlatformSettings()
+    plugins: tuple[PluginEntry, ...] = Field(
+        tuple(PluginEntry(module=name) for name in DEFAULT_PLUGINS),
+        description="replaces the default set; [] turns every plugin off",
+    )
+    plugins_required: bool = Field(False, description="refuse to start if any plugin fails")
+
+    @field_validator("plugins", mode="before")
+    @classmethod
+    def _plugin_entries(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        if isinstance(value, list | tuple):
+            return tuple({"module": v} if isinstance(v, str) else v for v in value)
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _platform_tokens(cls, data: Any) -> Any:
+        """Bot tokens come from the environment unless the config names one."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name, variable in PLATFORM_TOKEN_ENV.items():
+            section = data.get(name) or {}
+            token = os.environ.get(variable)
+            if isinstance(section, dict) and token and not section.get("token"):
+                data[name] = {**section, "token": token}
+        return data
+
+    @field_validator("admins", mode="before")
+    @classmethod
+    def _admins(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return tuple(str(v) for v in value)
+        return value
+
+    def enabled_platforms(self) -> list[str]:
+        return [name for name in ("telegram", "discord") if getattr(self, name).enabled]
+
+    def is_bot_admin(self, platform: str, user_id: str) -> bool:
+        return f"{platform}:{user_id}" in self.admins

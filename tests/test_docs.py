@@ -1,0 +1,156 @@
+"""The docs cannot drift: the generated reference is current, config.yaml holds only real keys,
+links resolve, and the plugin example runs in a fresh project set up as docs/plugins.md says."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.config import settings_from_mapping
+from bot.config.reference import REFERENCE_PATH, REGENERATE, missing_descriptions, render, rows
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_configuration_reference_is_current() -> None:
+    committed = REFERENCE_PATH.read_text(encoding="utf-8")
+    assert committed == render(), f"docs/configuration-reference.md is stale; run: {REGENERATE}"
+
+
+def test_every_config_field_has_a_description() -> None:
+    assert missing_descriptions() == []
+
+
+def test_reference_check_command_fails_on_a_stale_file(tmp_path: Path) -> None:
+    from bot.config.reference import main
+
+    stale = tmp_path / "reference.md"
+    stale.write_text("old\n", encoding="utf-8")
+    assert main(["--check", "--output", str(stale)]) == 1
+    assert main(["--output", str(stale)]) == 0
+    assert main(["--check", "--output", str(stale)]) == 0
+
+
+def _valid_keys() -> set[str]:
+    """Every key of the reference and every section on the way to one (``llm.retry``)."""
+    keys = {row.key for _, table in rows() for row in table}
+    return keys | {key.rsplit(".", n)[0] for key in keys for n in range(1, key.count(".") + 1)}
+
+
+def _keys(node: Any, prefix: str = "") -> set[str]:
+    """Dotted key paths of a parsed YAML tree; list items and free mappings are not walked."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            found.add(path)
+            if prefix != "telegram.chats":
+                found |= _keys(value, path)
+    return found
+
+
+def _config_yaml() -> dict[str, Any]:
+    data = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_config_yaml_keys_are_all_real_keys() -> None:
+    from adapters.discord.settings import discord_settings
+    from adapters.telegram.settings import telegram_settings
+
+    data = _config_yaml()
+    settings = settings_from_mapping(data)  # unknown keys are errors (extra="forbid")
+    telegram_settings(settings)  # the adapters' sections are checked by their own models
+    discord_settings(settings)
+    unknown = _keys(data) - _valid_keys()
+    assert unknown == set(), f"config.yaml has keys the reference lacks: {unknown}"
+
+
+def test_config_yaml_says_it_shows_the_common_keys() -> None:
+    header = (ROOT / "config.yaml").read_text(encoding="utf-8").split("\n\n")[0]
+    assert "common keys" in header and "docs/configuration-reference.md" in header
+    assert "every default" not in header  # it does not show every key, so it must not say so
+
+
+def test_config_yaml_commented_keys_are_real_keys() -> None:
+    """``# key: value`` lines are there to be uncommented: each must name a real key."""
+    valid = _valid_keys()
+    path: list[tuple[int, str]] = []
+    wrong = []
+    for line in (ROOT / "config.yaml").read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^(\s*)(#\s?)?(\s*)(-\s+)?([a-z_]+):(\s|$)", line)
+        if not match or (match.group(2) is None and line.lstrip().startswith("#")):
+            continue
+        indent = len(match.group(1)) + len(match.group(3)) + len(match.group(4) or "")
+        path = [(i, k) for i, k in path if i < indent]
+        if match.group(4) and path:  # "- key:" starts an item of the list above
+            path[-1] = (path[-1][0], path[-1][1].removesuffix("[]") + "[]")
+        path.append((indent, match.group(5)))
+        key = ".".join(k for _, k in path)
+        if match.group(2) and not key.startswith("telegram.chats.") and key not in valid:
+            wrong.append(key)
+    assert wrong == []
+
+
+def test_readme_is_a_front_door() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250
+    text = "\n".join(lines)
+    assert "make run" in text and "make test" in text
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_relative_links_resolve(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+            continue
+        file, _, anchor = target.partition("#")
+        resolved = (page.parent / file).resolve()
+        assert resolved.exists(), f"{page.name}: broken link {target}"
+        if anchor and resolved.suffix == ".md":
+            headings = re.findall(r"^#+ (.+)$", resolved.read_text(encoding="utf-8"), re.M)
+            slugs = {re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-") for h in headings}
+            assert anchor in slugs, f"{page.name}: no heading #{anchor} in {file}"
+
+
+def _block(page: Path, marker: str, language: str) -> str:
+    text = page.read_text(encoding="utf-8")
+    found = re.search(rf"<!-- {re.escape(marker)} -->\n```{language}\n(.*?)```", text, re.DOTALL)
+    assert found, f"{page.name} lost its {marker} block"
+    return found.group(1)
+
+
+@pytest.mark.slow
+def test_plugin_example_runs_in_a_fresh_project(tmp_path: Path) -> None:
+    """docs/plugins.md's dice plugin and its test, in a project set up only as the page says."""
+    page = ROOT / "docs" / "plugins.md"
+    (tmp_path / "pyproject.toml").write_text(
+        _block(page, "plugin-project: pyproject.toml", "toml"), encoding="utf-8"
+    )
+    (tmp_path / "dice.py").write_text(_block(page, "readme-plugin: dice.py", "python"), "utf-8")
+    text = page.read_text(encoding="utf-8")
+    dice_test = text.split("<!-- readme-plugin: dice.py -->", 1)[1]
+    test = re.search(r"<!-- readme-test.*?-->\n```python\n(.*?)```", dice_test, re.DOTALL)
+    assert test
+    (tmp_path / "test_dice.py").write_text(test.group(1), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PARLOUR"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
