@@ -1,8 +1,9 @@
-"""What a turn hands back: the :class:`Reply`, and the events a streamed turn yields on the way.
+"""What the service hands back: a turn's :class:`Reply` and the events on its way, and
+``/history``'s :class:`HistoryInfo`.
 
 A streamed turn yields :class:`~bot.llm.client.TextDelta` pieces of the answer,
 :class:`ToolStarted` / :class:`ToolFinished` around each tool call, and ends with :class:`Done`
-carrying the stored :class:`Reply`. Plain frozen values: adapters read them, nothing else.
+carrying the stored :class:`Reply`. Plain frozen values: adapters and commands read them.
 """
 
 from __future__ import annotations

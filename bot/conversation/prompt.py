@@ -90,8 +90,9 @@ def build_prompt(
     counter: TokenCounter,
     limits: PromptLimits,
 ) -> Prompt:
-    """The prompt for ``text`` from ``speaker``; raises ``ContextTooLongError`` when even the
-    system block, the recalled block and the message alone do not fit."""
+    """The prompt for ``text`` from ``speaker``, trimmed; ``ContextTooLongError`` when the
+    system block and the message alone do not fit. (The recalled block is a user message, so
+    a turn of its own for trimming: the last one to go before the message itself.)"""
     prefix = system_block(system_prompt, summary, counter, limits)
     memories = recalled_block(recalled, counter, limits)
     user = {"role": "user", "content": with_speaker(speaker, text) if shared else text}

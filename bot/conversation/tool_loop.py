@@ -78,7 +78,7 @@ class ToolLoop:
     def __init__(
         self,
         llm: LLMClient,
-        tools: ToolRunner | None,
+        runner: ToolRunner | None,
         meter: Meter,
         *,
         slot: Callable[[], AbstractAsyncContextManager[None]],
@@ -87,7 +87,7 @@ class ToolLoop:
         max_reply: int,
     ) -> None:
         self.llm = llm
-        self.tools = tools
+        self.runner = runner  # runs the calls; None: a reply's calls end the turn unrun
         self.meter = meter
         self.slot = slot
         self.max_rounds = max_rounds
@@ -155,13 +155,13 @@ class ToolLoop:
                 completion = replace(completion, text=NO_ANSWER)
             assistant = completion.assistant_message()
             transcript.append(assistant)
-            if not completion.tool_calls or self.tools is None:
+            if not completion.tool_calls or self.runner is None:
                 answer.add(completion, [assistant], capped)
                 return
             for call in completion.tool_calls:
                 yield ToolStarted(call)
             results = await asyncio.gather(
-                *(self.tools.run(ctx, call) for call in completion.tool_calls)
+                *(self.runner.run(ctx, call) for call in completion.tool_calls)
             )
             tool_messages: list[Message] = []
             for call, result in zip(completion.tool_calls, results, strict=True):
