@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from bot.context import ChatContext
 from bot.guardrails.budgets import Budgets
-from bot.history.store import HistoryStore, NewTurn, Usage
+from bot.history.store import HistoryStore, NewTurn, Overheard, Usage
 
 log = logging.getLogger(__name__)
 
@@ -25,12 +26,22 @@ class PendingTurn:
     __slots__ = ("_begin", "budgets", "ctx", "key", "store")
 
     def __init__(
-        self, store: HistoryStore, budgets: Budgets, ctx: ChatContext, turn: NewTurn
+        self,
+        store: HistoryStore,
+        budgets: Budgets,
+        ctx: ChatContext,
+        key: str,
+        text: str,
+        overheard: Sequence[Overheard] = (),
     ) -> None:
+        """Start writing ``text``, the user's message in conversation ``key``, with the
+        ``overheard`` messages that were its context."""
         self.store = store
         self.budgets = budgets
         self.ctx = ctx
-        self.key = turn.conversation_key
+        self.key = key
+        ids = tuple(o.overheard_id for o in overheard)
+        turn = NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id, ids)
         self._begin = asyncio.ensure_future(store.begin_turn(turn))
 
     async def complete(self, answer: list[dict[str, Any]], usage: Usage, model: str) -> int:

@@ -35,7 +35,6 @@ from bot.history.store import (
     ChatSettingsStore,
     ClearResult,
     HistoryStore,
-    NewTurn,
     Overheard,
     OverheardStore,
     StoredTurn,
@@ -170,9 +169,7 @@ class ChatService:
                 history = await self.store.load_window(key, self.settings.history.max_turns)
                 overheard = await self.overheard.recent(ctx, key)
                 prompt = await self._prompt(ctx, key, text, history, overheard, tools)
-                turn = PendingTurn(
-                    self.store, self.budgets, ctx, _new_turn(ctx, key, text, overheard)
-                )
+                turn = PendingTurn(self.store, self.budgets, ctx, key, text, overheard)
                 bill = Bill()  # every model call's tokens, booked even when the turn fails later
                 answer = Answer()
                 try:
@@ -292,10 +289,3 @@ class ChatService:
             budget=budget,
             undelivered=stats.undelivered,
         )
-
-
-def _new_turn(ctx: ChatContext, key: str, text: str, overheard: list[Overheard]) -> NewTurn:
-    overheard_ids = tuple(o.overheard_id for o in overheard)
-    return NewTurn(
-        key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id, overheard_ids
-    )
