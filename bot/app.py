@@ -105,15 +105,6 @@ class App:
                     self._backfill = asyncio.create_task(self._backfill_vectors(self.memories))
                 memory = memory or StoredMemory(self.memories, self.settings.memory)
             self.tools = ToolRegistry(self.admins.is_admin)
-            self._service = ChatService(
-                self.settings,
-                self._store,
-                self._llm,
-                memory=memory,
-                tools=self._tools if self._tools is not None else self.tools,
-                admins=self.admins,
-            )
-            await self._service.start()
             if self.settings.memory.summarize:
                 summary_llm = self._llm
                 if self.settings.memory.summary_model:
@@ -122,7 +113,16 @@ class App:
                     )
                     summary_llm = self._summary_llm = LLMClient(own, sleep=self._retry_sleep)
                 self.compactor = Compactor(self.settings, self._store, summary_llm, self.memories)
-                self._service.compactor = self.compactor
+            self._service = ChatService(
+                self.settings,
+                self._store,
+                self._llm,
+                memory=memory,
+                tools=self._tools if self._tools is not None else self.tools,
+                admins=self.admins,
+                compactor=self.compactor,
+            )
+            await self._service.start()
             self._commands = Commands(self._service)
             jobs = self.settings.storage.effective_jobs_path
             self.scheduler = Scheduler(jobs, name=f"parlour:{jobs.resolve()}")

@@ -1,0 +1,47 @@
+"""Group chatter: messages the bot saw without being addressed, kept as context for its next
+answer in that conversation.
+
+Only in groups, only while ``history.context_messages`` is above zero, at most that many per
+conversation (the store drops older ones) and none older than ``history.context_max_age``. An
+empty message, or one longer than a message would be answered, is not kept. The service writes
+them under the conversation's lock, in arrival order with its turns.
+"""
+
+from __future__ import annotations
+
+import time
+
+from bot.config import HistorySettings
+from bot.context import ChatContext
+from bot.guardrails.sanitise import clean_text
+from bot.history.store import NewTurn, Overheard, OverheardStore
+
+__all__ = ["Overhearing"]
+
+
+class Overhearing:
+    def __init__(self, store: OverheardStore, history: HistorySettings, max_chars: int) -> None:
+        self.store = store
+        self.keep = history.context_messages
+        self.max_age = history.context_max_age
+        self.max_chars = max_chars
+
+    def worth_keeping(self, ctx: ChatContext, text: str) -> str | None:
+        """The message's text, cleaned, if it is kept; None if not."""
+        if ctx.is_private or self.keep == 0:
+            return None
+        text = clean_text(text.strip())  # adapters clean it; a plugin's adapter may not
+        if not text or len(text) > self.max_chars:
+            return None
+        return text
+
+    async def record(self, ctx: ChatContext, key: str, text: str) -> None:
+        message = NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
+        await self.store.record_overheard(message, self.keep)
+
+    async def recent(self, ctx: ChatContext, key: str) -> list[Overheard]:
+        """What was overheard in the conversation since its last turn, oldest first."""
+        if ctx.is_private or self.keep == 0:
+            return []
+        since = time.time() - self.max_age
+        return (await self.store.load_overheard(key, since))[-self.keep :]

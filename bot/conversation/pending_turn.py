@@ -1,0 +1,63 @@
+"""A turn on its way to the store: the user's message first, then the answer or the failure.
+
+The user's message is written while the request is on its way: the write takes well under a
+millisecond, the model at least tens of them (bench/). The answer completes the turn; a failure
+(the model's, a cancellation, anything) marks it *unanswered*, once its user message is stored.
+Either way the tokens the rounds that did run were billed are booked on the usage ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from bot.context import ChatContext
+from bot.guardrails.budgets import Budgets
+from bot.history.store import HistoryStore, NewTurn, Overheard, Usage
+
+log = logging.getLogger(__name__)
+
+__all__ = ["PendingTurn"]
+
+
+class PendingTurn:
+    __slots__ = ("_begin", "budgets", "ctx", "key", "store")
+
+    def __init__(
+        self,
+        store: HistoryStore,
+        budgets: Budgets,
+        ctx: ChatContext,
+        key: str,
+        text: str,
+        overheard: Sequence[Overheard] = (),
+    ) -> None:
+        """Start writing ``text``, the user's message in conversation ``key``, with the
+        ``overheard`` messages that were its context."""
+        self.store = store
+        self.budgets = budgets
+        self.ctx = ctx
+        self.key = key
+        ids = tuple(o.overheard_id for o in overheard)
+        turn = NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id, ids)
+        self._begin = asyncio.ensure_future(store.begin_turn(turn))
+
+    async def complete(self, answer: list[dict[str, Any]], usage: Usage, model: str) -> int:
+        """Store the answer with the turn's usage; returns the turn's id."""
+        turn_id = await asyncio.shield(self._begin)
+        with self.budgets.booking(self.ctx, usage):
+            await self.store.complete_turn(turn_id, answer, usage, model)
+        return turn_id
+
+    async def fail(self, exc: BaseException, usage: Usage) -> None:
+        """Mark the turn unanswered (even when cancelled); never raises for the store."""
+        with self.budgets.booking(self.ctx, usage):
+            try:
+                turn_id = await asyncio.shield(self._begin)
+                await asyncio.shield(self.store.fail_turn(turn_id, type(exc).__name__, usage))
+            except BaseException:  # the store itself failed, or we are cancelled again
+                log.exception("could not record the failed turn conv=%s", self.key)
+                return
+            log.warning("turn failed conv=%s turn=%d error=%s", self.key, turn_id, exc)

@@ -1,0 +1,56 @@
+"""Per-chat preferences set by admins (the conversation scope, a system prompt override).
+
+Kept in memory, loaded once at start: the conversation key of a message must be known without
+awaiting, so that messages keep their arrival order up to the conversation's lock. Every change
+is written through to the store before it is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bot.config import ChatSettings
+from bot.context import Scope
+from bot.history.store import ChatPreferences, ChatSettingsStore
+
+__all__ = ["Preferences"]
+
+
+class Preferences:
+    def __init__(self, store: ChatSettingsStore, defaults: ChatSettings) -> None:
+        self.store = store
+        self.defaults = defaults
+        self._prefs: dict[str, ChatPreferences] = {}
+
+    async def load(self) -> None:
+        self._prefs = await self.store.load_preferences()
+
+    def scope(self, chat_key: str) -> Scope:
+        prefs = self._prefs.get(chat_key)
+        return prefs.scope if prefs and prefs.scope else self.defaults.default_scope
+
+    def system_prompt(self, chat_key: str) -> str:
+        prefs = self._prefs.get(chat_key)
+        if prefs and prefs.system_prompt:
+            return prefs.system_prompt
+        return self.defaults.system_prompt
+
+    async def set_scope(self, chat_key: str, scope: Scope) -> None:
+        await self._save(chat_key, replace(self._current(chat_key), scope=scope))
+
+    async def set_system_prompt(self, chat_key: str, prompt: str | None) -> None:
+        await self._save(chat_key, replace(self._current(chat_key), system_prompt=prompt or None))
+
+    def moved(self, old_chat_key: str, new_chat_key: str) -> None:
+        """The chat changed its id (the store has moved its rows): its preferences follow,
+        unless the new id has its own already."""
+        prefs = self._prefs.pop(old_chat_key, None)
+        if prefs is not None:
+            self._prefs.setdefault(new_chat_key, prefs)
+
+    def _current(self, chat_key: str) -> ChatPreferences:
+        return self._prefs.get(chat_key, ChatPreferences())
+
+    async def _save(self, chat_key: str, prefs: ChatPreferences) -> None:
+        await self.store.save_preferences(chat_key, prefs)
+        self._prefs[chat_key] = prefs

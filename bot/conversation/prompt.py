@@ -1,0 +1,205 @@
+"""Prompt assembly: what the model is sent for one message, as pure functions over plain data.
+
+The order, oldest first:
+
+1. the **system block**: the system prompt (global or the chat's override), then the
+   conversation's summary, quoted (``bot.conversation.prompt_safety``) and cut if it ran away;
+2. the stored **history**, in a shared conversation (chat or thread scope) with the speaker's
+   tag on every line of every user message;
+3. **overheard** group messages since the last turn, tagged the same way;
+4. the **recalled** memories, one user-role message of quoted items capped at
+   ``memory.max_tokens`` (most relevant first; a long item never hides shorter ones after it);
+5. the user's **message**, tagged in a shared conversation.
+
+The token budget is the context window less the reply reserve and the tool definitions, capped
+at ``history.max_tokens`` beyond the fixed parts if configured; :func:`fit` trims the prompt to it
+(``bot.history.trim_history``: whole turns go, oldest first; the system block always stays).
+Nothing here awaits or stores: the service fetches the parts and hands them in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.config import Settings
+from bot.conversation.prompt_safety import quoted_summary, recalled_message, with_speaker
+from bot.errors import ContextTooLongError
+from bot.history import trim_history
+from bot.history.store import Overheard, StoredTurn
+from bot.llm.tokens import TokenCounter
+
+__all__ = [
+    "Prompt",
+    "PromptLimits",
+    "build_prompt",
+    "fit",
+    "history_messages",
+    "is_shared",
+    "recalled_block",
+    "system_block",
+    "token_budget",
+    "window_figures",
+]
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptLimits:
+    """The sizes a prompt is built to, in tokens (from ``llm``, ``history`` and ``memory``)."""
+
+    context_window: int
+    reply_reserve: int  # llm.max_output_tokens
+    history_cap: int | None = None  # history.max_tokens, beyond the fixed parts
+    recalled_cap: int = 400  # memory.max_tokens
+    summary_cap: int = 800  # a runaway summary is cut to about this
+
+    @classmethod
+    def of(cls, settings: Settings) -> PromptLimits:
+        memory = settings.memory.max_tokens
+        return cls(
+            context_window=settings.llm.context_window,
+            reply_reserve=settings.llm.max_output_tokens,
+            history_cap=settings.history.max_tokens,
+            recalled_cap=memory,
+            summary_cap=2 * max(memory, 100),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    messages: list[Message]  # everything, in order (the tool loop re-trims it if asked to)
+    window: list[Message]  # ``messages`` trimmed to ``budget``: what is sent
+    budget: int
+
+
+def build_prompt(
+    *,
+    system_prompt: str,
+    summary: str | None,
+    history: Sequence[StoredTurn],
+    overheard: Sequence[Overheard],
+    recalled: Sequence[str],
+    text: str,
+    speaker: str,
+    shared: bool,
+    tools: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    limits: PromptLimits,
+) -> Prompt:
+    """The prompt for ``text`` from ``speaker``, trimmed; ``ContextTooLongError`` when the
+    system block and the message alone do not fit. (The recalled block is a user message, so
+    a turn of its own for trimming: the last one to go before the message itself.)"""
+    prefix = system_block(system_prompt, summary, counter, limits)
+    memories = recalled_block(recalled, counter, limits)
+    user = {"role": "user", "content": with_speaker(speaker, text) if shared else text}
+    budget = token_budget([*prefix, *memories], user, tools, counter, limits)
+    messages = [
+        *prefix,
+        *history_messages(history, shared),
+        *(overheard_message(o, shared) for o in overheard),
+        *memories,
+        user,
+    ]
+    return Prompt(messages, fit(messages, budget, counter), budget)
+
+
+def window_figures(
+    *,
+    system_prompt: str,
+    summary: str | None,
+    history: Sequence[StoredTurn],
+    shared: bool,
+    tools: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    limits: PromptLimits,
+) -> tuple[int, int]:
+    """For ``/history``: the tokens of the window the next (empty) message would be sent with,
+    system block included, and the budget it is trimmed to."""
+    prefix = system_block(system_prompt, summary, counter, limits)
+    probe = {"role": "user", "content": ""}
+    budget = token_budget(prefix, probe, tools, counter, limits)
+    messages = [*prefix, *history_messages(history, shared), probe]
+    try:
+        window = fit(messages, budget, counter)
+    except ContextTooLongError:
+        window = messages[: len(prefix)]
+    return counter.count_messages(window[:-1]), budget
+
+
+def system_block(
+    system_prompt: str, summary: str | None, counter: TokenCounter, limits: PromptLimits
+) -> list[Message]:
+    """The system prompt, then the conversation's summary (quoted)."""
+    block: list[Message] = [{"role": "system", "content": system_prompt}]
+    if summary is not None:
+        limit = limits.summary_cap
+        if counter.count_text(summary) > limit:
+            summary = " ".join(summary.split()[: limit // 2]) + " …"
+        block.append(quoted_summary(summary))
+    return block
+
+
+def recalled_block(
+    lines: Sequence[str], counter: TokenCounter, limits: PromptLimits
+) -> list[Message]:
+    """Recalled memories as one user-role message of quoted items (none: an empty list)."""
+    cap = limits.recalled_cap
+    kept: list[str] = []
+    used = 0
+    for line in lines:  # most relevant first: the cap drops the least relevant
+        cost = counter.count_text(line) + 2
+        if used + cost > cap:
+            continue  # a long line must not hide shorter ones after it
+        kept.append(line)
+        used += cost
+    return [recalled_message(kept)] if kept else []
+
+
+def token_budget(
+    fixed: list[Message],
+    user_message: Message,
+    tools: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    limits: PromptLimits,
+) -> int:
+    """Context window - reply reserve - tool definitions; history capped if configured."""
+    budget = limits.context_window - limits.reply_reserve
+    if tools:
+        budget -= counter.count_text(json.dumps(list(tools)))
+    if limits.history_cap is not None:
+        budget = min(budget, counter.count_messages([*fixed, user_message]) + limits.history_cap)
+    return budget
+
+
+def fit(messages: list[Message], budget: int, counter: TokenCounter) -> list[Message]:
+    """``messages`` trimmed to ``budget`` tokens; ``ContextTooLongError`` if they cannot be."""
+    return trim_history(messages, max_tokens=budget, count_tokens=counter.count_messages)
+
+
+def is_shared(conversation_key: str) -> bool:
+    """Several people write into chat- and thread-scoped conversations."""
+    return ":u:" not in conversation_key
+
+
+def history_messages(turns: Sequence[StoredTurn], shared: bool) -> list[Message]:
+    messages: list[Message] = []
+    for turn in turns:
+        for message in turn.messages:
+            if shared and message["role"] == "user":
+                content = with_speaker(turn.user_name or turn.user_id, str(message["content"]))
+                messages.append({"role": "user", "content": content})
+            else:
+                messages.append(dict(message))
+    return messages
+
+
+def overheard_message(message: Overheard, shared: bool) -> Message:
+    speaker = message.user_name or message.user_id
+    return {
+        "role": "user",
+        "content": with_speaker(speaker, message.text) if shared else message.text,
+    }
