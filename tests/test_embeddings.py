@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from bot.config import ConfigError, EmbeddingSettings, LLMSettings, settings_from_mapping
 from bot.errors import LLMBadRequestError, LLMBusyError
-from bot.history.sqlite import SQLiteStore
 from bot.llm.embeddings import Embedder, endpoint_settings
 from bot.memory.store import Memory, MemoryScope, MemoryStore, fuse
+from bot.storage.sqlite import SQLiteStore
 from bot.testing.fake_llm import (
     FakeLLM,
     error,
@@ -28,9 +28,9 @@ from bot.testing.fake_llm import (
     reply,
     tool_calls,
 )
+from tests.conformance.test_memories import ME, WORDS, Note, check_isolation, group, note, place
 from tests.conftest import TEST_KEY, AppFactory, Sleeps, private
 from tests.test_memory import recalled_text
-from tests.test_memory_store import ME, WORDS, Note, check_isolation, group, note, place
 
 MODEL = "text-embedding-3-small"
 MEI = "Mei is allergic to peanuts"
@@ -255,7 +255,7 @@ async def test_a_deleted_memory_takes_its_vector_along(
 
 
 async def _vector_count(store: SQLiteStore) -> int:
-    rows = await store._read.execute_fetchall("SELECT count(*) FROM memory_vectors")
+    rows = await store._db.reader.execute_fetchall("SELECT count(*) FROM memory_vectors")
     return int(next(iter(rows))[0])
 
 
