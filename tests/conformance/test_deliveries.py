@@ -53,3 +53,19 @@ async def test_forgotten_with_the_chat_and_by_retention(storage: Storage) -> Non
     assert [d.chat_key for d in await storage.deliveries("tg")] == ["tg:2"]
     await storage.delete_older_than(-1)
     assert await storage.deliveries("tg") == []
+
+
+async def test_updates_change_only_the_fields_given(storage: Storage) -> None:
+    delivery = await storage.begin_delivery("tg", "tg:1", "1", "4", "55")
+    await storage.update_delivery(delivery, message_id="77", shown="hello")
+    await storage.update_delivery(delivery, turn_id=9)
+    [record] = await storage.deliveries("tg")
+    assert (record.message_id, record.shown, record.turn_id, record.thread_id) == (
+        "77",
+        "hello",
+        9,
+        "4",
+    )
+    await storage.end_delivery(delivery)
+    await storage.end_delivery(delivery)  # twice: no error
+    assert await storage.deliveries("tg") == []

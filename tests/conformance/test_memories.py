@@ -6,19 +6,24 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.config import EmbeddingSettings, LLMSettings
 from bot.context import ChatContext, ChatType, Scope
+from bot.llm.embeddings import Embedder
 from bot.memory.store import Audience, Memory, MemoryScope, MemoryStore
 from bot.storage import Storage
 from bot.storage.memories import NewMemory
 from bot.storage.values import NewTurn
+from bot.testing.fake_llm import FakeLLM
 from bot.testing.tools import tool_context
 from plugins.memory import recall as recall_tool
 from tests.conformance.conftest import Backend, answered
+from tests.conftest import TEST_KEY
 
 
 def group(user: str = "1", chat: str = "-100", platform: str = "telegram") -> ChatContext:
@@ -346,6 +351,56 @@ def test_search_never_crosses_scopes(backend: Backend) -> None:
             runner.run(store.close())
 
 
+# -- isolation, as a property, with vectors ----------------------------------------------------
+
+EMBEDDING_MODEL = "text-embedding-3-small"
+
+
+class CachedEmbedder(Embedder):
+    """The real Embedder, memoised: the property asks the same few queries thousands of times."""
+
+    cache: dict[str, list[float]]
+
+    async def embed(self, texts: list[str], **kw: Any) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            self.cache.update(zip(missing, await super().embed(missing, **kw), strict=True))
+        return [self.cache[t] for t in texts]
+
+
+def test_search_with_embeddings_never_crosses_scopes(backend: Backend) -> None:
+    """The isolation property above, with vectors: fusion may add paraphrases (min_similarity
+    0: any positive cosine is a candidate), never a memory the rule keeps out."""
+    with asyncio.Runner() as runner:
+        fake = FakeLLM()
+        runner.run(fake.start())
+        store = backend.open()
+        runner.run(store.open())
+        llm = LLMSettings(base_url=fake.base_url, api_key=TEST_KEY)
+        embedder = CachedEmbedder(EmbeddingSettings(model=EMBEDDING_MODEL, min_similarity=0.0), llm)
+        embedder.cache = {}
+        memories = MemoryStore(store, embedder)
+        paraphrased = st.tuples(
+            place, st.sampled_from((*WORDS, "apples", "cherries")), st.booleans()
+        )
+
+        @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(
+            st.lists(note, max_size=10),
+            st.lists(paraphrased, min_size=1, max_size=15),
+            st.booleans(),
+        )
+        def check(notes: list[Note], askers: list[Any], migrated: bool) -> None:
+            runner.run(check_isolation(store, memories, notes, askers, migrated, exact=False))
+
+        try:
+            check()
+        finally:
+            runner.run(store.close())
+            runner.run(embedder.close())
+            runner.run(fake.stop())
+
+
 # -- records, the past-message index and vectors, below MemoryStore ----------------------------
 
 
@@ -364,6 +419,11 @@ async def test_memories_are_stored_whole_and_deleted_with_their_index(storage: S
     assert found.memory_id == stored.memory_id and found.score > 0
     [(with_vector, vector)] = await storage.memory_vectors(audience, "m1", 2, 10)
     assert with_vector.memory_id == stored.memory_id and list(vector) == [1.0, 0.0]
+    other = await storage.add_memory(
+        dataclasses.replace(memory, text="and the flute"), [0.0, 1.0], "m1"
+    )
+    assert await storage.delete_memory(other.memory_id, chat_key="tg:-1", user_id="7")
+    assert len(await storage.memory_vectors(audience, "m1", 2, 10)) == 1  # its vector went along
     assert await storage.clear_memories("tg:-1") == 1
     assert await storage.search_memories(audience, "oboe", limit=5, min_score=0) == []
     assert await storage.memory_vectors(audience, "m1", 2, 10) == []
