@@ -30,9 +30,9 @@ from bench.common import make_settings, private
 from bot.app import App
 from bot.config import MemorySettings
 from bot.context import Scope
-from bot.history.sqlite import SQLiteStore
 from bot.llm.tokens import get_counter
 from bot.memory.store import MemoryStore
+from bot.storage.sqlite import SQLiteStore
 from bot.testing.fake_llm import FakeLLM
 
 HISTORY_BUDGET = 2000  # history.max_tokens of the retention run

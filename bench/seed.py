@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bot.history.sqlite import SQLiteStore
+from bot.storage.sqlite import SQLiteStore
 
 MEASURED_USER = "1"
 MEASURED_CHAT_KEY = f"telegram:{MEASURED_USER}"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.common import median
 from bench.seed import MEASURED_KEY
-from bot.history.sqlite import SQLiteStore
+from bot.storage.sqlite import SQLiteStore
 
 MAX_TURNS = 50  # the default history.max_turns
 

@@ -17,7 +17,6 @@ from bot.conversation.tool_runner import ToolRunner
 from bot.delivery import Outbound
 from bot.errors import ConfigError, LLMError
 from bot.guardrails.admins import AdminPolicy
-from bot.history.sqlite import SQLiteStore
 from bot.llm.client import LLMClient
 from bot.llm.embeddings import Embedder
 from bot.llm.retry import Sleep
@@ -26,6 +25,7 @@ from bot.memory.provider import MemoryProvider, StoredMemory
 from bot.memory.store import MemoryStore
 from bot.plugins import PluginManager, ToolRegistry
 from bot.scheduler import Scheduler
+from bot.storage import Storage, open_storage
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class App:
         self._memory = memory
         self._tools = tools
         self._retry_sleep = retry_sleep
-        self._store: SQLiteStore | None = None
+        self._store: Storage | None = None
         self._llm: LLMClient | None = None
         self._service: ChatService | None = None
         self._commands: Commands | None = None
@@ -71,7 +71,7 @@ class App:
         self.plugins: PluginManager | None = None
 
     @property
-    def store(self) -> SQLiteStore:
+    def store(self) -> Storage:
         assert self._store is not None, "App is not started"
         return self._store
 
@@ -87,7 +87,7 @@ class App:
 
     async def __aenter__(self) -> App:
         check_llm_settings(self.settings)
-        self._store = SQLiteStore(self.settings.storage.path)
+        self._store = open_storage(self.settings)
         await self._store.open()
         try:
             self._llm = LLMClient(self.settings.llm, sleep=self._retry_sleep)

@@ -28,7 +28,7 @@ from bot.errors import ConfigError, ParlourError
 from bot.guardrails.budgets import utc_day
 from bot.guardrails.redact import Redactor, configure_logging
 from bot.guardrails.usage import usage_table
-from bot.history.sqlite import SQLiteStore
+from bot.storage import missing_storage, open_storage
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0  # seconds in-flight replies get after SIGTERM/SIGINT before cancellation
@@ -110,19 +110,17 @@ def _check_config(settings: Settings, redactor: Redactor) -> int:
 
 def _missing_database(settings: Settings) -> bool:
     """Reports read an existing file: a typo'd path must not create an empty one."""
-    path = Path(settings.storage.path)
-    if path.exists():
+    problem = missing_storage(settings)
+    if problem is None:
         return False
-    sys.stderr.write(
-        f"no history database at {path} (check storage.path and the working directory)\n"
-    )
+    sys.stderr.write(problem + "\n")
     return True
 
 
 async def _history(args: argparse.Namespace, settings: Settings) -> int:
     if _missing_database(settings):
         return 1
-    async with SQLiteStore(settings.storage.path) as store:
+    async with open_storage(settings) as store:
         if args.history_command == "list":
             for key, turns in await store.conversations():
                 sys.stdout.write(f"{key}\t{turns} turns\n")
@@ -150,7 +148,7 @@ async def _usage(args: argparse.Namespace, settings: Settings) -> int:
     if _missing_database(settings):
         return 1
     since = utc_day(time.time() - (args.days - 1) * 86400)
-    async with SQLiteStore(settings.storage.path) as store:
+    async with open_storage(settings) as store:
         rows = await store.daily_usage(since, args.chat)
     if args.json:
         for row in rows:

@@ -4,22 +4,18 @@ memories that outlive a failing embeddings endpoint."""
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from bot.config import ConfigError, EmbeddingSettings, LLMSettings, settings_from_mapping
 from bot.errors import LLMBadRequestError, LLMBusyError
-from bot.history.sqlite import SQLiteStore
 from bot.llm.embeddings import Embedder, endpoint_settings
 from bot.memory.store import Memory, MemoryScope, MemoryStore, fuse
+from bot.storage.sqlite import SQLiteStore
 from bot.testing.fake_llm import (
     FakeLLM,
     error,
@@ -28,9 +24,9 @@ from bot.testing.fake_llm import (
     reply,
     tool_calls,
 )
+from tests.conformance.test_memories import ME, group
 from tests.conftest import TEST_KEY, AppFactory, Sleeps, private
 from tests.test_memory import recalled_text
-from tests.test_memory_store import ME, WORDS, Note, check_isolation, group, note, place
 
 MODEL = "text-embedding-3-small"
 MEI = "Mei is allergic to peanuts"
@@ -237,74 +233,9 @@ async def test_backfill_covers_old_memories_and_a_new_model(
         await other.close()
 
 
-async def test_a_deleted_memory_takes_its_vector_along(
-    store: SQLiteStore, embedder: Embedder
-) -> None:
-    memories = MemoryStore(store, embedder)
-    first = await memories.add(private(), MEI)
-    await memories.add(private(), "Bob plays the cello")
-    assert await memories.delete(first.memory_id, chat_key="telegram:1", user_id=None)
-    assert await _vector_count(store) == 1
-    path = store.path
-    await store.close()
-    with sqlite3.connect(path) as raw:  # a shell: foreign keys off, the trigger still fires
-        raw.execute("DELETE FROM memories")
-        assert raw.execute("SELECT count(*) FROM memory_vectors").fetchone() == (0,)
-    raw.close()
-    await store.open()
-
-
 async def _vector_count(store: SQLiteStore) -> int:
-    rows = await store._read.execute_fetchall("SELECT count(*) FROM memory_vectors")
+    rows = await store._db.reader.execute_fetchall("SELECT count(*) FROM memory_vectors")
     return int(next(iter(rows))[0])
-
-
-# -- isolation, as a property, with vectors ----------------------------------------------------
-
-
-class CachedEmbedder(Embedder):
-    """The real Embedder, memoised: the property asks the same few queries thousands of times."""
-
-    cache: dict[str, list[float]]
-
-    async def embed(self, texts: list[str], **kw: Any) -> list[list[float]]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        if missing:
-            self.cache.update(zip(missing, await super().embed(missing, **kw), strict=True))
-        return [self.cache[t] for t in texts]
-
-
-def test_search_with_embeddings_never_crosses_scopes(tmp_path: Path) -> None:
-    """The isolation property of test_memory_store, with vectors: fusion may add paraphrases
-    (min_similarity 0: any positive cosine is a candidate), never a memory the rule keeps out."""
-    with asyncio.Runner() as runner:
-        fake = FakeLLM()
-        runner.run(fake.start())
-        store = SQLiteStore(tmp_path / "p.db")
-        runner.run(store.open())
-        llm = LLMSettings(base_url=fake.base_url, api_key=TEST_KEY)
-        embedder = CachedEmbedder(EmbeddingSettings(model=MODEL, min_similarity=0.0), llm)
-        embedder.cache = {}
-        memories = MemoryStore(store, embedder)
-        paraphrased = st.tuples(
-            place, st.sampled_from((*WORDS, "apples", "cherries")), st.booleans()
-        )
-
-        @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-        @given(
-            st.lists(note, max_size=10),
-            st.lists(paraphrased, min_size=1, max_size=15),
-            st.booleans(),
-        )
-        def check(notes: list[Note], askers: list[Any], migrated: bool) -> None:
-            runner.run(check_isolation(store, memories, notes, askers, migrated, exact=False))
-
-        try:
-            check()
-        finally:
-            runner.run(store.close())
-            runner.run(embedder.close())
-            runner.run(fake.stop())
 
 
 # -- wired into the app ------------------------------------------------------------------------

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from bot.context import Scope
-from bot.history.migrations import MIGRATIONS
-from bot.history.sqlite import SQLiteStore
-from bot.history.store import TurnStatus
+from bot.storage.sqlite import SQLiteStore
+from bot.storage.sqlite.migrations import MIGRATIONS
+from bot.storage.values import TurnStatus
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory, group, private
-from tests.test_store import turn
+from tests.test_sqlite_backend import turn
 
 
 def sent_contents(fake: FakeLLM, index: int = -1) -> list[str]:

@@ -15,9 +15,9 @@ from bot.context import ChatContext, ChatType
 from bot.conversation.service import Done
 from bot.errors import UserFacingError
 from bot.guardrails.budgets import Budgets
-from bot.history.migrations import MIGRATIONS
-from bot.history.sqlite import SQLiteStore
-from bot.history.store import NewTurn, Usage
+from bot.storage.sqlite import SQLiteStore
+from bot.storage.sqlite.migrations import MIGRATIONS
+from bot.storage.values import NewTurn, Usage
 from bot.testing.fake_llm import FakeLLM, error, reply, tool_calls
 from tests.conftest import AppFactory, group, private
 from tests.test_cli import SECRET, env_for, run_cli, write_config

@@ -19,28 +19,14 @@ from bot.config import load_settings, secret_values, settings_from_mapping
 from bot.context import ChatContext
 from bot.conversation.service import Done
 from bot.errors import ConfigError, LLMUnavailableError, UserFacingError
-from bot.history.sqlite import STALE_PENDING_SECONDS, SQLiteStore
-from bot.history.store import NewTurn, TurnStatus, Usage
 from bot.llm.client import TextDelta, ToolCall
+from bot.storage.maintenance import STALE_PENDING_SECONDS
+from bot.storage.sqlite import SQLiteStore
+from bot.storage.values import NewTurn, TurnStatus, Usage
 from bot.testing.fake_llm import FakeLLM, hang, reply, tool_calls
 from tests.conftest import AppFactory, make_settings, private
 from tests.test_cli import env_for, run_cli, write_config
 from tests.test_service import AddTool
-
-
-async def test_cancelled_clear_does_not_swallow_later_writes(tmp_path: Path) -> None:
-    path = tmp_path / "h.db"
-    async with SQLiteStore(path) as store:
-        for _ in range(20):
-            clear = asyncio.ensure_future(store.clear_chat("tg:1", "a", "A"))
-            await asyncio.sleep(0)
-            clear.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await clear
-        turn_id = await store.begin_turn(NewTurn("tg:2", "tg:2", "u", "U", "kept", None))
-        await store.complete_turn(turn_id, [{"role": "assistant", "content": "x"}], Usage(), "m")
-        with sqlite3.connect(path) as other:
-            assert other.execute("SELECT count(*) FROM turns").fetchone() == (1,)
 
 
 async def test_interrupted_turns_are_closed_when_the_store_opens(tmp_path: Path) -> None:

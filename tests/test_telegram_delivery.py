@@ -24,8 +24,8 @@ from adapters.telegram.output import Outbox, Target
 from adapters.telegram.recovery import NOTICE, PREVIEW_MARK
 from adapters.telegram.streaming import StreamingReply, typing_indicator
 from bot.conversation.preview import EditThrottle
-from bot.history.deliveries import DeliveryLog
-from bot.history.sqlite import SQLiteStore
+from bot.storage.deliveries import DeliveryLog
+from bot.storage.sqlite import SQLiteStore
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory, Sleeps

@@ -1,10 +1,10 @@
 """Daily token budgets: per user (every chat together), per chat, and for the whole bot.
 
-The ledger in the store (``usage_daily``) is the truth. Reading it before every turn would cost
-three queries, so what was spent today is read once per key and then kept current in memory as
-this process's turns complete; a re-read every ``REREAD`` seconds picks up other processes
-sharing the file (the console next to the bot). Budgets are checked before a turn against what
-earlier turns booked: turns already running when one runs out still finish.
+The usage ledger (:class:`bot.storage.usage.UsageLedger`) is the truth. Reading it before every
+turn would cost three queries, so what was spent today is read once per key and then kept
+current in memory as this process's turns complete; a re-read every ``REREAD`` seconds picks up
+other processes sharing the database (the console next to the bot). Budgets are checked before
+a turn against what earlier turns booked: turns already running when one runs out still finish.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from bot.config import LimitSettings
 from bot.context import ChatContext
 from bot.errors import UserFacingError
 from bot.guardrails.access import AccessPolicy
-from bot.history.store import HistoryStore, Usage
+from bot.storage.usage import UsageLedger
+from bot.storage.values import Usage
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class BudgetSpentError(UserFacingError):
 
 
 class Budgets:
-    def __init__(self, limits: LimitSettings, store: HistoryStore, access: AccessPolicy) -> None:
+    def __init__(self, limits: LimitSettings, store: UsageLedger, access: AccessPolicy) -> None:
         self.limits = limits
         self.store = store
         self.access = access

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import groupby
 
-from bot.history.store import BOT_USER, DailyUsage, Usage
+from bot.storage.values import BOT_USER, DailyUsage, Usage
 
 _HEADER = ("day", "chat", "user", "turns", "prompt", "completion", "total")
 

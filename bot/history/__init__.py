@@ -1,4 +1,4 @@
-"""Conversation history: the pure trimming function and the durable store."""
+"""Conversation history: the pure trimming function. The durable store is :mod:`bot.storage`."""
 
 from bot.history.trim import trim_history
 

@@ -21,9 +21,9 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from bot.config import EndpointSettings, LLMSettings, safe_url
 from bot.errors import LLMBadRequestError, LLMError, LLMUnavailableError
 from bot.guardrails.sanitise import clean_json
-from bot.history.store import Usage
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry, classify
+from bot.storage.values import Usage
 
 log = logging.getLogger(__name__)
 

@@ -5,29 +5,33 @@ have fallen out of a conversation's window, the model summarises them together w
 previous summary; the summary goes back into every prompt as its own system message, and
 durable facts it names are stored as memories. It runs in the background after a reply (never
 delaying or failing it), at most once per ``memory.summary_every`` turns, and its state lives in
-SQLite (``summaries``), so it survives restarts.
+the storage (:class:`bot.storage.summaries.Summaries`), so it survives restarts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from bot.config import Settings
 from bot.context import ChatContext, display_name
 from bot.conversation.prompt_safety import one_line_json
-from bot.history.store import BOT_USER, StoredTurn, TurnStatus
 from bot.llm.client import LLMClient
+from bot.storage.resets import Resets
+from bot.storage.summaries import Summaries
+from bot.storage.turns import TurnArchive, Turns
+from bot.storage.usage import UsageLedger
+from bot.storage.values import BOT_USER, StoredTurn, Summary
 
 if TYPE_CHECKING:
-    from bot.history.sqlite import SQLiteStore
     from bot.memory.store import MemoryStore
+
+__all__ = ["CompactionStore", "Compactor", "Summary"]
 
 log = logging.getLogger(__name__)
 
@@ -43,18 +47,15 @@ _PROMPT = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Summary:
-    text: str
-    through_turn_id: int
-    turns_since: int
+class CompactionStore(Summaries, Resets, Turns, TurnArchive, UsageLedger, Protocol):
+    """What compaction reads and writes: summaries, reset points, the window, the ledger."""
 
 
 class Compactor:
     def __init__(
         self,
         settings: Settings,
-        store: SQLiteStore,
+        store: CompactionStore,
         llm: LLMClient,
         memories: MemoryStore | None = None,
     ) -> None:
@@ -67,14 +68,8 @@ class Compactor:
     # -- reading (the service asks for the summary with every request) ------------------------
 
     async def summary(self, conversation_key: str) -> Summary | None:
-        rows = await self.store._read.execute_fetchall(
-            "SELECT summary, through_turn_id, turns_since FROM summaries WHERE conv_key = ?",
-            (conversation_key,),
-        )
-        row = next(iter(rows), None)
-        if row is None or not row[0]:
-            return None
-        return Summary(str(row[0]), int(row[1]), int(row[2]))
+        found = await self.store.load_summary(conversation_key)
+        return found if found is not None and found.text else None
 
     # -- after each reply ---------------------------------------------------------------------
 
@@ -89,21 +84,21 @@ class Compactor:
 
     async def _after_turn(self, ctx: ChatContext, key: str) -> None:
         try:
-            since = await self._count(key, ctx.chat_key)
+            since = await self.store.count_summary_turn(key, ctx.chat_key)
             if since >= self.settings.memory.summary_every:
                 await self.compact(ctx, key)
         except Exception:  # never the user's problem: the reply is already out
             log.exception("compaction failed conv=%s; next try in some turns", key)
             with contextlib.suppress(Exception):  # back off: not one failing call per turn
-                await self._restart_count(key)
+                await self.store.restart_summary_count(key)
 
     async def compact(self, ctx: ChatContext, key: str) -> bool:
         """Summarise the turns between the last summary and the window. False: nothing to do."""
-        previous = await self.summary(key)
+        previous = await self.store.load_summary(key)  # its text is empty until a first pass
         # Never before the summary's end (even an empty one) nor before a /reset: the user
         # asked to start over, and a summary must not bring the old turns back.
-        reset = await self._reset_at(key)
-        after = max(await self._through(key), reset)
+        reset = await self.store.reset_point(key)
+        after = max(previous.through_turn_id if previous is not None else 0, reset)
         window = await self.store.load_window(key, self.settings.history.max_turns)
         if not window:
             return False
@@ -112,18 +107,12 @@ class Compactor:
             return False
         text, facts = await self._summarise(ctx, previous.text if previous else "", dropped)
         text = _truncate_words(text, self.settings.memory.summary_max_words * 3 // 2)
-        if await self._reset_at(key) != reset or not await self._still_there(dropped[-1].turn_id):
+        if await self.store.reset_point(key) != reset or not await self.store.turn_exists(
+            dropped[-1].turn_id
+        ):
             log.info("compaction result dropped conv=%s: reset or cleared meanwhile", key)
             return False
-        async with self.store._writing() as conn:
-            await conn.execute(
-                "INSERT INTO summaries (conv_key, chat_key, summary, through_turn_id,"
-                " turns_since, updated_at) VALUES (?, ?, ?, ?, 0, ?) ON CONFLICT (conv_key)"
-                " DO UPDATE SET summary = excluded.summary,"
-                " through_turn_id = excluded.through_turn_id, turns_since = 0,"
-                " updated_at = excluded.updated_at",
-                (key, ctx.chat_key, text, dropped[-1].turn_id, time.time()),
-            )
+        await self.store.save_summary(key, ctx.chat_key, text, dropped[-1].turn_id)
         if self.memories is not None and self.settings.memory.extract_facts:
             known = {_norm(m.text) for m in await self.memories.list(ctx.chat_key, limit=1000)}
             for fact in facts:
@@ -157,57 +146,19 @@ class Compactor:
 
     # -- internals ------------------------------------------------------------------------------
 
-    async def _count(self, key: str, chat_key: str) -> int:
-        async with self.store._writing() as conn:
-            rows = await conn.execute_fetchall(
-                "INSERT INTO summaries (conv_key, chat_key, summary, through_turn_id,"
-                " turns_since, updated_at) VALUES (?, ?, '', 0, 1, ?) ON CONFLICT (conv_key)"
-                " DO UPDATE SET turns_since = turns_since + 1 RETURNING turns_since",
-                (key, chat_key, time.time()),
-            )
-        return int(next(iter(rows))[0])
-
-    async def _through(self, key: str) -> int:
-        rows = await self.store._read.execute_fetchall(
-            "SELECT through_turn_id FROM summaries WHERE conv_key = ?", (key,)
-        )
-        row = next(iter(rows), None)
-        return int(row[0]) if row else 0
-
-    async def _reset_at(self, key: str) -> int:
-        rows = await self.store._read.execute_fetchall(
-            "SELECT after_turn_id FROM resets WHERE conv_key = ?", (key,)
-        )
-        row = next(iter(rows), None)
-        return int(row[0]) if row else 0
-
-    async def _still_there(self, turn_id: int) -> bool:
-        rows = await self.store._read.execute_fetchall(
-            "SELECT 1 FROM turns WHERE id = ?", (turn_id,)
-        )
-        return bool(list(rows))
-
-    async def _restart_count(self, key: str) -> None:
-        async with self.store._writing() as conn:
-            await conn.execute("UPDATE summaries SET turns_since = 0 WHERE conv_key = ?", (key,))
-
     async def _turns_between(self, key: str, after: int, before: int) -> list[StoredTurn]:
-        rows = await self.store._read.execute_fetchall(
-            "SELECT id, user_id, user_name, status, user_text, answer FROM turns"
-            " WHERE conv_key = ? AND id > ? AND id < ? AND status != 'pending' ORDER BY id",
-            (key, after, before),
-        )
-        turns = []
-        for turn_id, user_id, user_name, status, user_text, answer in rows:
-            messages: list[dict[str, Any]] = [{"role": "user", "content": user_text}]
-            if answer:
-                messages += [m for m in json.loads(answer) if m.get("role") == "assistant"]
-            turns.append(
-                StoredTurn(
-                    int(turn_id), str(user_id), str(user_name), TurnStatus(status), tuple(messages)
-                )
+        """The turns to summarise: each user message and the assistant's words (no tools)."""
+        turns = await self.store.turns_between(key, after, before)
+        return [
+            dataclasses.replace(
+                turn,
+                messages=(
+                    turn.messages[0],
+                    *(m for m in turn.messages[1:] if m.get("role") == "assistant"),
+                ),
             )
-        return turns
+            for turn in turns
+        ]
 
     async def _summarise(
         self, ctx: ChatContext, previous: str, turns: Sequence[StoredTurn]

@@ -1,7 +1,7 @@
 """The long-term memory seam. The service asks it for what is worth recalling for a message.
 
-:class:`StoredMemory` recalls from SQLite (``bot.memory.store``): facts people asked the bot to
-remember, from the conversation they were said in (``bot.memory.scope``), and the conversation's
+:class:`StoredMemory` recalls from the storage (``bot.memory.store``): facts people asked the bot
+to remember, from the conversation they were said in (``bot.memory.scope``), and the conversation's
 own messages that have left the context window (seed 001: trimming must not make the bot forget
 the user's name).
 

@@ -10,27 +10,20 @@ group under ``/scope user``, the topic or thread under ``/scope thread``, the gr
 3. with ``memory.share_private`` (and only in a group), the asker's own private-chat memories on
    the same platform.
 
-:meth:`Audience.admits` states the rule in Python (the property tests hold the SQL to it); the
-SQL clause and the full-text scope tokens below say the same thing for the database, so a search
-intersects its terms with the audience inside the index and never filters afterwards.
+:meth:`Audience.admits` states the rule; a storage backend applies the same rule inside its
+search (:mod:`bot.storage.memories`), never as a filter afterwards, and the conformance suite's
+property test holds it to this method.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Protocol
 
 from bot.context import ChatContext
-from bot.history.scopes import scope_token
+from bot.storage.values import MemoryScope
 
-__all__ = ["Audience", "MemoryScope", "index_scope"]
-
-
-class MemoryScope(StrEnum):
-    PRIVATE = "private"  # said in a private chat: recalled there only (unless shared by config)
-    MEMBER = "member"  # about one member, said in a group: that member's, in that group
-    CHAT = "chat"  # about the group (or topic) itself: recalled in its conversation
+__all__ = ["Audience", "MemoryScope"]
 
 
 class _Scoped(Protocol):
@@ -78,41 +71,3 @@ class Audience:
             and memory.scope is MemoryScope.PRIVATE
             and memory.chat_key.startswith(self.platform_prefix)
         )
-
-    def index_scopes(self) -> list[str]:
-        """The full-text scope tokens this audience may match (see :func:`index_scope`)."""
-        tokens = [scope_token("c", self.conversation_key), _own(self.chat_key, self.user_id)]
-        if self.share_private:
-            tokens.append(scope_token("p", self.platform_prefix + self.user_id))
-        return tokens
-
-    def sql_args(self) -> tuple[str, str, str, str | None]:
-        """Parameters ?2..?5 of :data:`IN_AUDIENCE`."""
-        prefix = self.platform_prefix if self.share_private else None
-        return self.conversation_key, self.chat_key, self.user_id, prefix
-
-
-def _own(chat_key: str, user_id: str) -> str:
-    # A newline never occurs in a chat key, so the pair cannot be forged by another pair.
-    return scope_token("o", f"{chat_key}\n{user_id}")
-
-
-def index_scope(chat_key: str, conversation_key: str, user_id: str, scope: MemoryScope) -> str:
-    """A memory's tokens in the ``scope`` column of ``memories_fts``: ``c`` its conversation,
-    ``o`` chat+user for a member's own fact, ``p`` platform:user for a private one. The SQL of
-    migration 11 and ``RESCOPE_MEMORIES`` builds the same."""
-    tokens = [scope_token("c", conversation_key)]
-    if scope is MemoryScope.MEMBER:
-        tokens.append(_own(chat_key, user_id))
-    elif scope is MemoryScope.PRIVATE:
-        platform = chat_key.split(":", 1)[0]
-        tokens.append(scope_token("p", f"{platform}:{user_id}"))
-    return " ".join(tokens)
-
-
-# The rule in SQL, over ``memories AS m``. ?2 conversation, ?3 chat, ?4 user, ?5 "platform:" when
-# private memories may join (else NULL).
-IN_AUDIENCE = """(m.conv_key = ?2
-    OR (m.user_id = ?4 AND m.scope = 'member' AND m.chat_key = ?3)
-    OR (?5 IS NOT NULL AND m.user_id = ?4 AND m.scope = 'private'
-        AND substr(m.chat_key, 1, length(?5)) = ?5))"""

@@ -3,29 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from bot.context import ChatContext, Scope
 from bot.delivery import Outbound
+from bot.storage.kv import KeyValueStore
 
 if TYPE_CHECKING:
     from bot.memory.store import MemoryStore
     from bot.scheduler import Scheduler
 
 
-class KeyValueBackend(Protocol):
-    async def kv_get(self, plugin: str, key: str) -> Any: ...
-    async def kv_set(self, plugin: str, key: str, value: Any) -> None: ...
-    async def kv_delete(self, plugin: str, key: str) -> bool: ...
-    async def kv_increment(self, plugin: str, key: str) -> int: ...
-    async def kv_items(self, plugin: str, prefix: str = "") -> list[tuple[str, Any]]: ...
+KeyValueBackend = KeyValueStore  # the storage protocol (bot.storage.kv); the old name stays
 
 
 @dataclass(frozen=True, slots=True)
 class PluginStore:
-    """A plugin's own small key-value store (JSON values), kept in the history database."""
+    """A plugin's own small key-value store (JSON values), kept in the bot's storage."""
 
     backend: KeyValueBackend
     plugin: str

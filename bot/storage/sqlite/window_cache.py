@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.history.store import StoredTurn, TurnStatus
+from bot.storage.values import StoredTurn, TurnStatus
 
 
 def window_tail(turns: Sequence[StoredTurn], max_turns: int) -> list[StoredTurn]:

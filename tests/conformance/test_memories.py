@@ -1,33 +1,29 @@
-"""The long-term memory store: scopes, FTS5 recall in English, Chinese and Japanese, isolation."""
+"""Memories and their search (bot.storage.memories), through MemoryStore and below it: scopes,
+recall in English, Chinese and Japanese, hostile queries, moves and clears, the past-message
+index, vectors, and the memory-scope isolation property."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sqlite3
-from collections.abc import AsyncIterator
-from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.config import EmbeddingSettings, LLMSettings
 from bot.context import ChatContext, ChatType, Scope
-from bot.history.migrations import MIGRATIONS
-from bot.history.sqlite import SQLiteStore, _statements
-from bot.history.store import NewTurn
-from bot.memory.store import (
-    _SEARCH,
-    _SEARCH_TURNS,
-    Audience,
-    Memory,
-    MemoryScope,
-    MemoryStore,
-    match_query,
-    search_form,
-)
+from bot.llm.embeddings import Embedder
+from bot.memory.store import Audience, Memory, MemoryScope, MemoryStore
+from bot.storage import Storage
+from bot.storage.memories import NewMemory
+from bot.storage.values import NewTurn
+from bot.testing.fake_llm import FakeLLM
 from bot.testing.tools import tool_context
 from plugins.memory import recall as recall_tool
+from tests.conformance.conftest import Backend, answered
+from tests.conftest import TEST_KEY
 
 
 def group(user: str = "1", chat: str = "-100", platform: str = "telegram") -> ChatContext:
@@ -39,14 +35,8 @@ def private(user: str = "1", chat: str | None = None, platform: str = "telegram"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    async with SQLiteStore(tmp_path / "m.db") as opened:
-        yield opened
-
-
-@pytest.fixture
-def memories(store: SQLiteStore) -> MemoryStore:
-    return MemoryStore(store)
+def memories(storage: Storage) -> MemoryStore:
+    return MemoryStore(storage)
 
 
 def chat_of(ctx: ChatContext) -> Audience:
@@ -121,15 +111,6 @@ async def test_japanese_recall(memories: MemoryStore) -> None:
     assert texts(await memories.search(ME, "猫の名前")) == ["猫の名前はミソです"]
 
 
-def test_search_form_bigrams_cjk_and_keeps_words() -> None:
-    assert search_form("我对花生过敏") == "我对 对花 花生 生过 过敏"
-    assert search_form("I'm ALLERGIC to 花生!") == "i m allergic to 花生"
-    assert search_form("猫 が好き") == "猫 が好 好き"
-    assert search_form("Ｃａｆé_bar 2024") == "café bar 2024"
-    assert match_query("the AND of") is None
-    assert match_query('NEAR( "x" *') == '"near" OR "x"'
-
-
 HOSTILE = [
     "AND",
     "OR OR",
@@ -152,23 +133,16 @@ HOSTILE = [
 ]
 
 
-async def test_fts_syntax_in_queries_never_raises(store: SQLiteStore) -> None:
-    memories = MemoryStore(store)
+async def test_query_syntax_in_queries_never_raises(memories: MemoryStore) -> None:
     await memories.add(private(), "peanut near body")
     for query in HOSTILE:
         await memories.search(ME, query)
         await memories.search_turns("telegram:1", query, before_turn_id=10)
 
 
-@given(st.text())
-def test_match_query_quotes_every_term(query: str) -> None:
-    for term in (match_query(query) or '""').split(" OR "):
-        assert term.startswith('"') and term.endswith('"') and '"' not in term[1:-1]
-
-
-def test_random_queries_never_raise(tmp_path: Path) -> None:
+def test_random_queries_never_raise(backend: Backend) -> None:
     with asyncio.Runner() as runner:
-        store = SQLiteStore(tmp_path / "q.db")
+        store = backend.open()
         runner.run(store.open())
         memories = MemoryStore(store)
         runner.run(memories.add(private(), "peanut near body 花生"))
@@ -185,7 +159,7 @@ def test_random_queries_never_raise(tmp_path: Path) -> None:
             runner.run(store.close())
 
 
-async def test_move_and_clear_chat(store: SQLiteStore, memories: MemoryStore) -> None:
+async def test_move_and_clear_chat(memories: MemoryStore) -> None:
     await memories.add(group("1", "-5"), "the wifi password is on the fridge")
     await memories.add(group("2", "-5"), "Bob brings snacks")
     await memories.add(group("1", "-6"), "another chat's snacks")
@@ -199,16 +173,15 @@ async def test_move_and_clear_chat(store: SQLiteStore, memories: MemoryStore) ->
     assert texts(await memories.search(chat_of(group(chat="-6")), "snacks", min_score=0)) == [
         "another chat's snacks"
     ]
-    with sqlite3.connect(store.path) as raw:  # the index rows went with them
-        assert raw.execute("SELECT count(*) FROM memories_fts WHERE rowid > 0").fetchone() == (1,)
+    assert await memories.search(chat_of(group(chat="-1005")), "wifi", min_score=0) == []
 
 
 def turn(conv: str, text: str, user: str = "1") -> NewTurn:
     return NewTurn(conv, conv.split(":u:")[0], user, f"name-{user}", text)
 
 
-async def test_search_turns_recalls_only_this_conversation(store: SQLiteStore) -> None:
-    memories = MemoryStore(store)
+async def test_search_turns_recalls_only_this_conversation(storage: Storage) -> None:
+    store, memories = storage, MemoryStore(storage)
     mine, other = "telegram:-5:u:1", "telegram:-5:u:2"
     old = await store.begin_turn(turn(mine, "my cat is called Miso"))
     await store.begin_turn(turn(other, "my cat is called Tofu", user="2"))
@@ -224,49 +197,11 @@ async def test_search_turns_recalls_only_this_conversation(store: SQLiteStore) -
     await store.reset(mine, "telegram:-5", "1")  # a /reset is a fresh start for recall too
     assert await memories.search_turns(mine, "cat called", before_turn_id=current + 1) == []
 
-    await store.clear_chat("telegram:-5", "admin", "Admin")  # the trigger empties the index
-    with sqlite3.connect(store.path) as raw:
-        assert raw.execute("SELECT count(*) FROM turns_fts WHERE rowid > 0").fetchone() == (0,)
-
-
-async def test_turns_from_before_the_memory_schema_are_indexed(tmp_path: Path) -> None:
-    path = tmp_path / "v3.db"
-    with sqlite3.connect(path) as raw:
-        for script in MIGRATIONS[:3]:
-            raw.executescript(script)
-        raw.execute("PRAGMA user_version = 3")
-        raw.execute(
-            "INSERT INTO turns (conv_key, chat_key, user_id, user_text, status, created_at)"
-            " VALUES ('tg:1', 'tg:1', 'u', '我对花生过敏', 'answered', 0)"
-        )
-    async with SQLiteStore(path) as store:
-        memories = MemoryStore(store)
-        assert await memories.sync_turns(batch=1) == 1
-        assert await memories.sync_turns() == 0
-        assert await memories.search_turns("tg:1", "花生", before_turn_id=2) == [
-            (1, "", "我对花生过敏")
-        ]
-
-
-async def test_searches_use_the_fts_index_and_primary_keys(store: SQLiteStore) -> None:
-    plans = {
-        _SEARCH: ('"x"', "k:u:1", "k", "1", "telegram:", 1.0, 5),
-        _SEARCH_TURNS: ('"x"', 5, "k", 1.0, 5),
-    }
-    for sql, args in plans.items():
-        rows = await store._read.execute_fetchall("EXPLAIN QUERY PLAN " + sql, args)
-        details = [str(row[3]) for row in rows]
-        scans = [d for d in details if d.startswith("SCAN")]
-        assert len(scans) == 1 and "VIRTUAL TABLE INDEX 0:M" in scans[0], details
-        assert any("USING INTEGER PRIMARY KEY" in d for d in details), details
-
-
-def test_migration_statements_keep_trigger_bodies_whole() -> None:
-    for script in MIGRATIONS[:3]:  # the steps that shipped split exactly as before
-        assert _statements(script) == [s.strip() for s in script.split(";") if s.strip()]
-    triggers = [s for s in _statements(MIGRATIONS[3]) if s.startswith("CREATE TRIGGER")]
-    assert len(triggers) == 2 and all(t.endswith("END") for t in triggers)
-    assert _statements("SELECT 'a;b'; SELECT 2") == ["SELECT 'a;b'", "SELECT 2"]
+    await answered(store, mine, "my cat is called Miso again", "noted", chat="telegram:-5")
+    later = await store.begin_turn(turn(mine, "and now?"))
+    assert len(await memories.search_turns(mine, "cat", before_turn_id=later)) == 1
+    await store.clear_chat("telegram:-5", "admin", "Admin")  # the index forgets them too
+    assert await memories.search_turns(mine, "cat", before_turn_id=later + 1) == []
 
 
 # -- isolation, as a property ------------------------------------------------------------------
@@ -342,7 +277,7 @@ def asked(a: tuple[Place, str, bool], migrated: bool) -> tuple[ChatContext, str,
 
 
 async def check_isolation(
-    store: SQLiteStore,
+    store: Storage,
     memories: MemoryStore,
     notes: list[Note],
     askers: list[tuple[Place, str, bool]],
@@ -352,15 +287,30 @@ async def check_isolation(
 ) -> None:
     """Add ``notes`` as said, maybe migrate a chat, then every asker recalls (the store's
     search and the ``recall`` tool) exactly what the rule admits, never more."""
-    async with store._writing() as conn:
-        await conn.execute("DELETE FROM memories")
-    added = []
+    added: list[Memory] = []
+    try:
+        await _check(store, memories, notes, askers, migrated, exact, added)
+    finally:  # the next example starts empty
+        for m in added:
+            for chat in {m.chat_key, rekeyed(m, migrated=True).chat_key}:
+                await store.delete_memory(m.memory_id, chat_key=chat, user_id=None)
+
+
+async def _check(
+    store: Storage,
+    memories: MemoryStore,
+    notes: list[Note],
+    askers: list[tuple[Place, str, bool]],
+    migrated: bool,
+    exact: bool,
+    added: list[Memory],
+) -> None:
     for n in notes:
         ctx, key = said(n)
         added.append(await memories.add(ctx, " ".join(n[6]), conversation_key=key, chat_wide=n[5]))
     if migrated:
         await store.migrate_chat(*MIGRATED)
-    added = [rekeyed(m, migrated) for m in added]
+    moved = [rekeyed(m, migrated) for m in added]
     for ask in askers:
         ctx, key, word, share = asked(ask, migrated)
         memories.share_private = share
@@ -369,8 +319,8 @@ async def check_isolation(
             assert may_recall(m, ctx, key, share), (ctx, key, share, m)
             if ":u:" in key:  # a private chat or a user-scoped conversation: only my own
                 assert m.user_id == ctx.user_id, (key, m)
-        visible = {m.memory_id for m in added if may_recall(m, ctx, key, share)}
-        expected = {m.memory_id for m in added if m.memory_id in visible and word in m.text.split()}
+        visible = {m.memory_id for m in moved if may_recall(m, ctx, key, share)}
+        expected = {m.memory_id for m in moved if m.memory_id in visible and word in m.text.split()}
         got = {m.memory_id for m in found}
         if exact:
             assert got == expected, (ctx, key, share)
@@ -382,9 +332,11 @@ async def check_isolation(
         assert ids <= visible, (ctx, key, listed)
 
 
-def test_search_never_crosses_scopes(tmp_path: Path) -> None:
+def test_search_never_crosses_scopes(backend: Backend) -> None:
+    """The memory-scope property: whatever is said where, and whatever migrates, a search
+    returns exactly what ``may_recall`` admits."""
     with asyncio.Runner() as runner:
-        store = SQLiteStore(tmp_path / "p.db")
+        store = backend.open()
         runner.run(store.open())
         memories = MemoryStore(store)
 
@@ -399,49 +351,113 @@ def test_search_never_crosses_scopes(tmp_path: Path) -> None:
             runner.run(store.close())
 
 
-async def test_old_memories_get_their_conversation_in_the_migration(tmp_path: Path) -> None:
-    """Schema v11: rows from before it belong to their turn's conversation, else the chat's
-    shared one (a group) or the private chat's; their index rows follow."""
-    path = tmp_path / "v9.db"
-    with sqlite3.connect(path) as raw:
-        for script in MIGRATIONS[:9]:
-            for statement in _statements(script):
-                raw.execute(statement)
-        raw.execute("PRAGMA user_version = 9")
-        raw.execute(
-            "INSERT INTO turns (id, conv_key, chat_key, user_id, user_text, status, created_at)"
-            " VALUES (5, 'tg:-1:u:2', 'tg:-1', '2', 'x', 'answered', 0)"
+# -- isolation, as a property, with vectors ----------------------------------------------------
+
+EMBEDDING_MODEL = "text-embedding-3-small"
+
+
+class CachedEmbedder(Embedder):
+    """The real Embedder, memoised: the property asks the same few queries thousands of times."""
+
+    cache: dict[str, list[float]]
+
+    async def embed(self, texts: list[str], **kw: Any) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            self.cache.update(zip(missing, await super().embed(missing, **kw), strict=True))
+        return [self.cache[t] for t in texts]
+
+
+def test_search_with_embeddings_never_crosses_scopes(backend: Backend) -> None:
+    """The isolation property above, with vectors: fusion may add paraphrases (min_similarity
+    0: any positive cosine is a candidate), never a memory the rule keeps out."""
+    with asyncio.Runner() as runner:
+        fake = FakeLLM()
+        runner.run(fake.start())
+        store = backend.open()
+        runner.run(store.open())
+        llm = LLMSettings(base_url=fake.base_url, api_key=TEST_KEY)
+        embedder = CachedEmbedder(EmbeddingSettings(model=EMBEDDING_MODEL, min_similarity=0.0), llm)
+        embedder.cache = {}
+        memories = MemoryStore(store, embedder)
+        paraphrased = st.tuples(
+            place, st.sampled_from((*WORDS, "apples", "cherries")), st.booleans()
         )
-        rows = [
-            (1, "tg:-1", "1", "member", "apple one", None),
-            (2, "tg:-1", "2", "member", "apple two", 5),
-            (3, "tg:9", "9", "private", "apple three", None),
-            (4, "tg:-1", "3", "chat", "apple four", None),
-        ]
-        for memory_id, chat, user, scope, text, turn_id in rows:
-            raw.execute(
-                "INSERT INTO memories (id, chat_key, user_id, scope, text, source_turn_id,"
-                " created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, 'user', 0)",
-                (memory_id, chat, user, scope, text, turn_id),
-            )
-            raw.execute(
-                "INSERT INTO memories_fts (rowid, body, scope) VALUES (?, ?, 'stale')",
-                (memory_id, search_form(text)),
-            )
-    async with SQLiteStore(path) as store:
-        memories = MemoryStore(store)
-        keys = {m.memory_id: m.conversation_key for m in await memories.list("tg:-1")}
-        assert keys == {1: "tg:-1", 2: "tg:-1:u:2", 4: "tg:-1"}
-        assert [m.conversation_key for m in await memories.list("tg:9")] == ["tg:9:u:9"]
 
-        def ask(chat: str, user: str, key: str) -> Audience:
-            return Audience(chat, key, user)
+        @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(
+            st.lists(note, max_size=10),
+            st.lists(paraphrased, min_size=1, max_size=15),
+            st.booleans(),
+        )
+        def check(notes: list[Note], askers: list[Any], migrated: bool) -> None:
+            runner.run(check_isolation(store, memories, notes, askers, migrated, exact=False))
 
-        found = await memories.search(ask("tg:-1", "7", "tg:-1"), "apple", min_score=0)
-        assert sorted(m.memory_id for m in found) == [1, 4]  # the shared conversation's
-        found = await memories.search(ask("tg:-1", "7", "tg:-1:u:7"), "apple", min_score=0)
-        assert found == []  # under /scope user, nobody else's
-        found = await memories.search(ask("tg:-1", "2", "tg:-1:u:2"), "apple", min_score=0)
-        assert [m.memory_id for m in found] == [2]
-        found = await memories.search(ask("tg:9", "9", "tg:9:u:9"), "apple", min_score=0)
-        assert [m.memory_id for m in found] == [3]
+        try:
+            check()
+        finally:
+            runner.run(store.close())
+            runner.run(embedder.close())
+            runner.run(fake.stop())
+
+
+# -- records, the past-message index and vectors, below MemoryStore ----------------------------
+
+
+async def test_memories_are_stored_whole_and_deleted_with_their_index(storage: Storage) -> None:
+    memory = NewMemory("tg:-1", "tg:-1", "7", "Ann", MemoryScope.MEMBER, "Ann plays the oboe", 3)
+    stored = await storage.add_memory(memory, [1.0, 0.0], "m1")
+    assert (stored.chat_key, stored.conversation_key, stored.user_id, stored.user_name) == (
+        "tg:-1",
+        "tg:-1",
+        "7",
+        "Ann",
+    )
+    assert (stored.scope, stored.text, stored.score) == (MemoryScope.MEMBER, memory.text, 0.0)
+    audience = Audience("tg:-1", "tg:-1", "8")
+    [found] = await storage.search_memories(audience, "oboe", limit=5, min_score=0)
+    assert found.memory_id == stored.memory_id and found.score > 0
+    [(with_vector, vector)] = await storage.memory_vectors(audience, "m1", 2, 10)
+    assert with_vector.memory_id == stored.memory_id and list(vector) == [1.0, 0.0]
+    other = await storage.add_memory(
+        dataclasses.replace(memory, text="and the flute"), [0.0, 1.0], "m1"
+    )
+    assert await storage.delete_memory(other.memory_id, chat_key="tg:-1", user_id="7")
+    assert len(await storage.memory_vectors(audience, "m1", 2, 10)) == 1  # its vector went along
+    assert await storage.clear_memories("tg:-1") == 1
+    assert await storage.search_memories(audience, "oboe", limit=5, min_score=0) == []
+    assert await storage.memory_vectors(audience, "m1", 2, 10) == []
+    assert await storage.unembedded("m1", 0, 10) == []
+
+
+async def test_vectors_of_another_model_or_size_never_join(storage: Storage) -> None:
+    audience = Audience("tg:1", "tg:1", "1")
+    a = await storage.add_memory(NewMemory("tg:1", "tg:1", "1", "A", MemoryScope.PRIVATE, "one"))
+    b = await storage.add_memory(NewMemory("tg:1", "tg:1", "1", "A", MemoryScope.PRIVATE, "two"))
+    assert await storage.unembedded("m1", 0, 10) == [(a.memory_id, "one"), (b.memory_id, "two")]
+    assert await storage.unembedded("m1", a.memory_id, 10) == [(b.memory_id, "two")]
+    await storage.put_vectors("m1", [(a.memory_id, [0.6, 0.8]), (10**9, [1.0, 0.0])])
+    await storage.put_vectors("m2", [(b.memory_id, [1.0, 0.0, 0.0])])
+    assert await storage.unembedded("m1", 0, 10) == [(b.memory_id, "two")]
+    found = await storage.memory_vectors(audience, "m1", 2, 10)
+    assert [(m.memory_id, [round(x, 5) for x in v]) for m, v in found] == [
+        (a.memory_id, [0.6, 0.8])
+    ]
+    assert await storage.memory_vectors(audience, "m1", 3, 10) == []
+    await storage.put_vectors("m2", [(a.memory_id, [0.0, 1.0, 0.0])])  # replaces
+    assert await storage.memory_vectors(audience, "m1", 2, 10) == []
+    newest_first = await storage.memory_vectors(audience, "m2", 3, 10)
+    assert [m.memory_id for m, _ in newest_first] == [b.memory_id, a.memory_id]
+    assert len(await storage.memory_vectors(audience, "m2", 3, 1)) == 1
+
+
+async def test_the_past_message_index_catches_up_once(storage: Storage) -> None:
+    first = await storage.begin_turn(turn("tg:1", "我对花生过敏"))
+    assert await storage.index_turns(batch=1) >= 0
+    assert await storage.index_turns() == 0
+    later = await storage.begin_turn(turn("tg:1", "peanuts again?"))
+    found = await storage.search_turns("tg:1", "花生", before_turn_id=later, limit=5, min_score=0)
+    assert found == [(first, "name-1", "我对花生过敏")]
+    await storage.begin_turn(turn("tg:1", "one more"))
+    results = await asyncio.gather(*(storage.index_turns() for _ in range(3)))
+    assert sorted(results) == [0, 0, 1]  # indexed once, whoever gets there first

@@ -2,8 +2,9 @@
 
 A turn (or a reply being delivered) is tagged with the store instance that wrote it:
 ``host:pid:random``. After a kill -9 the next process can then close what the dead one left
-at once, instead of waiting until it is old enough (``STALE_PENDING_SECONDS``), while a live
-neighbour sharing the file (the console next to the bot, ``history export``) keeps its own.
+at once, instead of waiting until it is old enough (``STALE_PENDING_SECONDS``,
+:mod:`bot.storage.maintenance`), while a live neighbour sharing the database (the console next
+to the bot, ``history export``) keeps its own.
 
 An owner is *dead* only when that is certain: same host, and either our own pid under another
 instance (a container restarts as pid 1 every time) that is no longer open in this process, or

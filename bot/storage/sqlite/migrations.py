@@ -111,10 +111,10 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (plugin, key)
     ) WITHOUT ROWID;
     """,
-    # 4: long-term memories (bot/memory/store.py) and full-text indexes over them and over the
-    # users' past messages. The FTS tables hold a *search form* of the text (CJK runs as
+    # 4: long-term memories (bot/storage/sqlite/memories.py), full-text indexes over them and
+    # over the users' past messages. The FTS tables hold a *search form* of the text (CJK runs as
     # overlapping bigrams) that only Python computes, so rows are indexed from Python: memories
-    # in the same transaction as their insert, turns by MemoryStore.sync_turns (which also
+    # in the same transaction as their insert, turns by SQLiteStore.index_turns (which also
     # indexes the turns that predate this step). Deletes need no Python, so triggers do them and
     # no writer (retention, /clear, a sqlite3 shell) can leave deleted text in an index. A later
     # step that rebuilds ``turns`` must recreate ``turns_fts_delete``. Each index is seeded with
@@ -167,7 +167,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 6: optional embedding vectors of memories (bot/llm/embeddings.py, memory.embeddings): one
     # unit vector per memory as little-endian float32, with the model that made it -- vectors
-    # of another model are not comparable and get re-embedded by MemoryStore.backfill_vectors.
+    # of another model are not comparable and get re-embedded (MemoryStore.backfill_vectors).
     # The cascade needs ``PRAGMA foreign_keys=ON``, which a sqlite3 shell does not set, so a
     # trigger deletes the vector too, as for the FTS rows.
     """
@@ -267,7 +267,7 @@ MIGRATIONS: tuple[str, ...] = (
     # retry) gets status 'undelivered': the answer is kept, since the model wrote it and its
     # tools ran, but it no longer counts as answered (nor in usage_daily.turns; its tokens were
     # billed and stay booked). ``owner`` names the process instance that began a turn
-    # (bot/history/owners.py), so the next process closes what a killed one left pending at
+    # (bot/storage/owners.py), so the next process closes what a killed one left pending at
     # once. ``deliveries`` records each reply while it is being put on a chat platform (where,
     # which preview message, what it shows): the next start edits what a crash left on screen.
     # Rebuilding ``turns`` drops its triggers and indexes: all are recreated as steps 4-9 left
@@ -360,7 +360,7 @@ MIGRATIONS: tuple[str, ...] = (
     # everyone in the group. Older rows get the conversation of the turn they came from, else
     # the chat's shared conversation (a group) or the private chat's; the index scope tokens
     # become "c" + hex(conversation), plus "o" + hex(chat \n user) for a member's own fact or
-    # "p" + hex(platform:user) for a private one (bot.history.scopes.MEMORY_SCOPE_SQL).
+    # "p" + hex(platform:user) for a private one (bot.storage.sqlite.scopes.MEMORY_SCOPE_SQL).
     """
     ALTER TABLE memories ADD COLUMN conv_key TEXT NOT NULL DEFAULT '';
     UPDATE memories SET conv_key = coalesce(

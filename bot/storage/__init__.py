@@ -1,0 +1,111 @@
+"""Storage: the protocols a backend implements, one per idea, and the one place that opens it.
+
+==================  ===========================================================================
+module              protocol(s): what a backend stores
+==================  ===========================================================================
+``turns``           :class:`Turns` (writing turns, the context window), :class:`TurnArchive`
+``overheard``       :class:`OverheardStore` (group chatter kept as context)
+``resets``          :class:`Resets` (soft resets, chat clears and their audit)
+``chat_settings``   :class:`ChatSettingsStore` (per-chat scope and system prompt)
+``usage``           :class:`UsageLedger` (tokens per day, chat and user)
+``kv``              :class:`KeyValueStore` (plugin data)
+``memories``        :class:`MemoryRecords`, :class:`MemorySearch`, :class:`MemoryVectors`
+``summaries``       :class:`Summaries` (compaction's rolling summaries)
+``deliveries``      :class:`Deliveries` (replies on their way to a platform)
+``maintenance``     :class:`Maintenance` (retention, interrupted turns, chat migration)
+==================  ===========================================================================
+
+:class:`Storage` composes them all; :func:`open_storage` picks the backend from config (today
+``storage.path``: SQLite, :mod:`bot.storage.sqlite`). Everything outside the backend's package
+holds these protocols only. The conformance suite (``tests/conformance/``) checks a backend
+against every behaviour the docstrings state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from bot.storage.chat_settings import ChatSettingsStore
+from bot.storage.deliveries import Deliveries
+from bot.storage.kv import KeyValueStore
+from bot.storage.maintenance import Maintenance
+from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors
+from bot.storage.overheard import OverheardStore
+from bot.storage.resets import Resets
+from bot.storage.summaries import Summaries
+from bot.storage.turns import TurnArchive, Turns
+from bot.storage.usage import UsageLedger
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+
+__all__ = [
+    "ChatSettingsStore",
+    "Deliveries",
+    "KeyValueStore",
+    "Maintenance",
+    "MemoryRecords",
+    "MemorySearch",
+    "MemoryVectors",
+    "OverheardStore",
+    "Resets",
+    "Storage",
+    "Summaries",
+    "TurnArchive",
+    "Turns",
+    "UsageLedger",
+    "missing_storage",
+    "open_storage",
+]
+
+
+class Storage(
+    Turns,
+    TurnArchive,
+    OverheardStore,
+    Resets,
+    ChatSettingsStore,
+    UsageLedger,
+    KeyValueStore,
+    MemoryRecords,
+    MemorySearch,
+    MemoryVectors,
+    Summaries,
+    Deliveries,
+    Maintenance,
+    Protocol,
+):
+    """Every storage protocol in one object, with its lifecycle.
+
+    ``open`` creates or upgrades the schema and closes turns a dead process left pending;
+    ``close`` releases every connection. Use ``async with open_storage(settings)``. One
+    instance is safe to use from many coroutines at once.
+    """
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Storage: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+
+def open_storage(settings: Settings, *, cache_windows: bool = True) -> Storage:
+    """The configured backend, not yet opened (``async with`` it, or ``await .open()``).
+
+    The one place that picks a backend: today ``storage.path`` is an SQLite file.
+    """
+    from bot.storage.sqlite import SQLiteStore  # the backend's driver loads only when used
+
+    return SQLiteStore(settings.storage.path, cache_windows=cache_windows)
+
+
+def missing_storage(settings: Settings) -> str | None:
+    """Why reports (``history``, ``usage``) would find no database, or None: a typo'd path
+    must not create an empty one."""
+    path = Path(settings.storage.path)
+    if str(path) == ":memory:" or path.exists():
+        return None
+    return f"no history database at {path} (check storage.path and the working directory)"

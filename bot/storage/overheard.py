@@ -1,0 +1,28 @@
+"""Overheard context: group messages the bot saw without being addressed."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.storage.values import NewTurn, Overheard
+
+__all__ = ["OverheardStore"]
+
+
+class OverheardStore(Protocol):
+    """A bounded queue of chatter per conversation, waiting to give the next answer context.
+
+    A backend must provide: ids that grow in arrival order; at most ``keep`` messages per
+    conversation after each :meth:`record_overheard` (the oldest go, in the same transaction);
+    messages chosen by a turn (``NewTurn.overheard``) move into the history with it
+    (:class:`~bot.storage.turns.Turns`); a reset of the conversation, a clear of its chat and
+    retention drop them (:mod:`bot.storage.resets`, :mod:`bot.storage.maintenance`).
+    """
+
+    async def record_overheard(self, message: NewTurn, keep: int) -> None:
+        """Store an unaddressed message; only the newest ``keep`` of its conversation stay."""
+        ...
+
+    async def load_overheard(self, conversation_key: str, since: float) -> list[Overheard]:
+        """Overheard messages newer than ``since`` (a ``time.time()``), oldest first."""
+        ...

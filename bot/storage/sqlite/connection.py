@@ -1,0 +1,156 @@
+"""The SQLite database file: its two connections, the writer lock, transactions, the schema.
+
+Two connections: one writer, used by one coroutine at a time (an asyncio lock; coroutines sharing
+one aiosqlite connection would otherwise share, and commit, each other's transaction), and one
+reader that only ever sees committed data. Most writes are one autocommit statement (one trip to
+aiosqlite's thread); the lock keeps them out of a multi-statement transaction another coroutine
+has open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiosqlite
+
+from bot.errors import StoreError
+from bot.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["Database", "statements"]
+
+log = logging.getLogger(__name__)
+
+_PRAGMAS = (
+    "PRAGMA busy_timeout=10000",  # first: the others may wait for another process's lock
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+)
+
+
+class Database:
+    """One SQLite file in WAL mode through aiosqlite; every backend part shares one."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+
+    async def open(self) -> aiosqlite.Connection:
+        """Connect and migrate; returns the writer, not yet shared, for work at open."""
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._writer = await self._connect()
+            await self._migrate(self._writer)
+            self._reader = await self._connect()
+        except sqlite3.DatabaseError as exc:
+            await self.close()
+            raise StoreError(f"cannot open history database {self.path}: {exc}") from exc
+        except BaseException:
+            await self.close()
+            raise
+        return self._writer
+
+    async def close(self) -> None:
+        for conn in (self._reader, self._writer):
+            if conn is not None:
+                await conn.close()
+        self._reader = self._writer = None
+
+    @property
+    def reader(self) -> aiosqlite.Connection:
+        """The read connection: committed data only."""
+        if self._reader is None:
+            raise StoreError("the history store is not open")
+        return self._reader
+
+    @asynccontextmanager
+    async def writing(self) -> AsyncIterator[aiosqlite.Connection]:
+        """Exclusive use of the writer connection (autocommit statements)."""
+        if self._writer is None:
+            raise StoreError("the history store is not open")
+        async with self._write_lock:
+            yield self._writer
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any error)."""
+        async with self.writing() as conn:
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+                yield conn
+            except BaseException:
+                # Even when cancelled, the BEGIN may already sit in aiosqlite's queue; a ROLLBACK
+                # queued behind it always closes the transaction before the next writer's work.
+                with contextlib.suppress(sqlite3.OperationalError):
+                    await asyncio.shield(conn.execute("ROLLBACK"))
+                raise
+            await asyncio.shield(conn.execute("COMMIT"))
+
+    async def external_version(self) -> int:
+        """Changes whenever another connection (another process) commits to the database."""
+        if self._writer is None:
+            raise StoreError("the history store is not open")
+        rows = await self._writer.execute_fetchall("PRAGMA data_version")
+        return int(next(iter(rows))[0])
+
+    async def _connect(self) -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(self.path, isolation_level=None)
+        try:
+            for pragma in _PRAGMAS:
+                await conn.execute(pragma)
+        except BaseException:
+            await conn.close()  # its thread would otherwise keep the process alive at exit
+            raise
+        return conn
+
+    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+        for number in range(SCHEMA_VERSION):
+            await conn.execute("BEGIN IMMEDIATE")  # read the version under the write lock:
+            rows = await conn.execute_fetchall("PRAGMA user_version")  # two processes may race
+            version = int(next(iter(rows))[0])
+            if version > number:
+                await conn.execute("ROLLBACK")
+                if version > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"{self.path} has schema version {version}, newer than this Parlour "
+                        f"understands ({SCHEMA_VERSION}); upgrade Parlour"
+                    )
+                continue
+            try:
+                for statement in statements(MIGRATIONS[number]):
+                    await conn.execute(statement)
+                await conn.execute(f"PRAGMA user_version = {number + 1}")
+                await conn.execute("COMMIT")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+            log.info("history schema migrated to version %d path=%s", number + 1, self.path)
+
+
+def statements(script: str) -> list[str]:
+    """Split a migration at the ``;`` that end statements, not those inside one.
+
+    A trigger body (``BEGIN ...; END;``), a string literal or a comment may hold a ``;``:
+    pieces are joined until SQLite itself calls the text a complete statement. (Not
+    ``executescript``: it commits, and a step must run inside the runner's transaction.)
+    """
+    found: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \t\r\n;"):
+                found.append(pending.strip()[:-1].strip())
+            pending = ""
+    if pending.strip(" \t\r\n;"):  # a last statement without its ';'
+        found.append(pending.strip()[:-1].strip())
+    return found

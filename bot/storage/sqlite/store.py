@@ -1,0 +1,66 @@
+"""The embedded default backend: every storage protocol over one SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from bot.errors import StoreError
+from bot.storage import owners
+from bot.storage.sqlite.connection import Database
+from bot.storage.sqlite.deliveries import SQLiteDeliveries
+from bot.storage.sqlite.history import SQLiteHistory
+from bot.storage.sqlite.ledger import SQLiteKeyValue, SQLiteUsage
+from bot.storage.sqlite.maintenance import SQLiteMaintenance, close_interrupted
+from bot.storage.sqlite.memories import SQLiteMemories
+from bot.storage.sqlite.summaries import SQLiteSummaries
+from bot.storage.sqlite.turns import SQLiteTurns
+from bot.storage.sqlite.window_cache import WindowCache
+
+
+class SQLiteStore(
+    SQLiteTurns,
+    SQLiteHistory,
+    SQLiteUsage,
+    SQLiteKeyValue,
+    SQLiteMemories,
+    SQLiteSummaries,
+    SQLiteDeliveries,
+    SQLiteMaintenance,
+):
+    """:class:`bot.storage.Storage` in one SQLite file. Use as ``async with SQLiteStore(path)``
+    (or :func:`bot.storage.open_storage`)."""
+
+    def __init__(self, path: str | Path, *, cache_windows: bool = True) -> None:
+        self._db = Database(path)
+        self.cache_windows = cache_windows
+        self._windows = WindowCache()
+        self.owner = owners.new_owner()  # this instance, on every turn it begins
+
+    @property
+    def path(self) -> Path:
+        return self._db.path
+
+    async def __aenter__(self) -> SQLiteStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        owners.register(self.owner)
+        try:
+            writer = await self._db.open()
+            await close_interrupted(writer)
+        except sqlite3.DatabaseError as exc:
+            await self.close()
+            raise StoreError(f"cannot open history database {self.path}: {exc}") from exc
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        owners.unregister(self.owner)
+        self._windows.clear()
+        await self._db.close()

@@ -1,0 +1,168 @@
+"""The plain values the storage protocols take and return (frozen dataclasses, no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from bot.context import Scope
+
+__all__ = [
+    "BOT_USER",
+    "NO_USAGE",
+    "ChatPreferences",
+    "ClearResult",
+    "DailyUsage",
+    "Delivery",
+    "HistoryStats",
+    "Memory",
+    "MemoryScope",
+    "NewTurn",
+    "Overheard",
+    "StoredTurn",
+    "Summary",
+    "TurnStatus",
+    "Usage",
+]
+
+
+class TurnStatus(StrEnum):
+    PENDING = "pending"  # the user's message is stored, the answer is being produced
+    ANSWERED = "answered"
+    UNANSWERED = "unanswered"  # the model failed or the process died; the user message is kept
+    UNDELIVERED = "undelivered"  # answered, but the platform never took the reply
+    CONTEXT = "context"  # an overheard group message, kept so later answers know the chatter
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+NO_USAGE = Usage()
+BOT_USER = ""  # the usage ledger's user for the bot's own calls (summaries)
+
+
+@dataclass(frozen=True, slots=True)
+class DailyUsage:
+    """One user's spending in one chat on one UTC day."""
+
+    day: str
+    chat_key: str
+    user_id: str
+    user_name: str
+    turns: int
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """The user's side of a turn, as it arrived."""
+
+    conversation_key: str
+    chat_key: str
+    user_id: str
+    user_name: str
+    text: str
+    platform_message_id: str | None = None
+    overheard: tuple[int, ...] = ()  # ids of overheard messages that become context rows first
+
+
+@dataclass(frozen=True, slots=True)
+class Overheard:
+    """A group message the bot saw without being addressed, waiting to give context."""
+
+    overheard_id: int
+    user_id: str
+    user_name: str
+    text: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    """One turn as loaded for the context window: its messages in OpenAI format."""
+
+    turn_id: int
+    user_id: str
+    user_name: str
+    status: TurnStatus
+    messages: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryStats:
+    turns_in_context: int  # turns after the last /reset
+    turns_stored: int  # every turn of the conversation still in the database
+    unanswered: int
+    prompt_tokens: int
+    completion_tokens: int
+    undelivered: int = 0  # answered, but the reply never reached the chat
+
+
+@dataclass(frozen=True, slots=True)
+class ClearResult:
+    turns: int
+    messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChatPreferences:
+    """Per-chat overrides set by admins."""
+
+    scope: Scope | None = None
+    system_prompt: str | None = None
+
+
+class MemoryScope(StrEnum):
+    PRIVATE = "private"  # said in a private chat: recalled there only (unless shared by config)
+    MEMBER = "member"  # about one member, said in a group: that member's, in that group
+    CHAT = "chat"  # about the group (or topic) itself: recalled in its conversation
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    memory_id: int
+    chat_key: str
+    conversation_key: str  # the conversation it was said in (bot.memory.scope)
+    user_id: str
+    user_name: str
+    scope: MemoryScope
+    text: str
+    created_at: float
+    # search relevance, higher is better: -bm25, or the fused RRF score with embeddings; 0
+    # outside a search
+    score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The rolling summary of a conversation's turns that left the context window."""
+
+    text: str
+    through_turn_id: int  # the newest turn it covers
+    turns_since: int  # turns completed since it was written (or the count restarted)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One reply being delivered: where, in answer to what, and what its preview shows."""
+
+    delivery_id: int
+    owner: str
+    platform: str
+    chat_key: str
+    chat_id: str
+    thread_id: str | None
+    reply_to: str | None  # the user's message, for a notice when no preview was shown
+    message_id: str | None  # the preview message currently being edited, if any
+    shown: str  # what that message shows (plain text)
+    turn_id: int | None  # set once the answer is stored
+    created_at: float

@@ -1,0 +1,48 @@
+"""Overheard chatter (bot.storage.overheard) and how it joins a turn (bot.storage.turns)."""
+
+from __future__ import annotations
+
+import time
+
+from bot.storage import Storage
+from bot.storage.values import TurnStatus
+from tests.conformance.conftest import answered, turn
+
+
+async def test_only_the_newest_are_kept(storage: Storage) -> None:
+    for n in range(5):
+        await storage.record_overheard(turn("tg:-1", f"chatter {n}", user="2"), keep=3)
+    await storage.record_overheard(turn("tg:-2", "elsewhere", user="2"), keep=3)
+    kept = await storage.load_overheard("tg:-1", 0)
+    assert [o.text for o in kept] == ["chatter 2", "chatter 3", "chatter 4"]
+    assert [o.overheard_id for o in kept] == sorted(o.overheard_id for o in kept)
+    assert (kept[0].user_id, kept[0].user_name) == ("2", "name-2")
+    assert await storage.load_overheard("tg:-1", time.time() + 60) == []
+
+
+async def test_chosen_chatter_joins_the_turn_as_context(storage: Storage) -> None:
+    earlier = await answered(storage, "tg:-1", "earlier", "yes")
+    for n in range(4):
+        await storage.record_overheard(turn("tg:-1", f"chatter {n}", user="2"), keep=10)
+    waiting = await storage.load_overheard("tg:-1", 0)
+    chosen = tuple(o.overheard_id for o in waiting[1:3])
+    turn_id = await storage.begin_turn(turn("tg:-1", "so what do you think?", overheard=chosen))
+    window = await storage.load_window("tg:-1", 2)  # context rows do not count toward max_turns
+    assert [(t.status, t.messages[0]["content"]) for t in window] == [
+        (TurnStatus.ANSWERED, "earlier"),
+        (TurnStatus.CONTEXT, "chatter 1"),
+        (TurnStatus.CONTEXT, "chatter 2"),
+        (TurnStatus.PENDING, "so what do you think?"),
+    ]
+    assert (window[0].turn_id, window[-1].turn_id) == (earlier, turn_id)
+    assert [t.status for t in await storage.load_window("tg:-1", 1)] == [TurnStatus.PENDING]
+    # Older or superseded chatter is gone; what came after the chosen ones still waits.
+    assert [o.text for o in await storage.load_overheard("tg:-1", 0)] == ["chatter 3"]
+    stats = await storage.stats("tg:-1")
+    assert stats.turns_stored == 2  # context rows are not turns of the conversation
+
+
+async def test_retention_drops_old_chatter(storage: Storage) -> None:
+    await storage.record_overheard(turn("tg:-1", "old", user="2"), keep=10)
+    await storage.delete_older_than(-1)
+    assert await storage.load_overheard("tg:-1", 0) == []

@@ -1,0 +1,64 @@
+"""Compaction's rolling summaries (bot.storage.summaries)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.storage import Storage
+from bot.storage.values import Summary, TurnStatus, Usage
+from tests.conformance.conftest import answered, turn
+
+
+async def test_counting_saving_restarting(storage: Storage) -> None:
+    assert await storage.load_summary("tg:1") is None
+    counts = await asyncio.gather(*(storage.count_summary_turn("tg:1", "tg:1") for _ in range(5)))
+    assert sorted(counts) == [1, 2, 3, 4, 5]
+    assert await storage.load_summary("tg:1") == Summary("", 0, 5)
+    await storage.save_summary("tg:1", "tg:1", "they said hello", 7)
+    assert await storage.load_summary("tg:1") == Summary("they said hello", 7, 0)
+    assert await storage.count_summary_turn("tg:1", "tg:1") == 1
+    await storage.restart_summary_count("tg:1")
+    assert await storage.load_summary("tg:1") == Summary("they said hello", 7, 0)
+    await storage.save_summary("tg:1", "tg:1", "newer", 9)  # replaces
+    assert await storage.load_summary("tg:1") == Summary("newer", 9, 0)
+    assert await storage.load_summary("tg:2") is None
+
+
+async def test_turns_between_are_finished_turns_in_order(storage: Storage) -> None:
+    calls = [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    a = await answered(storage, "tg:1", "one", "1")
+    b = await storage.begin_turn(turn("tg:1", "two"))
+    await storage.complete_turn(
+        b,
+        [
+            {"role": "assistant", "content": None, "tool_calls": calls},
+            {"role": "tool", "tool_call_id": "c", "content": "r"},
+            {"role": "assistant", "content": "2"},
+        ],
+        Usage(),
+        "m",
+    )
+    c = await storage.begin_turn(turn("tg:1", "three"))
+    await storage.fail_turn(c, "x")
+    pending = await storage.begin_turn(turn("tg:1", "four"))
+    await answered(storage, "tg:2", "elsewhere", "x")
+    last = await answered(storage, "tg:1", "five", "5")
+    found = await storage.turns_between("tg:1", 0, last)
+    assert [t.turn_id for t in found] == [a, b, c]  # not pending, not the other conversation
+    assert pending not in [t.turn_id for t in found]
+    assert [m["role"] for m in found[1].messages] == ["user", "assistant", "tool", "assistant"]
+    assert found[2].status is TurnStatus.UNANSWERED
+    assert [t.turn_id for t in await storage.turns_between("tg:1", a, c)] == [b]
+
+
+async def test_forgotten_with_the_history_and_moved_with_the_chat(storage: Storage) -> None:
+    await storage.save_summary("tg:-1", "tg:-1", "kept", 1)
+    await storage.save_summary("tg:-1:u:2", "tg:-1", "moves", 1)
+    await storage.migrate_chat("tg:-1", "tg:-100")
+    assert await storage.load_summary("tg:-1") is None
+    assert await storage.load_summary("tg:-100:u:2") == Summary("moves", 1, 0)
+    await storage.clear_chat("tg:-100", "a", "A")
+    assert await storage.load_summary("tg:-100") is None
+    await storage.save_summary("tg:3", "tg:3", "old", 1)
+    await storage.delete_older_than(-1)
+    assert await storage.load_summary("tg:3") is None

@@ -1,0 +1,111 @@
+"""The usage ledger (bot.storage.usage): booked by the turn writes, kept, moved."""
+
+from __future__ import annotations
+
+from bot.guardrails.budgets import utc_day
+from bot.storage import Storage
+from bot.storage.values import BOT_USER, TurnStatus, Usage
+from tests.conformance.conftest import Backend, answered, turn
+
+
+async def test_a_completed_turn_is_booked_on_its_day(storage: Storage) -> None:
+    today = utc_day()
+    turn_id = await storage.begin_turn(turn("tg:-2", "e"))
+    assert await storage.daily_usage(today) == []  # nothing until it completes
+    await storage.complete_turn(turn_id, [{"role": "assistant", "content": "f"}], Usage(1, 2), "m")
+    [row] = await storage.daily_usage(today)
+    assert (row.day, row.chat_key, row.user_id, row.user_name, row.turns, row.usage) == (
+        today,
+        "tg:-2",
+        "u1",
+        "name-u1",
+        1,
+        Usage(1, 2),
+    )
+
+
+async def test_booking_by_chat_and_user(storage: Storage) -> None:
+    today = utc_day()
+    first = await storage.begin_turn(turn("tg:-1", "a", user="1"))
+    await storage.complete_turn(first, [{"role": "assistant", "content": "b"}], Usage(10, 2), "m")
+    second = await storage.begin_turn(turn("tg:-1:u:2", "c", chat="tg:-1", user="2"))
+    await storage.complete_turn(second, [{"role": "assistant", "content": "d"}], Usage(5, 5), "m")
+    third = await storage.begin_turn(turn("tg:-7", "e", user="1"))
+    await storage.complete_turn(third, [{"role": "assistant", "content": "f"}], Usage(1, 1), "m")
+    other = await storage.begin_turn(turn("dc:-7", "g", user="1"))
+    await storage.complete_turn(other, [{"role": "assistant", "content": "h"}], Usage(100), "m")
+    assert await storage.tokens_on(today) == 12 + 10 + 2 + 100
+    assert await storage.tokens_on(today, "tg:-1") == 22
+    assert await storage.tokens_on(today, "tg:-1", "2") == 10
+    assert await storage.user_tokens_on(today, "tg", "1") == 14  # every tg chat, not dc
+    assert await storage.tokens_on("1999-01-01") == 0
+    rows = await storage.daily_usage(today)
+    assert [(r.chat_key, r.user_id, r.turns) for r in rows] == [
+        ("dc:-7", "1", 1),
+        ("tg:-1", "1", 1),
+        ("tg:-1", "2", 1),
+        ("tg:-7", "1", 1),
+    ]
+    assert [r.chat_key for r in await storage.daily_usage(today, "tg:-7")] == ["tg:-7"]
+    assert await storage.daily_usage("9999-01-01") == []
+
+
+async def test_failed_turns_book_tokens_not_turns(storage: Storage) -> None:
+    today = utc_day()
+    failed = await storage.begin_turn(turn("tg:1", "a"))
+    await storage.fail_turn(failed, "LLMError", Usage(7, 0))
+    free = await storage.begin_turn(turn("tg:1", "b"))
+    await storage.fail_turn(free, "LLMError")
+    [row] = await storage.daily_usage(today)
+    assert (row.turns, row.usage) == (0, Usage(7, 0))
+
+
+async def test_an_answer_after_the_turn_was_closed_is_booked(backend: Backend) -> None:
+    async with backend.open() as dying:
+        turn_id = await dying.begin_turn(turn("tg:1", "a"))
+    async with backend.open() as store:  # the owner is gone: closed as interrupted at open
+        [closed] = await store.load_window("tg:1", 5)
+        assert closed.status is TurnStatus.UNANSWERED
+        answer = [{"role": "assistant", "content": "late"}]
+        await store.complete_turn(turn_id, answer, Usage(2, 2), "m")
+        [row] = await store.daily_usage(utc_day())
+        assert (row.turns, row.usage) == (1, Usage(2, 2))
+
+
+async def test_undelivered_leaves_the_answered_count(storage: Storage) -> None:
+    turn_id = await answered(storage, "tg:1", "a", "b", usage=Usage(3, 3))
+    await storage.mark_undelivered(turn_id, "refused")
+    [row] = await storage.daily_usage(utc_day())
+    assert (row.turns, row.usage) == (0, Usage(3, 3))
+
+
+async def test_clear_and_retention_keep_the_ledger(storage: Storage) -> None:
+    await answered(storage, "tg:1", "a", "b", usage=Usage(3, 3))
+    await storage.clear_chat("tg:1", "a", "A")
+    await answered(storage, "tg:2", "a", "b", usage=Usage(1, 1))
+    await storage.delete_older_than(-1)
+    assert await storage.tokens_on(utc_day()) == 8
+
+
+async def test_migration_moves_the_ledger(storage: Storage) -> None:
+    today = utc_day()
+    await answered(storage, "tg:-1", "a", "b", usage=Usage(3, 3))
+    await answered(storage, "tg:-100", "c", "d", usage=Usage(1, 1))
+    await storage.migrate_chat("tg:-1", "tg:-100")
+    assert await storage.tokens_on(today, "tg:-1") == 0
+    [row] = await storage.daily_usage(today)
+    assert (row.chat_key, row.turns, row.usage) == ("tg:-100", 2, Usage(4, 4))
+
+
+async def test_usage_outside_a_turn(storage: Storage) -> None:
+    today = utc_day()
+    await storage.book_usage("tg:1", BOT_USER, "(summaries)", Usage(40, 2))
+    await storage.book_usage("tg:1", BOT_USER, "(summaries)", Usage(1, 1))
+    [row] = await storage.daily_usage(today)
+    assert (row.user_id, row.user_name, row.turns, row.usage) == (
+        BOT_USER,
+        "(summaries)",
+        0,
+        Usage(41, 3),
+    )
+    assert await storage.tokens_on(today, "tg:1", BOT_USER) == 44
