@@ -12,25 +12,30 @@ Run standalone with ``python -m bot.testing.fake_llm --port 8765``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
-import json
 import logging
-import signal
-import sys
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from bot.testing.fake_llm_answers import ScriptedAnswers
 from bot.testing.fake_llm_embeddings import (
     embeddings_body,
     fake_embedding,
     validate_embeddings_request,
+)
+from bot.testing.fake_llm_http import (
+    SHUTTING_DOWN,
+    RecordedRequest,
+    api_headers,
+    auth_failure,
+    error_response,
+    json_response,
+    record_request,
+    stream_response,
 )
 from bot.testing.fake_llm_model import context_failure, generate, last_user_text
 from bot.testing.fake_llm_script import (
@@ -47,13 +52,9 @@ from bot.testing.fake_llm_script import (
 from bot.testing.fake_llm_validation import invalid_json, validate_chat_request
 from bot.testing.fake_llm_wire import (
     ApiError,
-    JSONDict,
     completion_body,
     completion_id,
-    mask_key,
     model_object,
-    request_id,
-    sse_event,
     stream_chunks,
     usage_body,
 )
@@ -84,42 +85,12 @@ DEFAULT_MODELS = ("gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "gpt-4.1")
 _MAX_BODY = 64 * 1024 * 1024
 _BACKLOG = 4096  # a benchmark opens ~1000 connections at once; the default 128 drops SYNs
 _SHUTDOWN_TIMEOUT = 5.0
-_NO_KEY = (
-    "You didn't provide an API key. You need to provide your API key in an Authorization header "
-    "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with "
-    "blank username) if you're accessing the API from your browser and are prompted for a "
-    "username and password. You can obtain an API key from "
-    "https://platform.openai.com/account/api-keys."
-)
-_WRONG_KEY = (
-    "Incorrect API key provided: {masked}. You can find your API key at "
-    "https://platform.openai.com/account/api-keys."
-)
-_SHUTTING_DOWN = ApiError(503, "The server is shutting down.", type="server_error")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Route = Callable[[web.Request, "RecordedRequest"], Awaitable[web.StreamResponse]]
 
 
-@dataclass(slots=True)
-class RecordedRequest:
-    """One request as received: header names lower-cased, ``json`` None when not JSON.
-
-    ``received_at`` is ``time.monotonic()`` on arrival, before any latency is applied;
-    ``disconnected`` is True when a streamed answer did not reach its end (the client hung up;
-    also while it is still being written).
-    """
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    json: Any
-    body: bytes = b""
-    received_at: float = field(default_factory=time.monotonic)
-    disconnected: bool = False
-
-
-class FakeLLM(FakeService):
+class FakeLLM(ScriptedAnswers, FakeService):
     """The fake server. Every constructor argument is also a plain attribute, settable live.
 
     A chat request is checked in the real API's order: key, JSON, validation, context window.
@@ -141,6 +112,7 @@ class FakeLLM(FakeService):
         default_reply: Callable[[dict[str, Any]], str] | None = None,
         ignore_max_tokens: bool = False,
     ) -> None:
+        super().__init__()
         self.model_context_window = model_context_window
         self.api_key = api_key
         self.latency = latency
@@ -150,11 +122,6 @@ class FakeLLM(FakeService):
         self.report_usage = True  # False: like servers that send no ``usage`` at all
         self.models: list[str] = list(DEFAULT_MODELS)
         self.requests: list[RecordedRequest] = []
-        self._queue: deque[Script] = deque()
-        self._fault: Script | None = None
-        self._fault_every = 0
-        self._fault_count = 0
-        self._embedding_queue: deque[Script] = deque()
         self._call_ids = itertools.count(1)
         self._warm_models: set[str] = set()
         self._runner: web.AppRunner | None = None
@@ -208,46 +175,6 @@ class FakeLLM(FakeService):
     def port(self) -> int:
         return self._port
 
-    # ------------------------------------------------------------------ scripting
-
-    def script(self, *items: Script) -> None:
-        """Queue answers; valid chat requests take them in order, then get default replies."""
-        self._queue.extend(items)
-
-    @property
-    def pending_scripts(self) -> int:
-        """How many scripted answers are still unused."""
-        return len(self._queue)
-
-    def fail_every(self, n: int, failure: Script | None = None) -> None:
-        """From now on answer every ``n``-th valid chat request with ``failure``; 0 stops it.
-
-        A fault storm under concurrency ("half the calls get a 429"), which a script queue
-        cannot express: concurrent requests and their retries take scripts in arrival order, so
-        which user meets which one is luck, and scripted replies all carry one fixed text.
-        Counting starts at this call; an injected failure takes no script from the queue, so the
-        other requests still get scripts, then default (echo) replies.
-        ``failure`` (an ``error``/``rate_limited``/``hang``, optionally delayed) defaults to
-        ``rate_limited(retry_after=1)``: a 429 with ``retry-after`` and OpenAI's error body.
-        """
-        if n < 0:
-            raise ValueError("n must be >= 0")
-        failure = rate_limited(retry_after=1) if failure is None else failure
-        if failure.error is None and not failure.hang:
-            raise ValueError("fail_every needs a failure: error(), rate_limited() or hang()")
-        self._fault, self._fault_every, self._fault_count = failure, n, 0
-
-    def script_embeddings(self, *items: Script) -> None:
-        """Queue answers for valid ``/embeddings`` requests: ``error``, ``delay``, ``hang``.
-
-        A queue of its own, so a memory embedded mid-turn never eats a chat script. Vectors
-        are always :func:`fake_embedding`'s, so only failures and timing can be scripted.
-        """
-        for item in items:
-            if item.text is not None or item.tool_calls or item.usage is not None:
-                raise ValueError("embeddings scripts can only fail, hang or delay")
-        self._embedding_queue.extend(items)
-
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         """The recorded chat-completion requests only."""
@@ -264,57 +191,32 @@ class FakeLLM(FakeService):
         """Record the request, check the key, and turn crashes into OpenAI-style 500s."""
 
         async def handle(request: web.Request) -> web.StreamResponse:
-            record = await self._record(request)
-            failure = self._auth_failure(request)
+            record = await record_request(request)
+            self.requests.append(record)
+            failure = auth_failure(self.api_key, request)
             if failure is not None:
-                return self._error(failure)
+                return error_response(failure)
             try:
                 return await inner(request, record)
             except ConnectionError:
                 raise
             except Exception as exc:
                 log.exception("fake LLM handler failed")
-                return self._error(
+                return error_response(
                     ApiError(500, f"The fake server failed: {exc!r}", type="server_error")
                 )
 
         return handle
-
-    async def _record(self, request: web.Request) -> RecordedRequest:
-        try:
-            raw = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            raw = b""
-        try:
-            parsed: Any = json.loads(raw) if raw else None
-        except ValueError:
-            parsed = None
-        headers = {k.lower(): v for k, v in request.headers.items()}
-        record = RecordedRequest(request.method, request.path, headers, parsed, raw)
-        self.requests.append(record)
-        return record
-
-    def _auth_failure(self, request: web.Request) -> ApiError | None:
-        if self.api_key is None:
-            return None
-        scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-        key = key.strip()
-        if scheme.lower() != "bearer" or not key:
-            return ApiError(401, _NO_KEY)
-        if key != self.api_key:
-            message = _WRONG_KEY.format(masked=mask_key(key))
-            return ApiError(401, message, code="invalid_api_key")
-        return None
 
     # ------------------------------------------------------------------ handlers
 
     async def _chat(self, request: web.Request, record: RecordedRequest) -> web.StreamResponse:
         body = record.json
         if body is None:
-            return self._error(invalid_json())
+            return error_response(invalid_json())
         failure = validate_chat_request(body)
         if failure is not None:
-            return self._error(failure)
+            return error_response(failure)
         counter = await self._counter(body["model"])
         prompt_tokens = counter.count_messages(body["messages"])
         limit = body.get("max_completion_tokens")
@@ -323,21 +225,12 @@ class FakeLLM(FakeService):
             limit = None  # neither reserved in the context window nor a cut of the answer
         failure = context_failure(self.model_context_window, prompt_tokens, limit)
         if failure is not None:
-            return self._error(failure)
+            return error_response(failure)
 
-        script = self._injected_fault()
-        if script is None and self._queue:
-            script = self._queue.popleft()
-        wait = script.delay if script else 0.0
-        if script is None or (script.error is None and not script.hang):
-            wait += self.latency  # model time counts from arrival, like a real round trip
-        if not await self._pause(record.received_at + wait - time.monotonic()):
-            return self._error(_SHUTTING_DOWN)
-        if script is not None and script.hang:
-            await self._stopping.wait()
-            return self._error(_SHUTTING_DOWN)
-        if script is not None and script.error is not None:
-            return self._error(script.error)
+        script = self._next_chat_script()
+        failed = await self._wait_for(record, script)
+        if failed is not None:
+            return failed
 
         text, calls = (
             (self._default_text(body), ()) if script is None else (script.text, script.tool_calls)
@@ -348,7 +241,7 @@ class FakeLLM(FakeService):
         usage = usage_body(prompt_tokens, gen.completion_tokens * n, override)
         reported = usage if self.report_usage else None
         ident, created, model = completion_id(), int(time.time()), body["model"]
-        headers = self._headers(record.received_at)
+        headers = api_headers(record.received_at)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             chunks = stream_chunks(
@@ -358,71 +251,38 @@ class FakeLLM(FakeService):
                 choices=[gen] * n,
                 usage=reported if include_usage else None,
             )
-            return await self._stream(request, record, chunks, headers)
+            return await stream_response(request, record, chunks, headers, self.stream_interval)
         payload = completion_body(
             id=ident, created=created, model=model, choices=[gen] * n, usage=reported
         )
-        return self._json(payload, headers=headers)
+        return json_response(payload, headers=headers)
 
     async def _embeddings(self, request: web.Request, record: RecordedRequest) -> web.Response:
         """Deterministic vectors (see :mod:`bot.testing.fake_llm_embeddings`)."""
         body = record.json
         if body is None:
-            return self._error(invalid_json())
+            return error_response(invalid_json())
         failure = validate_embeddings_request(body)
         if failure is not None:
-            return self._error(failure)
-        script = self._embedding_queue.popleft() if self._embedding_queue else None
-        wait = script.delay if script else 0.0
-        if script is None or (script.error is None and not script.hang):
-            wait += self.latency
-        if not await self._pause(record.received_at + wait - time.monotonic()):
-            return self._error(_SHUTTING_DOWN)
-        if script is not None and script.hang:
-            await self._stopping.wait()
-            return self._error(_SHUTTING_DOWN)
-        if script is not None and script.error is not None:
-            return self._error(script.error)
-        return self._json(embeddings_body(body), headers=self._headers(record.received_at))
-
-    async def _stream(
-        self,
-        request: web.Request,
-        record: RecordedRequest,
-        chunks: Iterable[JSONDict],
-        headers: dict[str, str],
-    ) -> web.StreamResponse:
-        """Send chunks as server-sent events, one write each, then ``data: [DONE]``."""
-        response = web.StreamResponse(headers=headers)
-        response.content_type = "text/event-stream"
-        response.charset = "utf-8"
-        response.headers["Cache-Control"] = "no-cache"
-        record.disconnected = True  # until the last byte is out: a cancelled handler counts
-        try:
-            await response.prepare(request)
-            for index, chunk in enumerate(chunks):
-                if index and self.stream_interval:
-                    await asyncio.sleep(self.stream_interval)
-                await response.write(sse_event(chunk))
-            await response.write(sse_event("[DONE]"))
-            await response.write_eof()
-            record.disconnected = False
-        except ConnectionError:
-            pass  # the client went away mid-stream, as clients do
-        return response
+            return error_response(failure)
+        script = self._next_embedding_script()
+        failed = await self._wait_for(record, script)
+        if failed is not None:
+            return failed
+        return json_response(embeddings_body(body), headers=api_headers(record.received_at))
 
     async def _list_models(self, request: web.Request, record: RecordedRequest) -> web.Response:
-        return self._json({"object": "list", "data": [model_object(m) for m in self._known()]})
+        return json_response({"object": "list", "data": [model_object(m) for m in self._known()]})
 
     async def _get_model(self, request: web.Request, record: RecordedRequest) -> web.Response:
         model = request.match_info["model"]
         if model not in self._known():
             message = f"The model '{model}' does not exist or you do not have access to it."
-            return self._error(ApiError(404, message, code="model_not_found"))
-        return self._json(model_object(model))
+            return error_response(ApiError(404, message, code="model_not_found"))
+        return json_response(model_object(model))
 
     async def _invalid_url(self, request: web.Request, record: RecordedRequest) -> web.Response:
-        return self._error(ApiError(404, f"Invalid URL ({request.method} {request.path})"))
+        return error_response(ApiError(404, f"Invalid URL ({request.method} {request.path})"))
 
     # ------------------------------------------------------------------- helpers
 
@@ -443,13 +303,6 @@ class FakeLLM(FakeService):
                 seen.setdefault(record.json["model"])
         return list(seen)
 
-    def _injected_fault(self) -> Script | None:
-        """The ``fail_every`` failure if this valid chat request is an ``n``-th one."""
-        if not self._fault_every:
-            return None
-        self._fault_count += 1
-        return self._fault if self._fault_count % self._fault_every == 0 else None
-
     def _next_call_id(self) -> str:
         return f"call_{next(self._call_ids)}"
 
@@ -457,6 +310,22 @@ class FakeLLM(FakeService):
         if self.default_reply is not None:
             return self.default_reply(body)
         return f"echo: {last_user_text(body['messages'])}"
+
+    async def _wait_for(
+        self, record: RecordedRequest, script: Script | None
+    ) -> web.Response | None:
+        """Take the model's time; the scripted failure's response, or None for an answer."""
+        wait = script.delay if script else 0.0
+        if script is None or (script.error is None and not script.hang):
+            wait += self.latency  # model time counts from arrival, like a real round trip
+        if not await self._pause(record.received_at + wait - time.monotonic()):
+            return error_response(SHUTTING_DOWN)
+        if script is not None and script.hang:
+            await self._stopping.wait()
+            return error_response(SHUTTING_DOWN)
+        if script is not None and script.error is not None:
+            return error_response(script.error)
+        return None
 
     async def _pause(self, seconds: float) -> bool:
         """Sleep without holding anything; False if the server began stopping meanwhile."""
@@ -471,70 +340,15 @@ class FakeLLM(FakeService):
             return True
         return False
 
-    @staticmethod
-    def _headers(started: float | None = None) -> dict[str, str]:
-        headers = {"x-request-id": request_id(), "openai-version": "2020-10-01"}
-        if started is not None:
-            headers["openai-processing-ms"] = str(int((time.monotonic() - started) * 1000))
-        return headers
-
-    def _json(self, payload: JSONDict, *, headers: dict[str, str] | None = None) -> web.Response:
-        return web.Response(
-            body=json.dumps(payload).encode(),
-            content_type="application/json",
-            headers=headers if headers is not None else self._headers(),
-        )
-
-    def _error(self, failure: ApiError) -> web.Response:
-        headers = {**self._headers(), **failure.headers}
-        return web.Response(
-            status=failure.status,
-            body=json.dumps(failure.body()).encode(),
-            content_type="application/json",
-            headers=headers,
-        )
-
 
 # ------------------------------------------------------------------------- CLI
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bot.testing.fake_llm``: serve until Ctrl-C or SIGTERM."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bot.testing.fake_llm",
-        description="Fake OpenAI-compatible chat server (echoes the last user message).",
-    )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds per completion")
-    parser.add_argument("--context-window", type=int, default=128_000, metavar="N")
-    parser.add_argument("--api-key", default=None, help="require this key (default: any)")
-    parser.add_argument(
-        "--ignore-max-tokens", action="store_true", help="answer in full, past max_tokens"
-    )
-    args = parser.parse_args(argv)
-    fake = FakeLLM(
-        model_context_window=args.context_window,
-        api_key=args.api_key,
-        latency=args.latency,
-        ignore_max_tokens=args.ignore_max_tokens,
-    )
-    asyncio.run(_serve(fake, args.host, args.port))
-    return 0
+    from bot.testing.fake_llm_cli import main as serve  # lazy: it imports this module
 
-
-async def _serve(fake: FakeLLM, host: str, port: int) -> None:
-    done = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, done.set)
-    await fake.start(host, port)
-    try:
-        sys.stdout.write(f"OPENAI_BASE_URL={fake.base_url}\n")
-        sys.stdout.flush()
-        await done.wait()
-    finally:
-        await fake.stop()
+    return serve(argv)
 
 
 if __name__ == "__main__":
