@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bot.testing.fake_telegram_chats import ChatAction, ChatState, new_message
 from bot.testing.fake_telegram_html import TelegramHTMLError, parse_html, utf16_len
-from bot.testing.fake_telegram_state import ChatAction, ChatState, TelegramState
+from bot.testing.fake_telegram_state import TelegramState
 from bot.testing.fake_telegram_updates import (
     chat_full_info,
     inline_markup,
@@ -100,7 +101,7 @@ class BotApi(TelegramState):
         target = self._reply_target(state, params)
         thread_id = self._thread(state, params)
         markup = self._inline_markup(params)
-        message = self._new_message(state, self.bot_user, thread_id=thread_id, reply_to=target)
+        message = new_message(state, self.bot_user, thread_id=thread_id, reply_to=target)
         message["text"] = text
         if entities:
             message["entities"] = entities
