@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.testing.fake_llm_errors import (
+from bot.testing.llm.errors import (
     Invalid,
     Path,
     bad_value,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.testing.fake_discord_wire import (
+from bot.testing.discord.wire import (
     DiscordError,
     JSONDict,
     field_error,

@@ -12,14 +12,14 @@ import copy
 import itertools
 from collections import deque
 
-from bot.testing.fake_telegram_chats import (
+from bot.testing.telegram.chats import (
     ChatAction,
     ChatState,
     bot_sees,
     new_message,
     topic_message,
 )
-from bot.testing.fake_telegram_updates import (
+from bot.testing.telegram.payloads import (
     ANONYMOUS_ADMIN,
     MEMBER_STATUSES,
     find_entities,
@@ -28,7 +28,7 @@ from bot.testing.fake_telegram_updates import (
     scope_key,
     user_json,
 )
-from bot.testing.fake_telegram_wire import ApiCall, ApiError, JSONDict
+from bot.testing.telegram.wire import ApiCall, ApiError, JSONDict
 
 __all__ = ["ChatAction", "ChatState", "TelegramState"]
 

@@ -14,7 +14,7 @@ import contextlib
 import copy
 from typing import Any
 
-from bot.testing.fake_discord_payloads import (
+from bot.testing.discord.payloads import (
     dm_json,
     guild_json,
     member_json,
@@ -24,10 +24,10 @@ from bot.testing.fake_discord_payloads import (
     thread_json,
     user_json,
 )
-from bot.testing.fake_discord_permissions import (
+from bot.testing.discord.permissions import (
     DEFAULT_EVERYONE_PERMISSIONS,
 )
-from bot.testing.fake_discord_records import (
+from bot.testing.discord.records import (
     PRIVILEGED,
     GuildState,
     Intents,
@@ -35,7 +35,7 @@ from bot.testing.fake_discord_records import (
     guild_create_payload,
     member_permissions,
 )
-from bot.testing.fake_discord_wire import JSONDict, RecordedRequest, Snowflakes
+from bot.testing.discord.wire import JSONDict, RecordedRequest, Snowflakes
 
 __all__ = ["PRIVILEGED", "DiscordState", "GuildState", "Intents", "Interaction"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from bot.testing.fake_discord_permissions import channel_permissions, guild_permissions
-from bot.testing.fake_discord_wire import JSONDict, iso
+from bot.testing.discord.permissions import channel_permissions, guild_permissions
+from bot.testing.discord.wire import JSONDict, iso
 
 __all__ = [
     "PRIVILEGED",

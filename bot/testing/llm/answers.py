@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from bot.testing.fake_llm_script import Script, rate_limited
+from bot.testing.llm.script import Script, rate_limited
 
 
 class ScriptedAnswers:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bot.testing.fake_discord_message_checks import (
+from bot.testing.discord.message_checks import (
     EMPTY_MESSAGE,
     EPHEMERAL,
     LOADING,
@@ -21,7 +21,7 @@ from bot.testing.fake_discord_message_checks import (
     content_of,
     validate_message,
 )
-from bot.testing.fake_discord_payloads import (
+from bot.testing.discord.payloads import (
     allowed_mentions_filter,
     attachment_json,
     mentioned_ids,
@@ -29,9 +29,9 @@ from bot.testing.fake_discord_payloads import (
     partial_member,
     with_member,
 )
-from bot.testing.fake_discord_permissions import Perm
-from bot.testing.fake_discord_state import DiscordState, GuildState, Intents, Interaction
-from bot.testing.fake_discord_wire import (
+from bot.testing.discord.permissions import Perm
+from bot.testing.discord.state import DiscordState, GuildState, Intents, Interaction
+from bot.testing.discord.wire import (
     DiscordError,
     JSONDict,
     field_error,

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.testing.fake_discord_wire import JSONDict
+from bot.testing.discord.wire import JSONDict
 
 __all__ = ["Close", "Connection", "GatewaySession", "scrubbed"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from bot.testing.fake_telegram_updates import quoted
-from bot.testing.fake_telegram_wire import JSONDict
+from bot.testing.telegram.payloads import quoted
+from bot.testing.telegram.wire import JSONDict
 
 __all__ = ["ChatAction", "ChatState", "bot_sees", "new_message", "topic_message"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.testing.fake_llm_errors import (
+from bot.testing.llm.errors import (
     Invalid,
     Path,
     bad_value,
@@ -20,13 +20,13 @@ from bot.testing.fake_llm_errors import (
     missing,
     wrong_type,
 )
-from bot.testing.fake_llm_messages import (
+from bot.testing.llm.message_checks import (
     ORPHAN_TOOL,
     UNANSWERED_TOOL_CALLS,
     check_messages,
     check_tool_sequence,
 )
-from bot.testing.fake_llm_wire import ApiError
+from bot.testing.llm.wire import ApiError
 
 __all__ = [
     "INVALID_JSON",

@@ -18,13 +18,13 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.testing.fake_discord_commands import store_commands, validate_commands
-from bot.testing.fake_discord_interactions import DiscordInteractions
-from bot.testing.fake_discord_limits import Buckets, Injections
-from bot.testing.fake_discord_payloads import as_snowflake, user_json
-from bot.testing.fake_discord_permissions import Perm
-from bot.testing.fake_discord_routes import ROUTES, Route, compile_route, read_body
-from bot.testing.fake_discord_wire import (
+from bot.testing.discord.commands import store_commands, validate_commands
+from bot.testing.discord.interactions import DiscordInteractions
+from bot.testing.discord.limits import Buckets, Injections
+from bot.testing.discord.payloads import as_snowflake, user_json
+from bot.testing.discord.permissions import Perm
+from bot.testing.discord.routes import ROUTES, Route, compile_route, read_body
+from bot.testing.discord.wire import (
     Call,
     DiscordError,
     JSONDict,

@@ -1,13 +1,13 @@
 """How the real API words a 400 for a bad chat request: the message, the ``param`` path in
 the API's ``messages.[3].role`` form and the code, raised as :class:`Invalid` by the checks in
-:mod:`bot.testing.fake_llm_validation` and :mod:`bot.testing.fake_llm_messages`."""
+:mod:`bot.testing.llm.validation` and :mod:`bot.testing.llm.message_checks`."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from bot.testing.fake_llm_wire import ApiError
+from bot.testing.llm.wire import ApiError
 
 _NAME_RE = re.compile(r"[a-zA-Z0-9_-]+")
 _MAX_NAME = 64

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.testing.fake_llm_wire import ApiError, JSONDict, mask_key, request_id, sse_event
+from bot.testing.llm.wire import ApiError, JSONDict, mask_key, request_id, sse_event
 
 _NO_KEY = (
     "You didn't provide an API key. You need to provide your API key in an Authorization header "

@@ -27,10 +27,10 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bot.testing.fake_discord_messages import DiscordMessages
-from bot.testing.fake_discord_sessions import Close, Connection, GatewaySession, scrubbed
-from bot.testing.fake_discord_state import PRIVILEGED, Intents
-from bot.testing.fake_discord_wire import JSONDict
+from bot.testing.discord.messages import DiscordMessages
+from bot.testing.discord.sessions import Close, Connection, GatewaySession, scrubbed
+from bot.testing.discord.state import PRIVILEGED, Intents
+from bot.testing.discord.wire import JSONDict
 
 __all__ = ["DiscordGateway", "GatewaySession"]
 

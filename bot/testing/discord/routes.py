@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bot.testing.fake_discord_wire import Call, DiscordError
+from bot.testing.discord.wire import Call, DiscordError
 
 __all__ = ["ROUTES", "Handler", "Route", "compile_route", "read_body"]
 

@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from bot.testing.fake_llm import FakeLLM
+from bot.testing.llm.server import FakeLLM
 
 
 def main(argv: Sequence[str] | None = None) -> int:
