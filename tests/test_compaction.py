@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.conversation.prompt_safety import SUMMARY_HEADER
 from bot.testing.fake_llm import FakeLLM
-from bot.testing.fake_llm_model import last_user_text
+from bot.testing.llm.model import last_user_text
 from tests.conftest import AppFactory, private
 
 SECTIONS: dict[str, Any] = {

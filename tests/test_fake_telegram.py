@@ -48,7 +48,7 @@ from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
 
 from bot.testing.fake_telegram import FakeTelegram
-from bot.testing.fake_telegram_html import TelegramHTMLError, parse_html
+from bot.testing.telegram.parse_html import TelegramHTMLError, parse_html
 
 ROOT = Path(__file__).resolve().parents[1]
 JSONDict = dict[str, Any]

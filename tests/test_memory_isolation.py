@@ -12,8 +12,8 @@ from typing import Any
 
 from bot.conversation.prompt_safety import RECALLED_HEADER
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
-from bot.testing.fake_llm_model import last_user_text
 from bot.testing.fake_telegram import FakeTelegram
+from bot.testing.llm.model import last_user_text
 from tests.conftest import AppFactory, group
 from tests.telegram_harness import running_bot
 from tests.test_compaction import settle

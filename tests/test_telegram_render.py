@@ -16,7 +16,7 @@ from adapters.telegram.split import split_html, split_text, utf16_len
 
 telegram_parse: Callable[[str], tuple[str, list[dict[str, Any]]]] | None
 try:
-    from bot.testing.fake_telegram_html import parse_html as telegram_parse
+    from bot.testing.telegram.parse_html import parse_html as telegram_parse
 except ImportError:  # the fake Telegram parser is optional for these tests
     telegram_parse = None
 

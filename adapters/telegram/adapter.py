@@ -13,6 +13,10 @@ Delivery: the service stores the answer before it is sent. A reply Telegram refu
 retry layer (``flood.py``, bounded by ``delivery_deadline``) is recorded undelivered; each reply
 is tracked in ``deliveries`` while it is written, so the next start repairs what a crash left on
 screen (``recovery.py``).
+
+This module routes each update; one answer is written by ``reply.py``, commands and admin
+lookups run in ``commands.py``, and a chat's migration or admin lookup holds its later
+messages back through ``barrier.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -31,36 +34,33 @@ from aiogram.exceptions import AiogramError, TelegramUnauthorizedError
 from aiogram.types import Message, Update, User
 
 from adapters.telegram.admins import AdminCache
+from adapters.telegram.barrier import ChatBarriers
+from adapters.telegram.commands import TelegramCommands
 from adapters.telegram.flood import FloodRetry, Sleep
 from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
-from adapters.telegram.output import Outbox, Target, Undeliverable, render_chunks
-from adapters.telegram.recovery import ReplyRecord, recover
+from adapters.telegram.output import Outbox, Target
+from adapters.telegram.recovery import recover
+from adapters.telegram.reply import TelegramReplies
 from adapters.telegram.settings import TelegramSettings, telegram_settings
-from adapters.telegram.streaming import StreamingReply, typing_indicator
-from adapters.telegram.triggers import Action, Decision, decide
+from adapters.telegram.triggers import Action, decide
 from adapters.telegram.updates import SkipUnparsableUpdates
 from adapters.telegram.webhook import WebhookServer
 from bot.app import App
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
-from bot.conversation.service import Done, Reply
-from bot.errors import ConfigError, UserFacingError
+from bot.errors import ConfigError
 from bot.history.deliveries import DeliveryLog
-from bot.llm.client import TextDelta
 
 log = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = ["message"]
-_FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
-_CUT = "\n\n[reply cut at the output limit]"
 _PRIVACY_NOTE = (
     "Privacy mode is on: in groups I only see commands, @mentions of me and replies to my "
     "messages, so keyword triggers and background context do not work. Turn it off with "
     "BotFather's /setprivacy (then re-add me to the group), or make me a group admin."
 )
 _STARTUP_RETRY_MAX = 30.0
-_OFF_LOOP_CHARS = 2_000  # rendering costs ~5 ms per 1,000 characters: long ones off the loop
 
 
 class TelegramAdapter:
@@ -99,8 +99,12 @@ class TelegramAdapter:
         self.webhook: WebhookServer | None = None
         self._stopped = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
-        self._barriers: dict[int, asyncio.Future[None]] = {}
+        self.barriers = ChatBarriers()
         self.deliveries = DeliveryLog(app.store)
+        self.command_handler = TelegramCommands(app, self.bot, self.admins, self.barriers)
+        self.replies = TelegramReplies(
+            app, self.bot, self.config, self.retry, self.throttle, self.deliveries
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -256,9 +260,8 @@ class TelegramAdapter:
         if message.migrate_from_chat_id is not None:
             await self._migrate(message.migrate_from_chat_id, message.chat.id)
             return
-        waiting = self._barriers.get(message.chat.id)
-        if waiting is not None:  # a migration or an admin command of this chat comes first
-            await asyncio.shield(waiting)
+        # A migration or an admin command of this chat comes first.
+        await self.barriers.wait(message.chat.id)
         assert self.me is not None, "handlers run after getMe"
         incoming = normalise(message, self.me)
         names = {info.name for info in self.app.commands.infos}
@@ -272,173 +275,25 @@ class TelegramAdapter:
         if decision.action is Action.ANSWER:
             await self._answer(message, incoming, decision.text)
         elif decision.action is Action.COMMAND:
-            await self._command(message, incoming, decision)
+            await self.command_handler.run(message, incoming, decision)
         elif decision.action is Action.OVERHEAR:
             await self.app.service.overhear(incoming.ctx, decision.text)
 
     async def _answer(self, message: Message, incoming: Incoming, text: str) -> None:
         if self.app.tools.has_admin_tools:
-            incoming = replace(incoming, ctx=await self._with_admin_rights(message, incoming.ctx))
-        # From here to the conversation's lock nothing suspends: arrival order holds.
-        outbox = Outbox(self.bot, _target(message))
-        if not text.strip() and incoming.command == "ask":
-            await self._notify(outbox, "Ask me something: /ask <your question>")
-            return
-        record = ReplyRecord(
-            self.deliveries, incoming.ctx.chat_key, outbox.target, message.message_id
-        )
-        indicator = typing_indicator(self.bot, message.chat.id, outbox.target.thread_id)
-        indicator.start()
-        streaming = StreamingReply(
-            outbox,
-            self.throttle,
-            private=incoming.ctx.is_private,
-            typing=indicator,
-            on_show=record.shown,
-            max_messages=self.app.settings.limits.max_reply_messages,
-        )
-        settled = False  # the record can go: delivered, told, or nothing left to repair
-        try:
-            if self.config.stream:
-                reply = await self._stream(incoming.ctx, text, streaming)
-                await record.answered(reply.turn_id)
-                with self.retry.window():
-                    await streaming.finish(_shown(reply))
-            else:
-                reply = await self.app.service.chat(incoming.ctx, text, split=_messages)
-                await record.answered(reply.turn_id)
-                await indicator.stop()
-                with self.retry.window():
-                    await outbox.send_markdown(_shown(reply))
-            settled = True
-        except UserFacingError as exc:
-            settled = True
-            record.drop()  # refused at once (rate, access)? then nothing is written
-            await streaming.abandon("interrupted")
-            if exc.notify:  # else the user was told already (the repeats of a flood)
-                await self._notify(outbox, exc.chat_text)
-        except Undeliverable as exc:
-            settled = True  # the chat is gone for us: nothing to repair there
-            log.warning("telegram: cannot post in chat=%s: %s", message.chat.id, exc)
-            await record.undelivered(exc)
-        except AiogramError as exc:
-            # A preview left on screen unmarked is repaired at the next start.
-            settled = streaming.marked or not streaming.live.messages
-            log.warning("telegram: reply not delivered chat=%s: %s", message.chat.id, exc)
-            await record.undelivered(exc)
-        except Exception as exc:
-            settled = True
-            log.exception("telegram: answering failed chat=%s", message.chat.id)
-            await streaming.abandon("interrupted")
-            await self._notify(outbox, _FAILED)
-            await record.undelivered(exc)
-        finally:
-            await indicator.stop()
-            if settled:
-                await record.done()
-
-    async def _stream(self, ctx: ChatContext, text: str, streaming: StreamingReply) -> Reply:
-        async with contextlib.aclosing(
-            self.app.service.stream(ctx, text, split=_messages)
-        ) as events:
-            async for event in events:
-                if isinstance(event, TextDelta):
-                    await streaming.feed(event.text)
-                elif isinstance(event, Done):
-                    return event.reply
-        raise AssertionError("a stream always ends with Done")  # pragma: no cover
-
-    async def _with_admin_rights(self, message: Message, ctx: ChatContext) -> ChatContext:
-        """A group admin's turn is offered the admin-only tools: ``getChatMember`` (cached)
-        decides, and this chat's later messages wait for the answer, as for admin commands."""
-        sender = message.from_user
-        if ctx.is_private or ctx.is_admin or sender is None or message.sender_chat is not None:
-            return ctx
-        async with self._barrier(message.chat.id):
-            admin = await self.admins.is_admin(message.chat.id, sender.id)
-        return replace(ctx, is_admin=admin) if admin else ctx
-
-    async def _command(self, message: Message, incoming: Incoming, decision: Decision) -> None:
-        ctx = incoming.ctx
-        name = decision.command or "help"
-        sender = message.from_user
-        if (
-            self.app.commands.needs_admin_status(
-                name
-            )  # admin_only or admin_aware: bot.guardrails.admins
-            and not ctx.is_private
-            and not ctx.is_admin
-            and sender is not None
-            and message.sender_chat is None
-        ):
-            # The member lookup is an await before the command reaches the service: later
-            # messages of this chat wait, so "/clear" then "@bot ..." stays in that order.
-            async with self._barrier(message.chat.id):
-                admin = await self.admins.is_admin(message.chat.id, sender.id)
-                result = await self.app.commands.handle(
-                    replace(ctx, is_admin=admin), name, decision.text
-                )
-        else:
-            result = await self.app.commands.handle(ctx, name, decision.text)
-        if result.notify:
-            await self._notify(Outbox(self.bot, _target(message)), result.text)
-
-    async def _notify(self, outbox: Outbox, text: str) -> None:
-        try:
-            await outbox.send_plain(text)
-        except (Undeliverable, AiogramError) as exc:
-            log.warning("telegram: notice not delivered chat=%s: %s", outbox.target.chat_id, exc)
+            ctx = await self.command_handler.with_admin_rights(message, incoming.ctx)
+            incoming = replace(incoming, ctx=ctx)
+        await self.replies.answer(message, incoming, text)
 
     async def _migrate(self, old_id: int, new_id: int) -> None:
         """Move history and settings; the new chat's messages wait until it is done.
 
         Telegram sends two service messages for one migration: the second moves nothing.
         """
-        async with self._barrier(new_id):
+        async with self.barriers.hold(new_id):
             moved = await self.app.service.migrate_chat(chat_key(old_id), chat_key(new_id))
             self.admins.forget_chat(old_id)
         if moved:
             log.info(
                 "telegram group %s is now supergroup %s: %d turns moved", old_id, new_id, moved
             )
-
-    @contextlib.asynccontextmanager
-    async def _barrier(self, chat_id: int) -> AsyncIterator[None]:
-        """Messages of ``chat_id`` that arrive while the body runs wait until it is done.
-
-        Registered before the first await (``async with`` enters without suspending), so a
-        message that arrived later but runs concurrently always finds it.
-        """
-        previous = self._barriers.get(chat_id)
-        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._barriers[chat_id] = mine
-        try:
-            if previous is not None:
-                await asyncio.shield(previous)
-            yield
-        finally:
-            mine.set_result(None)
-            if self._barriers.get(chat_id) is mine:
-                del self._barriers[chat_id]
-
-
-def _target(message: Message) -> Target:
-    private = message.chat.type == "private"
-    return Target(
-        chat_id=message.chat.id,
-        thread_id=message.message_thread_id if message.is_topic_message else None,
-        reply_to=None if private else message.message_id,
-    )
-
-
-def _shown(reply: Reply) -> str:
-    return reply.text + _CUT if reply.truncated else reply.text
-
-
-async def _messages(markdown: str) -> list[str]:
-    """The messages a reply takes once formatted (``Outbox.finish``), so the core keeps it
-    within ``limits.max_reply_messages``; counted with room for the output-limit note."""
-    shown = markdown + _CUT
-    if len(shown) > _OFF_LOOP_CHARS:
-        return await asyncio.to_thread(render_chunks, shown)
-    return render_chunks(shown)

@@ -6,6 +6,11 @@ Telegram Bot API server (``FakeTelegram``), a fake Discord REST API + gateway (`
 the ``fake_llm`` / ``fake_telegram`` / ``fake_discord`` pytest fixtures, and ``tool_context``
 (with ``MemoryKV``) to call a plugin's tools directly.
 
+Layout: ``bot.testing.llm``, ``bot.testing.telegram`` and ``bot.testing.discord`` hold each
+fake's code, one idea per module; ``bot.testing.fake_llm`` / ``fake_telegram`` / ``fake_discord``
+are the public paths (their docstrings are the guides). ``service`` is what the fakes share,
+``tools`` the plugin-tool helpers, ``pytest_plugin`` the fixtures.
+
 Names are imported lazily so that ``python -m bot.testing.fake_llm`` and the pytest plugin do
 not load aiohttp before they need it.
 """
@@ -16,8 +21,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bot.testing.fake_discord import FakeDiscord
-    from bot.testing.fake_llm import (
+    from bot.testing.discord.server import FakeDiscord
+    from bot.testing.llm.server import (
         FakeLLM,
         RecordedRequest,
         Script,
@@ -29,7 +34,7 @@ if TYPE_CHECKING:
         reply,
         tool_calls,
     )
-    from bot.testing.fake_telegram import FakeTelegram
+    from bot.testing.telegram.server import FakeTelegram
     from bot.testing.tools import MemoryKV, tool_context
 
 _HOMES = {

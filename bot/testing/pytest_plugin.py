@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from bot.testing.fake_discord import FakeDiscord
-    from bot.testing.fake_llm import FakeLLM
-    from bot.testing.fake_telegram import FakeTelegram
+    from bot.testing.discord.server import FakeDiscord
+    from bot.testing.llm.server import FakeLLM
+    from bot.testing.telegram.server import FakeTelegram
 
 try:
     import pytest_asyncio
@@ -28,7 +28,7 @@ if pytest_asyncio is not None:
     @pytest_asyncio.fixture
     async def fake_llm() -> AsyncIterator[FakeLLM]:
         """A started ``FakeLLM`` on a free 127.0.0.1 port, stopped after the test."""
-        from bot.testing.fake_llm import FakeLLM
+        from bot.testing.llm.server import FakeLLM
 
         async with FakeLLM() as fake:
             yield fake
@@ -36,7 +36,7 @@ if pytest_asyncio is not None:
     @pytest_asyncio.fixture
     async def fake_telegram() -> AsyncIterator[FakeTelegram]:
         """A started ``FakeTelegram`` (Bot API) on a free 127.0.0.1 port, stopped after."""
-        from bot.testing.fake_telegram import FakeTelegram
+        from bot.testing.telegram.server import FakeTelegram
 
         async with FakeTelegram() as fake:
             yield fake
@@ -44,7 +44,7 @@ if pytest_asyncio is not None:
     @pytest_asyncio.fixture
     async def fake_discord() -> AsyncIterator[FakeDiscord]:
         """A started ``FakeDiscord`` (REST + gateway) on a free 127.0.0.1 port, stopped after."""
-        from bot.testing.fake_discord import FakeDiscord
+        from bot.testing.discord.server import FakeDiscord
 
         async with FakeDiscord() as fake:
             yield fake

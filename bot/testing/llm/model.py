@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.testing.fake_llm_script import ScriptedToolCall
-from bot.testing.fake_llm_wire import ApiError, Generation, JSONDict
+from bot.testing.llm.script import ScriptedToolCall
+from bot.testing.llm.wire import ApiError, Generation, JSONDict
 
 if TYPE_CHECKING:
     from bot.llm.tokens import TokenCounter

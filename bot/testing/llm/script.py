@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
-from bot.testing.fake_llm_wire import ApiError
+from bot.testing.llm.wire import ApiError
 
 QUOTA_MESSAGE = (
     "You exceeded your current quota, please check your plan and billing details. For more "

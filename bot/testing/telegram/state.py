@@ -10,57 +10,29 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-import time
 from collections import deque
-from dataclasses import dataclass, field
 
-from bot.testing.fake_telegram_updates import (
+from bot.testing.telegram.chats import (
+    ChatAction,
+    ChatState,
+    bot_sees,
+    new_message,
+    topic_message,
+)
+from bot.testing.telegram.payloads import (
     ANONYMOUS_ADMIN,
     MEMBER_STATUSES,
     find_entities,
     normalize_entities,
     photo_sizes,
-    quoted,
     scope_key,
     user_json,
 )
-from bot.testing.fake_telegram_wire import ApiCall, ApiError, JSONDict
+from bot.testing.telegram.wire import ApiCall, ApiError, JSONDict
 
 __all__ = ["ChatAction", "ChatState", "TelegramState"]
 
 FIRST_UPDATE_ID = 100_000_001
-TOPIC_ICON_COLOR = 7_322_096
-
-
-@dataclass(slots=True)
-class ChatAction:
-    """One ``sendChatAction`` the bot made; ``at`` is ``time.monotonic()``."""
-
-    chat_id: int
-    action: str
-    message_thread_id: int | None = None
-    at: float = field(default_factory=time.monotonic)
-
-
-@dataclass(slots=True)
-class ChatState:
-    """One chat as the server knows it. Message ids count up per chat, shared by all senders."""
-
-    chat: JSONDict
-    next_id: int = 1
-    messages: dict[int, JSONDict] = field(default_factory=dict)
-    members: dict[int, str] = field(default_factory=dict)
-    topics: dict[int, JSONDict] = field(default_factory=dict)  # thread id -> creation message
-    migrated_to: int | None = None
-    forbidden: str | None = None  # the 403 description while the bot is blocked or kicked
-
-    @property
-    def id(self) -> int:
-        return int(self.chat["id"])
-
-    @property
-    def type(self) -> str:
-        return str(self.chat["type"])
 
 
 class TelegramState:
@@ -158,7 +130,7 @@ class TelegramState:
         thread_id = state.next_id
         owner = next((u for u, s in state.members.items() if s == "creator"), 0)
         creator = by or self.users.get(owner) or ANONYMOUS_ADMIN
-        message = self._topic_message(state, thread_id, name, creator)
+        message = topic_message(state, thread_id, name, creator)
         self.push_update({"message": copy.deepcopy(message)})
         return thread_id
 
@@ -187,7 +159,7 @@ class TelegramState:
         if state.type != "private" and not anonymous_admin:
             state.members.setdefault(int(user["id"]), "member")
         sender = ANONYMOUS_ADMIN if anonymous_admin else user
-        message = self._new_message(
+        message = new_message(
             state, sender, thread_id=thread_id, reply_to=reply_to, as_chat=anonymous_admin
         )
         found = find_entities(text) if entities is None else normalize_entities(text, entities)
@@ -200,34 +172,17 @@ class TelegramState:
             message["text"] = text
             if found:
                 message["entities"] = found
-        if self._bot_sees(state, message, text, found):
+        if bot_sees(
+            state,
+            message,
+            text,
+            found,
+            bot_id=self.bot_id,
+            bot_username=self.bot_username,
+            privacy_mode=self.privacy_mode,
+        ):
             self.push_update({"message": copy.deepcopy(message)})
         return message
-
-    def _bot_sees(
-        self, state: ChatState, message: JSONDict, text: str, found: list[JSONDict]
-    ) -> bool:
-        """Privacy mode, as Telegram applies it: in groups where the bot is not an admin, only
-        commands (not another bot's), @mentions of the bot and replies to its messages arrive."""
-        if not self.privacy_mode or state.type == "private":
-            return True
-        if state.members.get(self.bot_id) in ("creator", "administrator"):
-            return True
-        reply = message.get("reply_to_message") or {}
-        if (reply.get("from") or {}).get("id") == self.bot_id and not reply.get(
-            "forum_topic_created"
-        ):
-            return True
-        me = f"@{self.bot_username}".lower()
-        for entity in found:
-            span = _utf16_span(text, int(entity["offset"]), int(entity["length"])).lower()
-            if entity["type"] == "mention" and span == me:
-                return True
-            if entity["type"] == "bot_command" and entity["offset"] == 0:
-                target = span.partition("@")[2]
-                if not target or f"@{target}" == me:
-                    return True
-        return False
 
     def press(self, message: JSONDict, user: JSONDict, data: str) -> JSONDict:
         """A user presses an inline button with ``callback_data=data`` under ``message``."""
@@ -252,10 +207,10 @@ class TelegramState:
         new.members.update(old.members)
         creator = next((u for u, s in old.members.items() if s == "creator"), None)
         actor = by or self.users.get(creator or 0) or ANONYMOUS_ADMIN
-        goodbye = self._new_message(old, actor)
+        goodbye = new_message(old, actor)
         goodbye["migrate_to_chat_id"] = new_id
         old.migrated_to = new_id
-        hello = self._new_message(new, ANONYMOUS_ADMIN, as_chat=True)
+        hello = new_message(new, ANONYMOUS_ADMIN, as_chat=True)
         hello["migrate_from_chat_id"] = old.id
         self.push_update({"message": copy.deepcopy(goodbye)})
         self.push_update({"message": copy.deepcopy(hello)})
@@ -376,63 +331,3 @@ class TelegramState:
             return self._chats[int(chat_id)]
         except KeyError:
             raise ValueError(f"unknown chat {chat_id}: create it with private_chat/group") from None
-
-    def _topic_message(self, state: ChatState, thread_id: int, name: str, by: JSONDict) -> JSONDict:
-        state.next_id = max(state.next_id, thread_id + 1)
-        message: JSONDict = {
-            "message_id": thread_id,
-            "message_thread_id": thread_id,
-            "from": by,
-            "chat": dict(state.chat),
-            "date": int(time.time()),
-            "is_topic_message": True,
-            "forum_topic_created": {"name": name, "icon_color": TOPIC_ICON_COLOR},
-        }
-        state.messages[thread_id] = state.topics[thread_id] = message
-        return message
-
-    def _new_message(
-        self,
-        state: ChatState,
-        sender: JSONDict,
-        *,
-        thread_id: int | None = None,
-        reply_to: JSONDict | None = None,
-        as_chat: bool = False,
-    ) -> JSONDict:
-        """Allocate and store a message skeleton with Telegram's thread and reply fields."""
-        target = None
-        if reply_to is not None:
-            target = state.messages.get(int(reply_to["message_id"]), reply_to)
-        if thread_id is None and target is not None and state.type == "supergroup":
-            if state.chat.get("is_forum"):
-                thread_id = (
-                    target.get("message_thread_id") if target.get("is_topic_message") else None
-                )
-            else:
-                thread_id = target.get("message_thread_id", target["message_id"])
-        if thread_id is not None and state.chat.get("is_forum") and thread_id not in state.topics:
-            if thread_id in state.messages:
-                raise ValueError(f"message {thread_id} in chat {state.id} is not a forum topic")
-            self._topic_message(state, thread_id, f"Topic {thread_id}", sender)
-        message: JSONDict = {"message_id": state.next_id}
-        state.next_id += 1
-        if thread_id is not None:
-            message["message_thread_id"] = thread_id
-        message["from"] = sender
-        if as_chat:
-            message["sender_chat"] = dict(state.chat)
-        message["chat"] = dict(state.chat)
-        message["date"] = int(time.time())
-        if thread_id is not None and state.chat.get("is_forum"):
-            message["is_topic_message"] = True
-            target = target or state.topics[thread_id]
-        if target is not None:
-            message["reply_to_message"] = quoted(target)
-        state.messages[message["message_id"]] = message
-        return message
-
-
-def _utf16_span(text: str, offset: int, length: int) -> str:
-    encoded = text.encode("utf-16-le", "surrogatepass")  # a lone surrogate is one unit
-    return encoded[offset * 2 : (offset + length) * 2].decode("utf-16-le", errors="replace")

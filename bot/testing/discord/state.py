@@ -12,11 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from bot.testing.fake_discord_payloads import (
+from bot.testing.discord.payloads import (
     dm_json,
     guild_json,
     member_json,
@@ -26,78 +24,20 @@ from bot.testing.fake_discord_payloads import (
     thread_json,
     user_json,
 )
-from bot.testing.fake_discord_permissions import (
+from bot.testing.discord.permissions import (
     DEFAULT_EVERYONE_PERMISSIONS,
-    channel_permissions,
-    guild_permissions,
 )
-from bot.testing.fake_discord_wire import JSONDict, RecordedRequest, Snowflakes, iso
+from bot.testing.discord.records import (
+    PRIVILEGED,
+    GuildState,
+    Intents,
+    Interaction,
+    guild_create_payload,
+    member_permissions,
+)
+from bot.testing.discord.wire import JSONDict, RecordedRequest, Snowflakes
 
-__all__ = ["DiscordState", "GuildState", "Intents", "Interaction"]
-
-PRIVILEGED = (1 << 1) | (1 << 8) | (1 << 15)  # GUILD_MEMBERS, GUILD_PRESENCES, MESSAGE_CONTENT
-
-
-class Intents:
-    """Gateway intent bits the fake gates events on."""
-
-    GUILDS = 1 << 0
-    GUILD_MEMBERS = 1 << 1
-    GUILD_PRESENCES = 1 << 8
-    GUILD_MESSAGES = 1 << 9
-    GUILD_MESSAGE_REACTIONS = 1 << 10
-    DIRECT_MESSAGES = 1 << 12
-    MESSAGE_CONTENT = 1 << 15
-
-
-@dataclass(slots=True)
-class GuildState:
-    """One guild: its payload (without the GUILD_CREATE-only lists), roles, members."""
-
-    guild: JSONDict
-    roles: dict[int, JSONDict] = field(default_factory=dict)
-    channels: list[int] = field(default_factory=list)
-    members: dict[int, JSONDict] = field(default_factory=dict)
-    overrides: dict[int, int] = field(default_factory=dict)  # member(..., permissions=)
-
-    @property
-    def id(self) -> int:
-        return int(self.guild["id"])
-
-    @property
-    def owner_id(self) -> int:
-        return int(self.guild["owner_id"])
-
-
-@dataclass(slots=True)
-class Interaction:
-    """One interaction the fake dispatched and what the bot answered to it.
-
-    ``acked`` is the callback type once acknowledged; ``original_id`` the response message
-    (the deferred "thinking" one until the first followup fills it); ``created`` monotonic.
-    """
-
-    payload: JSONDict
-    created: float = field(default_factory=time.monotonic)
-    acked: int | None = None
-    original_id: int | None = None
-    followup_ids: list[int] = field(default_factory=list)
-
-    @property
-    def id(self) -> int:
-        return int(self.payload["id"])
-
-    @property
-    def token(self) -> str:
-        return str(self.payload["token"])
-
-    @property
-    def type(self) -> int:
-        return int(self.payload["type"])
-
-    @property
-    def channel_id(self) -> int:
-        return int(self.payload["channel_id"])
+__all__ = ["PRIVILEGED", "DiscordState", "GuildState", "Intents", "Interaction"]
 
 
 class DiscordState:
@@ -347,29 +287,7 @@ class DiscordState:
     def guild_create(self, guild_id: int) -> JSONDict:
         """The full GUILD_CREATE payload of a guild as it is now."""
         state = self._guild_state_by_id(guild_id)
-        channels = [self._channels[c] for c in state.channels]
-        members = list(state.members.values())
-        return {
-            **state.guild,
-            "roles": list(state.roles.values()),
-            "channels": [
-                {k: v for k, v in c.items() if k != "guild_id"}
-                for c in channels
-                if c["type"] not in (10, 11, 12)
-            ],
-            "threads": [c for c in channels if c["type"] in (10, 11, 12)],
-            "members": members,
-            "member_count": len(members),
-            "presences": [],
-            "voice_states": [],
-            "stage_instances": [],
-            "guild_scheduled_events": [],
-            "soundboard_sounds": [],
-            "joined_at": members[0]["joined_at"] if members else iso(),
-            "large": False,
-            "unavailable": False,
-            "lazy": True,
-        }
+        return guild_create_payload(state, [self._channels[c] for c in state.channels])
 
     # ------------------------------------------------------------------- permissions
 
@@ -380,19 +298,12 @@ class DiscordState:
         if channel.get("guild_id") is None:
             return DEFAULT_EVERYONE_PERMISSIONS
         state = self._guild_state_by_id(int(channel["guild_id"]))
-        member = state.members.get(user_id)
-        if member is None:
-            return 0
-        roles = [int(r) for r in member["roles"]]
-        base = guild_permissions(
-            state.id, state.owner_id, state.roles, user_id, roles, state.overrides.get(user_id)
-        )
         holder = (
             self._channels[int(channel["parent_id"])]
             if channel["type"] in (10, 11, 12)
             else channel
         )
-        return channel_permissions(base, state.id, holder["permission_overwrites"], user_id, roles)
+        return member_permissions(state, user_id, holder["permission_overwrites"])
 
     # ------------------------------------------------------------------- internals
 

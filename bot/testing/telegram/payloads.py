@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from bot.testing.fake_telegram_html import sort_entities, utf16_len
+from bot.testing.telegram.parse_html import sort_entities, utf16_len
 
 JSONDict = dict[str, Any]
 

@@ -12,7 +12,16 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bot.testing.fake_discord_payloads import (
+from bot.testing.discord.message_checks import (
+    EMPTY_MESSAGE,
+    EPHEMERAL,
+    LOADING,
+    MAX_CONTENT,
+    SENDABLE_FLAGS,
+    content_of,
+    validate_message,
+)
+from bot.testing.discord.payloads import (
     allowed_mentions_filter,
     attachment_json,
     mentioned_ids,
@@ -20,27 +29,18 @@ from bot.testing.fake_discord_payloads import (
     partial_member,
     with_member,
 )
-from bot.testing.fake_discord_permissions import Perm
-from bot.testing.fake_discord_state import DiscordState, GuildState, Intents, Interaction
-from bot.testing.fake_discord_wire import (
+from bot.testing.discord.permissions import Perm
+from bot.testing.discord.state import DiscordState, GuildState, Intents, Interaction
+from bot.testing.discord.wire import (
     DiscordError,
     JSONDict,
     field_error,
     invalid_form,
     iso,
-    merge_errors,
     unknown,
 )
 
-__all__ = ["EMPTY_MESSAGE", "MAX_CONTENT", "DiscordMessages"]
-
-MAX_CONTENT = 2000
-MAX_EMBEDS = 10
-EMPTY_MESSAGE = "Cannot send an empty message"
-EPHEMERAL = 1 << 6
-LOADING = 1 << 7
-SENDABLE_FLAGS = (1 << 2) | (1 << 12) | (1 << 15)  # SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, V2
-PARSE_TYPES = ("everyone", "roles", "users")
+__all__ = ["EMPTY_MESSAGE", "EPHEMERAL", "LOADING", "MAX_CONTENT", "DiscordMessages"]
 
 
 class DiscordMessages(DiscordState):
@@ -114,7 +114,7 @@ class DiscordMessages(DiscordState):
         files = files or []
         allowed_flags = SENDABLE_FLAGS | (EPHEMERAL if interaction is not None else 0)
         if not extra_flags & LOADING:
-            self._validate(body, files, allowed_flags, channel)
+            validate_message(body, files, allowed_flags)
         reference = body.get("message_reference")
         target = self._reference_target(reference, channel)
         guild = self._guild_of(channel)
@@ -123,7 +123,7 @@ class DiscordMessages(DiscordState):
             self._ids.next(),
             int(channel["id"]),
             self.bot_user,
-            _content(body) or "",
+            content_of(body) or "",
             type=19 if target is not None and message_type == 0 else message_type,
             flags=flags,
             tts=bool(body.get("tts")),
@@ -170,14 +170,14 @@ class DiscordMessages(DiscordState):
         channel = self._known_channel(int(message["channel_id"]))
         merged = {**self._wire(message), **{k: v for k, v in body.items() if k != "flags"}}
         kept = bool(message["attachments"]) and body.get("attachments") != []
-        self._validate(merged, files or [], SENDABLE_FLAGS | EPHEMERAL, channel, files_kept=kept)
+        validate_message(merged, files or [], SENDABLE_FLAGS | EPHEMERAL, files_kept=kept)
         if body.get("attachments") == []:
             message["attachments"] = []
         for name, size in files or []:
             new = attachment_json(self._ids.next(), int(channel["id"]), name, size)
             message["attachments"].append(new)
         if "content" in body:
-            message["content"] = _content(body) or ""
+            message["content"] = content_of(body) or ""
         for key in ("embeds", "components"):
             if key in body:
                 message[key] = copy.deepcopy(body[key] or [])
@@ -224,37 +224,6 @@ class DiscordMessages(DiscordState):
         return found
 
     # ------------------------------------------------------------------- internals
-
-    def _validate(
-        self,
-        body: JSONDict,
-        files: list[tuple[str, int]],
-        allowed_flags: int,
-        channel: JSONDict,
-        *,
-        files_kept: bool = False,
-    ) -> None:
-        errors: JSONDict = {}
-        content = _content(body)
-        if content is not None and len(content) > MAX_CONTENT:
-            message = f"Must be {MAX_CONTENT} or fewer in length."
-            merge_errors(errors, field_error(("content",), "BASE_TYPE_MAX_LENGTH", message))
-        embeds = body.get("embeds") or []
-        if not isinstance(embeds, list) or len(embeds) > MAX_EMBEDS:
-            message = f"Must be {MAX_EMBEDS} or fewer in length."
-            merge_errors(errors, field_error(("embeds",), "BASE_TYPE_MAX_LENGTH", message))
-        flags = body.get("flags")
-        if flags is not None and int(flags) & ~allowed_flags & ~(EPHEMERAL | LOADING):
-            merge_errors(errors, field_error(("flags",), "MESSAGE_FLAGS_INVALID", "Invalid flags"))
-        merge_errors(errors, _allowed_mentions_errors(body.get("allowed_mentions")))
-        if errors:
-            raise invalid_form(errors)
-        has_any = bool(content) or bool(embeds) or bool(files) or files_kept
-        has_any = has_any or bool(
-            body.get("components") or body.get("sticker_ids") or body.get("poll")
-        )
-        if not has_any:
-            raise DiscordError(400, EMPTY_MESSAGE, 50006)
 
     def _reference_target(self, reference: Any, channel: JSONDict) -> JSONDict | None:
         if not isinstance(reference, dict) or reference.get("message_id") is None:
@@ -363,42 +332,3 @@ class DiscordMessages(DiscordState):
             metadata["name"] = payload["data"]["name"]
             metadata["command_type"] = payload["data"].get("type", 1)
         return metadata
-
-
-def _content(body: JSONDict) -> str | None:
-    content = body.get("content")
-    return None if content is None else str(content)
-
-
-def _allowed_mentions_errors(allowed: Any) -> JSONDict:
-    if allowed is None:
-        return {}
-    if not isinstance(allowed, dict):
-        return field_error(
-            ("allowed_mentions",), "DICT_TYPE_CONVERT", "Only dictionaries may be used."
-        )
-    errors: JSONDict = {}
-    parse = allowed.get("parse") or []
-    for index, kind in enumerate(parse):
-        if kind not in PARSE_TYPES:
-            message = "Value must be one of ('everyone', 'roles', 'users')."
-            merge_errors(
-                errors,
-                field_error(("allowed_mentions", "parse", index), "BASE_TYPE_CHOICES", message),
-            )
-    for kind in ("users", "roles"):
-        ids = allowed.get(kind) or []
-        if kind in parse and ids:
-            message = f'parse:["{kind}"] and {kind}: [ids...] are mutually exclusive.'
-            merge_errors(
-                errors,
-                field_error(
-                    ("allowed_mentions",), "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", message
-                ),
-            )
-        if len(ids) > 100:
-            message = "Must be 100 or fewer in length."
-            merge_errors(
-                errors, field_error(("allowed_mentions", kind), "BASE_TYPE_MAX_LENGTH", message)
-            )
-    return errors

@@ -15,13 +15,13 @@ import secrets
 import time
 from typing import Any
 
-from bot.testing.fake_discord_commands import Resolver, build_options
-from bot.testing.fake_discord_gateway import DiscordGateway
-from bot.testing.fake_discord_messages import EPHEMERAL, LOADING
-from bot.testing.fake_discord_payloads import as_snowflake, partial_member
-from bot.testing.fake_discord_permissions import Perm
-from bot.testing.fake_discord_state import GuildState, Interaction
-from bot.testing.fake_discord_wire import (
+from bot.testing.discord.commands import Resolver, build_options
+from bot.testing.discord.gateway import DiscordGateway
+from bot.testing.discord.messages import EPHEMERAL, LOADING
+from bot.testing.discord.payloads import as_snowflake, partial_member
+from bot.testing.discord.permissions import Perm
+from bot.testing.discord.state import GuildState, Interaction
+from bot.testing.discord.wire import (
     Call,
     DiscordError,
     JSONDict,

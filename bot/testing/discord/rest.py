@@ -13,22 +13,18 @@ Route names (usable in ``rate_limit``/``fail``) follow discord.py's ``HTTPClient
 
 from __future__ import annotations
 
-import json
-import re
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
-from bot.testing.fake_discord_commands import store_commands, validate_commands
-from bot.testing.fake_discord_interactions import DiscordInteractions
-from bot.testing.fake_discord_limits import Buckets, Injections
-from bot.testing.fake_discord_payloads import as_snowflake, user_json
-from bot.testing.fake_discord_permissions import Perm
-from bot.testing.fake_discord_wire import (
+from bot.testing.discord.commands import store_commands, validate_commands
+from bot.testing.discord.interactions import DiscordInteractions
+from bot.testing.discord.limits import Buckets, Injections
+from bot.testing.discord.payloads import as_snowflake, user_json
+from bot.testing.discord.permissions import Perm
+from bot.testing.discord.routes import ROUTES, Route, compile_route, read_body
+from bot.testing.discord.wire import (
     Call,
     DiscordError,
     JSONDict,
@@ -40,75 +36,8 @@ from bot.testing.fake_discord_wire import (
 
 __all__ = ["ROUTES", "DiscordRest"]
 
-Handler = Callable[[Call], Awaitable[Any]]
 MISSING_ACCESS = (403, "Missing Access", 50001)
 MISSING_PERMISSIONS = (403, "Missing Permissions", 50013)
-
-_APP = "/applications/{application_id}"
-_GUILD_CMDS = _APP + "/guilds/{guild_id}/commands"
-_CHANNEL = "/channels/{channel_id}"
-_MESSAGE = "/channels/{channel_id}/messages/{message_id}"
-_REACTION = _MESSAGE + "/reactions/{emoji}/@me"
-_HOOK = "/webhooks/{webhook_id}/{webhook_token}"
-_HOOK_MSG = _HOOK + "/messages/{message_id}"
-_CALLBACK = "/interactions/{interaction_id}/{interaction_token}/callback"
-
-# (name, method, template, handler attribute, needs the bot token)
-ROUTES: list[tuple[str, str, str, str, bool]] = [
-    ("get_me", "GET", "/users/@me", "_get_me", True),
-    ("start_private_message", "POST", "/users/@me/channels", "_create_dm", True),
-    ("get_user", "GET", "/users/{user_id}", "_get_user", True),
-    ("application_info", "GET", "/oauth2/applications/@me", "_app_info", True),
-    ("application_info", "GET", "/applications/@me", "_app_info", True),
-    ("get_gateway", "GET", "/gateway", "_get_gateway", False),
-    ("get_bot_gateway", "GET", "/gateway/bot", "_get_bot_gateway", True),
-    ("get_global_commands", "GET", _APP + "/commands", "_get_commands", True),
-    ("bulk_upsert_global_commands", "PUT", _APP + "/commands", "_put_commands", True),
-    ("get_guild_commands", "GET", _GUILD_CMDS, "_get_commands", True),
-    ("bulk_upsert_guild_commands", "PUT", _GUILD_CMDS, "_put_commands", True),
-    ("get_channel", "GET", _CHANNEL, "_get_channel", True),
-    ("logs_from", "GET", _CHANNEL + "/messages", "_history", True),
-    ("send_message", "POST", _CHANNEL + "/messages", "_send_message", True),
-    ("get_message", "GET", _MESSAGE, "_get_message", True),
-    ("edit_message", "PATCH", _MESSAGE, "_edit_message", True),
-    ("delete_message", "DELETE", _MESSAGE, "_delete", True),
-    ("send_typing", "POST", _CHANNEL + "/typing", "_typing", True),
-    ("add_reaction", "PUT", _REACTION, "_react", True),
-    ("remove_own_reaction", "DELETE", _REACTION, "_unreact", True),
-    ("get_guild", "GET", "/guilds/{guild_id}", "_get_guild", True),
-    ("get_all_guild_channels", "GET", "/guilds/{guild_id}/channels", "_guild_channels", True),
-    ("get_roles", "GET", "/guilds/{guild_id}/roles", "_get_roles", True),
-    ("get_member", "GET", "/guilds/{guild_id}/members/{user_id}", "_get_member", True),
-    ("create_interaction_response", "POST", _CALLBACK, "_interaction_callback", False),
-    ("execute_webhook", "POST", _HOOK, "_followup", False),
-    ("get_webhook_message", "GET", _HOOK_MSG, "_get_webhook_message", False),
-    ("edit_webhook_message", "PATCH", _HOOK_MSG, "_edit_webhook_message", False),
-    ("delete_webhook_message", "DELETE", _HOOK_MSG, "_delete_webhook_message", False),
-]
-
-
-@dataclass(frozen=True, slots=True)
-class _Route:
-    name: str
-    method: str
-    template: str
-    pattern: re.Pattern[str]
-    handler: Handler
-    auth: bool
-
-    def major(self, params: dict[str, str]) -> str:
-        """Discord's major parameters: a bucket is per channel, guild or webhook."""
-        for key in ("channel_id", "guild_id", "interaction_id", "webhook_id"):
-            if key in params:
-                token = params.get("webhook_token") or params.get("interaction_token") or ""
-                return f"{key}={params[key]}:{token[:16]}"
-        return ""
-
-
-def _compile(template: str) -> re.Pattern[str]:
-    parts = re.split(r"(\{\w+\})", template)
-    regex = "".join(f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts)
-    return re.compile(f"{regex}/?")
 
 
 class DiscordRest(DiscordInteractions):
@@ -122,7 +51,7 @@ class DiscordRest(DiscordInteractions):
         self._nonces: dict[tuple[int, str], tuple[int, float]] = {}
         self._in_flight = 0
         self._routes = [
-            _Route(name, method, template, _compile(template), getattr(self, attr), auth)
+            Route(name, method, template, compile_route(template), getattr(self, attr), auth)
             for name, method, template, attr, auth in ROUTES
         ]
 
@@ -150,7 +79,7 @@ class DiscordRest(DiscordInteractions):
             raise DiscordError(404, "404: Not Found", 0)
         route, params = self._match(request.method, record.path)
         record.route = f"{route.method} {route.template}"
-        body, files = await _read_body(request)
+        body, files = await read_body(request)
         record.json = body
         if route.auth and request.headers.get("Authorization") != f"Bot {self.token}":
             raise DiscordError(401, "401: Unauthorized", 0)
@@ -170,7 +99,7 @@ class DiscordRest(DiscordInteractions):
             return result
         return no_content(headers) if result is None else json_response(result, 200, headers)
 
-    def _match(self, method: str, path: str) -> tuple[_Route, dict[str, str]]:
+    def _match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
         allowed = False
         for route in self._routes:
             found = route.pattern.fullmatch(path)
@@ -400,33 +329,3 @@ class DiscordRest(DiscordInteractions):
         if member is None:
             raise unknown("Member")
         return member
-
-
-async def _read_body(request: web.Request) -> tuple[Any, list[tuple[str, int]]]:
-    """The JSON body (``payload_json`` of a multipart request) and uploaded (name, size)s."""
-    if not request.can_read_body:
-        return None, []
-    files: list[tuple[str, int]] = []
-    if request.content_type.startswith("multipart/"):
-        body: Any = None
-        reader = await request.multipart()
-        while (part := await reader.next()) is not None:
-            if not isinstance(part, aiohttp.BodyPartReader):
-                continue
-            data = await part.read()
-            if part.name == "payload_json":
-                body = _parse_json(data)
-            elif part.filename is not None:
-                files.append((part.filename, len(data)))
-        return body, files
-    raw = await request.read()
-    if not raw:
-        return None, []
-    return _parse_json(raw), []
-
-
-def _parse_json(raw: bytes | bytearray) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise DiscordError(400, "The request body contains invalid JSON.", 50109) from None

@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bot.testing.fake_discord_wire import JSONDict, field_error, invalid_form, merge_errors
+from bot.testing.discord.wire import JSONDict, field_error, invalid_form, merge_errors
 
 __all__ = ["Resolver", "build_options", "store_commands", "valid_name", "validate_commands"]
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bot.testing.fake_discord_wire import JSONDict, iso
+from bot.testing.discord.wire import JSONDict, iso
 
 __all__ = [
     "dm_json",

@@ -24,7 +24,7 @@ import sys
 from array import array
 from typing import Any
 
-from bot.testing.fake_llm_wire import ApiError, JSONDict
+from bot.testing.llm.wire import ApiError, JSONDict
 
 DEFAULT_DIMS = 256
 MAX_INPUTS = 2048  # the real API's limit of inputs per request

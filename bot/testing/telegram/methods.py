@@ -2,7 +2,7 @@
 
 Each check runs in the real server's order with its exact error text, because bots branch
 on those texts (``message is not modified`` is routinely swallowed, ``chat not found`` is
-not). The polling and webhook methods live with the HTTP server in ``fake_telegram``.
+not). The polling and webhook methods live in ``delivery`` and ``server``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.testing.fake_telegram_html import TelegramHTMLError, parse_html, utf16_len
-from bot.testing.fake_telegram_state import ChatAction, ChatState, TelegramState
-from bot.testing.fake_telegram_updates import (
+from bot.testing.telegram.chats import ChatAction, ChatState, new_message
+from bot.testing.telegram.parse_html import TelegramHTMLError, parse_html, utf16_len
+from bot.testing.telegram.payloads import (
     chat_full_info,
     inline_markup,
     member_json,
@@ -24,7 +24,8 @@ from bot.testing.fake_telegram_updates import (
     trim_text,
     with_auto_entities,
 )
-from bot.testing.fake_telegram_wire import (
+from bot.testing.telegram.state import TelegramState
+from bot.testing.telegram.wire import (
     ApiCall,
     ApiError,
     JSONDict,
@@ -100,7 +101,7 @@ class BotApi(TelegramState):
         target = self._reply_target(state, params)
         thread_id = self._thread(state, params)
         markup = self._inline_markup(params)
-        message = self._new_message(state, self.bot_user, thread_id=thread_id, reply_to=target)
+        message = new_message(state, self.bot_user, thread_id=thread_id, reply_to=target)
         message["text"] = text
         if entities:
             message["entities"] = entities

@@ -16,7 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from bot.testing.fake_discord_wire import DiscordError
+from bot.testing.discord.wire import DiscordError
 
 __all__ = ["RATE_LIMITED", "Buckets", "Injection", "Injections"]
 

@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import json
 import logging
 import secrets
-import zlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 
-from bot.testing.fake_discord_messages import DiscordMessages
-from bot.testing.fake_discord_state import PRIVILEGED, Intents
-from bot.testing.fake_discord_wire import JSONDict
+from bot.testing.discord.messages import DiscordMessages
+from bot.testing.discord.sessions import Close, Connection, GatewaySession, scrubbed
+from bot.testing.discord.state import PRIVILEGED, Intents
+from bot.testing.discord.wire import JSONDict
 
 __all__ = ["DiscordGateway", "GatewaySession"]
 
@@ -45,84 +42,13 @@ _DISPATCH, _HEARTBEAT, _IDENTIFY, _PRESENCE, _VOICE, _RESUME = 0, 1, 2, 3, 4, 6
 _RECONNECT, _REQUEST_MEMBERS, _INVALID_SESSION, _HELLO, _ACK = 7, 8, 9, 10, 11
 
 
-@dataclass(slots=True)
-class _Close:
-    code: int
-    reason: str
-
-
-class _Connection:
-    """One websocket: an ordered send queue drained by a writer task (so synchronous test
-    controls can dispatch), with the transport compression the client asked for."""
-
-    def __init__(self, ws: web.WebSocketResponse, compress: str | None) -> None:
-        self.ws = ws
-        self.queue: asyncio.Queue[JSONDict | _Close | Callable[[], None]] = asyncio.Queue()
-        self.session: GatewaySession | None = None
-        self.server_closed = False
-        self.compress = compress
-        self._zlib = zlib.compressobj() if compress == "zlib-stream" else None
-        self._zstd: Any = None
-        if compress == "zstd-stream":
-            with contextlib.suppress(ImportError):
-                self._zstd = importlib.import_module("zstandard").ZstdCompressor().compressobj()
-
-    def send(self, payload: JSONDict | _Close | Callable[[], None]) -> None:
-        self.queue.put_nowait(payload)
-
-    async def write_loop(self) -> None:
-        while True:
-            item = await self.queue.get()
-            if isinstance(item, _Close):
-                self.server_closed = True
-                await self.ws.close(code=item.code, message=item.reason.encode())
-                return
-            if callable(item):
-                item()
-                continue
-            data = json.dumps(item, separators=(",", ":")).encode()
-            try:
-                if self._zlib is not None:
-                    await self.ws.send_bytes(
-                        self._zlib.compress(data) + self._zlib.flush(zlib.Z_SYNC_FLUSH)
-                    )
-                elif self._zstd is not None:
-                    flush_block = importlib.import_module("zstandard").COMPRESSOBJ_FLUSH_BLOCK
-                    await self.ws.send_bytes(
-                        self._zstd.compress(data) + self._zstd.flush(flush_block)
-                    )
-                else:
-                    await self.ws.send_str(data.decode())
-            except (ConnectionError, RuntimeError):
-                return
-
-
-@dataclass(slots=True)
-class GatewaySession:
-    """An identified gateway session: its intents, sequence, and the dispatch log replayed
-    on RESUME. ``connection`` is None while the client is away (events still accumulate)."""
-
-    id: str
-    intents: int
-    shard: tuple[int, int] | None
-    seq: int = 0
-    log: list[JSONDict] = field(default_factory=list)
-    connection: _Connection | None = None
-    ready: bool = False
-
-    def owns(self, guild_id: int | None) -> bool:
-        if guild_id is None or self.shard is None:
-            return True
-        return (guild_id >> 22) % self.shard[1] == self.shard[0]
-
-
 class DiscordGateway(DiscordMessages):
     """Gateway sessions on top of the world; ``_dispatch`` reaches every live session."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sessions: dict[str, GatewaySession] = {}
-        self._connections: set[_Connection] = set()
+        self._connections: set[Connection] = set()
         self._gateway_url: str | None = None
 
     @property
@@ -155,7 +81,7 @@ class DiscordGateway(DiscordMessages):
         """Close every gateway socket with ``code`` (4000: discord.py resumes; 4004 etc. are
         fatal for it)."""
         for connection in list(self._connections):
-            connection.send(_Close(code, reason))
+            connection.send(Close(code, reason))
 
     # ------------------------------------------------------------------- dispatching
 
@@ -172,7 +98,7 @@ class DiscordGateway(DiscordMessages):
                 continue
             payload = data
             if scrub and not session.intents & Intents.MESSAGE_CONTENT:
-                payload = _scrubbed(data)
+                payload = scrubbed(data)
             self._send_dispatch(session, event, payload)
             reached += 1
         self._bump()
@@ -193,14 +119,14 @@ class DiscordGateway(DiscordMessages):
         await ws.prepare(request)
         version = request.query.get("v", "10")
         encoding = request.query.get("encoding", "json")
-        connection = _Connection(ws, request.query.get("compress"))
+        connection = Connection(ws, request.query.get("compress"))
         self._connections.add(connection)
         writer = asyncio.create_task(connection.write_loop())
         try:
             if version not in ("9", "10"):
-                connection.send(_Close(4012, "Invalid API version."))
+                connection.send(Close(4012, "Invalid API version."))
             elif encoding != "json":
-                connection.send(_Close(4002, "Error while decoding payload."))
+                connection.send(Close(4002, "Error while decoding payload."))
             else:
                 interval = int(self.heartbeat_interval * 1000)
                 connection.send(
@@ -223,7 +149,7 @@ class DiscordGateway(DiscordMessages):
             self._detach(connection)
         return ws
 
-    def _detach(self, connection: _Connection) -> None:
+    def _detach(self, connection: Connection) -> None:
         session = connection.session
         if session is not None and session.connection is connection:
             session.connection = None
@@ -232,12 +158,12 @@ class DiscordGateway(DiscordMessages):
                 self.sessions.pop(session.id, None)
         self._bump()
 
-    def _receive(self, connection: _Connection, raw: str | bytes) -> None:
+    def _receive(self, connection: Connection, raw: str | bytes) -> None:
         try:
             payload = json.loads(raw)
             op = payload["op"]
         except (ValueError, KeyError, TypeError):
-            connection.send(_Close(4002, "Error while decoding payload."))
+            connection.send(Close(4002, "Error while decoding payload."))
             return
         data = payload.get("d")
         if op == _HEARTBEAT:
@@ -247,24 +173,24 @@ class DiscordGateway(DiscordMessages):
         elif op == _RESUME:
             self._resume(connection, data if isinstance(data, dict) else {})
         elif connection.session is None:
-            connection.send(_Close(4003, "Not authenticated."))
+            connection.send(Close(4003, "Not authenticated."))
         elif op == _PRESENCE:
             self.presence = data
             self._bump()
         elif op == _REQUEST_MEMBERS:
             self._members_chunk(connection.session, data if isinstance(data, dict) else {})
         elif op != _VOICE:
-            connection.send(_Close(4001, "Unknown opcode."))
+            connection.send(Close(4001, "Unknown opcode."))
 
     def _token_ok(self, token: Any) -> bool:
         return isinstance(token, str) and token.removeprefix("Bot ") == self.token
 
-    def _identify(self, connection: _Connection, data: JSONDict) -> None:
+    def _identify(self, connection: Connection, data: JSONDict) -> None:
         if connection.session is not None:
-            connection.send(_Close(4005, "Already authenticated."))
+            connection.send(Close(4005, "Already authenticated."))
             return
         if not self._token_ok(data.get("token")):
-            connection.send(_Close(4004, "Authentication failed."))
+            connection.send(Close(4004, "Authentication failed."))
             return
         intents = data.get("intents")
         if (
@@ -272,16 +198,16 @@ class DiscordGateway(DiscordMessages):
             or isinstance(intents, bool)
             or not 0 <= intents <= _ALL_INTENTS
         ):
-            connection.send(_Close(4013, "Invalid intent(s)."))
+            connection.send(Close(4013, "Invalid intent(s)."))
             return
         if intents & PRIVILEGED & ~self.allowed_intents:
-            connection.send(_Close(4014, "Disallowed intent(s)."))
+            connection.send(Close(4014, "Disallowed intent(s)."))
             return
         shard = data.get("shard")
         parsed: tuple[int, int] | None = None
         if shard is not None:
             if not (isinstance(shard, list) and len(shard) == 2 and 0 <= shard[0] < shard[1]):
-                connection.send(_Close(4010, "Invalid shard."))
+                connection.send(Close(4010, "Invalid shard."))
                 return
             parsed = (int(shard[0]), int(shard[1]))
         self.identify = data
@@ -317,9 +243,9 @@ class DiscordGateway(DiscordMessages):
         session.ready = True
         self._bump()
 
-    def _resume(self, connection: _Connection, data: JSONDict) -> None:
+    def _resume(self, connection: Connection, data: JSONDict) -> None:
         if not self._token_ok(data.get("token")):
-            connection.send(_Close(4004, "Authentication failed."))
+            connection.send(Close(4004, "Authentication failed."))
             return
         session = self.sessions.get(str(data.get("session_id")))
         if session is None or (session.connection is not None and not session.connection.ws.closed):
@@ -383,20 +309,8 @@ class DiscordGateway(DiscordMessages):
     async def _close_gateway(self) -> None:
         """Close every socket (1001 going away) when the server stops."""
         for connection in list(self._connections):
-            connection.send(_Close(1001, "Fake Discord is stopping."))
+            connection.send(Close(1001, "Fake Discord is stopping."))
         for _ in range(50):
             if not self._connections:
                 return
             await asyncio.sleep(0.01)
-
-
-def _scrubbed(message: JSONDict) -> JSONDict:
-    """A message as a session without MESSAGE_CONTENT sees it: no content, embeds,
-    attachments, components or poll."""
-    out = dict(message)
-    out["content"] = ""
-    out["embeds"] = []
-    out["attachments"] = []
-    out["components"] = []
-    out.pop("poll", None)
-    return out

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp import web
 
-from bot.testing.fake_telegram_methods import BotApi, Described, Handler
-from bot.testing.fake_telegram_wire import (
+from bot.testing.telegram.methods import BotApi, Described, Handler
+from bot.testing.telegram.wire import (
     ApiCall,
     ApiError,
     JSONDict,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from bot.testing.fake_discord_wire import JSONDict
+from bot.testing.discord.wire import JSONDict
 
 __all__ = [
     "ALL_PERMISSIONS",

@@ -1,0 +1,65 @@
+"""Commands and admin rights in Telegram groups: the platform fact (``getChatMember``, cached
+in :class:`~adapters.telegram.admins.AdminCache`) is looked up only where the policy needs it
+(``bot.guardrails.admins``), behind the chat's barrier so later messages keep their order."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from aiogram import Bot
+from aiogram.types import Message
+
+from adapters.telegram.admins import AdminCache
+from adapters.telegram.barrier import ChatBarriers
+from adapters.telegram.normalise import Incoming
+from adapters.telegram.output import Outbox
+from adapters.telegram.reply import notify, reply_target
+from adapters.telegram.triggers import Decision
+from bot.app import App
+from bot.context import ChatContext
+
+log = logging.getLogger(__name__)
+
+
+class TelegramCommands:
+    def __init__(self, app: App, bot: Bot, admins: AdminCache, barriers: ChatBarriers) -> None:
+        self.app = app
+        self.bot = bot
+        self.admins = admins
+        self.barriers = barriers
+
+    async def with_admin_rights(self, message: Message, ctx: ChatContext) -> ChatContext:
+        """A group admin's turn is offered the admin-only tools: ``getChatMember`` (cached)
+        decides, and this chat's later messages wait for the answer, as for admin commands."""
+        sender = message.from_user
+        if ctx.is_private or ctx.is_admin or sender is None or message.sender_chat is not None:
+            return ctx
+        async with self.barriers.hold(message.chat.id):
+            admin = await self.admins.is_admin(message.chat.id, sender.id)
+        return replace(ctx, is_admin=admin) if admin else ctx
+
+    async def run(self, message: Message, incoming: Incoming, decision: Decision) -> None:
+        ctx = incoming.ctx
+        name = decision.command or "help"
+        sender = message.from_user
+        if (
+            self.app.commands.needs_admin_status(
+                name
+            )  # admin_only or admin_aware: bot.guardrails.admins
+            and not ctx.is_private
+            and not ctx.is_admin
+            and sender is not None
+            and message.sender_chat is None
+        ):
+            # The member lookup is an await before the command reaches the service: later
+            # messages of this chat wait, so "/clear" then "@bot ..." stays in that order.
+            async with self.barriers.hold(message.chat.id):
+                admin = await self.admins.is_admin(message.chat.id, sender.id)
+                result = await self.app.commands.handle(
+                    replace(ctx, is_admin=admin), name, decision.text
+                )
+        else:
+            result = await self.app.commands.handle(ctx, name, decision.text)
+        if result.notify:
+            await notify(Outbox(self.bot, reply_target(message)), result.text)

@@ -1,0 +1,157 @@
+"""One answer in Telegram, from the user's text to the reply on screen.
+
+A typing indicator runs while the model works; the reply streams into an edited preview
+(``stream: true``) or is sent once complete, split and formatted by :class:`Outbox`. Each
+reply is tracked in ``deliveries`` while it is written (:class:`ReplyRecord`), so a crash is
+repaired at the next start; a reply Telegram refuses past the retry layer is recorded
+undelivered, and the user is told when something went wrong on our side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from aiogram import Bot
+from aiogram.exceptions import AiogramError
+from aiogram.types import Message
+
+from adapters.telegram.flood import FloodRetry
+from adapters.telegram.normalise import Incoming
+from adapters.telegram.output import Outbox, Target, Undeliverable, render_chunks
+from adapters.telegram.recovery import ReplyRecord
+from adapters.telegram.settings import TelegramSettings
+from adapters.telegram.streaming import StreamingReply, typing_indicator
+from bot.app import App
+from bot.context import ChatContext
+from bot.conversation.preview import EditThrottle
+from bot.conversation.service import Done, Reply
+from bot.errors import UserFacingError
+from bot.history.deliveries import DeliveryLog
+from bot.llm.client import TextDelta
+
+log = logging.getLogger(__name__)
+
+_FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
+_CUT = "\n\n[reply cut at the output limit]"
+_OFF_LOOP_CHARS = 2_000  # rendering costs ~5 ms per 1,000 characters: long ones off the loop
+
+
+class TelegramReplies:
+    def __init__(
+        self,
+        app: App,
+        bot: Bot,
+        config: TelegramSettings,
+        retry: FloodRetry,
+        throttle: EditThrottle,
+        deliveries: DeliveryLog,
+    ) -> None:
+        self.app = app
+        self.bot = bot
+        self.config = config
+        self.retry = retry
+        self.throttle = throttle
+        self.deliveries = deliveries
+
+    async def answer(self, message: Message, incoming: Incoming, text: str) -> None:
+        # From here to the conversation's lock nothing suspends: arrival order holds.
+        outbox = Outbox(self.bot, reply_target(message))
+        if not text.strip() and incoming.command == "ask":
+            await notify(outbox, "Ask me something: /ask <your question>")
+            return
+        record = ReplyRecord(
+            self.deliveries, incoming.ctx.chat_key, outbox.target, message.message_id
+        )
+        indicator = typing_indicator(self.bot, message.chat.id, outbox.target.thread_id)
+        indicator.start()
+        streaming = StreamingReply(
+            outbox,
+            self.throttle,
+            private=incoming.ctx.is_private,
+            typing=indicator,
+            on_show=record.shown,
+            max_messages=self.app.settings.limits.max_reply_messages,
+        )
+        settled = False  # the record can go: delivered, told, or nothing left to repair
+        try:
+            if self.config.stream:
+                reply = await self._stream(incoming.ctx, text, streaming)
+                await record.answered(reply.turn_id)
+                with self.retry.window():
+                    await streaming.finish(_shown(reply))
+            else:
+                reply = await self.app.service.chat(incoming.ctx, text, split=reply_messages)
+                await record.answered(reply.turn_id)
+                await indicator.stop()
+                with self.retry.window():
+                    await outbox.send_markdown(_shown(reply))
+            settled = True
+        except UserFacingError as exc:
+            settled = True
+            record.drop()  # refused at once (rate, access)? then nothing is written
+            await streaming.abandon("interrupted")
+            if exc.notify:  # else the user was told already (the repeats of a flood)
+                await notify(outbox, exc.chat_text)
+        except Undeliverable as exc:
+            settled = True  # the chat is gone for us: nothing to repair there
+            log.warning("telegram: cannot post in chat=%s: %s", message.chat.id, exc)
+            await record.undelivered(exc)
+        except AiogramError as exc:
+            # A preview left on screen unmarked is repaired at the next start.
+            settled = streaming.marked or not streaming.live.messages
+            log.warning("telegram: reply not delivered chat=%s: %s", message.chat.id, exc)
+            await record.undelivered(exc)
+        except Exception as exc:
+            settled = True
+            log.exception("telegram: answering failed chat=%s", message.chat.id)
+            await streaming.abandon("interrupted")
+            await notify(outbox, _FAILED)
+            await record.undelivered(exc)
+        finally:
+            await indicator.stop()
+            if settled:
+                await record.done()
+
+    async def _stream(self, ctx: ChatContext, text: str, streaming: StreamingReply) -> Reply:
+        async with contextlib.aclosing(
+            self.app.service.stream(ctx, text, split=reply_messages)
+        ) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    await streaming.feed(event.text)
+                elif isinstance(event, Done):
+                    return event.reply
+        raise AssertionError("a stream always ends with Done")  # pragma: no cover
+
+
+async def notify(outbox: Outbox, text: str) -> None:
+    """A plain notice (a refusal, a command's answer); a failure to send it is only logged."""
+    try:
+        await outbox.send_plain(text)
+    except (Undeliverable, AiogramError) as exc:
+        log.warning("telegram: notice not delivered chat=%s: %s", outbox.target.chat_id, exc)
+
+
+def reply_target(message: Message) -> Target:
+    """Where the answer to ``message`` goes: its chat and topic, quoting it outside DMs."""
+    private = message.chat.type == "private"
+    return Target(
+        chat_id=message.chat.id,
+        thread_id=message.message_thread_id if message.is_topic_message else None,
+        reply_to=None if private else message.message_id,
+    )
+
+
+def _shown(reply: Reply) -> str:
+    return reply.text + _CUT if reply.truncated else reply.text
+
+
+async def reply_messages(markdown: str) -> list[str]:
+    """The messages a reply takes once formatted (``Outbox.finish``), so the core keeps it
+    within ``limits.max_reply_messages``; counted with room for the output-limit note."""
+    shown = markdown + _CUT
+    if len(shown) > _OFF_LOOP_CHARS:
+        return await asyncio.to_thread(render_chunks, shown)
+    return render_chunks(shown)

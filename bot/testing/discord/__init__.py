@@ -1,0 +1,2 @@
+"""The fake Discord REST API and gateway (``FakeDiscord``); its public path is
+``bot.testing.fake_discord``."""

@@ -1,0 +1,1 @@
+"""The fake OpenAI-compatible server (``FakeLLM``); its public path is ``bot.testing.fake_llm``."""

@@ -1,0 +1,50 @@
+"""``python -m bot.testing.fake_llm``: serve a ``FakeLLM`` until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+
+from bot.testing.llm.server import FakeLLM
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bot.testing.fake_llm``: serve until Ctrl-C or SIGTERM."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bot.testing.fake_llm",
+        description="Fake OpenAI-compatible chat server (echoes the last user message).",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per completion")
+    parser.add_argument("--context-window", type=int, default=128_000, metavar="N")
+    parser.add_argument("--api-key", default=None, help="require this key (default: any)")
+    parser.add_argument(
+        "--ignore-max-tokens", action="store_true", help="answer in full, past max_tokens"
+    )
+    args = parser.parse_args(argv)
+    fake = FakeLLM(
+        model_context_window=args.context_window,
+        api_key=args.api_key,
+        latency=args.latency,
+        ignore_max_tokens=args.ignore_max_tokens,
+    )
+    asyncio.run(_serve(fake, args.host, args.port))
+    return 0
+
+
+async def _serve(fake: FakeLLM, host: str, port: int) -> None:
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, done.set)
+    await fake.start(host, port)
+    try:
+        sys.stdout.write(f"OPENAI_BASE_URL={fake.base_url}\n")
+        sys.stdout.flush()
+        await done.wait()
+    finally:
+        await fake.stop()

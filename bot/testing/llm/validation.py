@@ -1,0 +1,240 @@
+"""Request validation for the fake server, mirroring the real API's 400 answers.
+
+Bots must learn about a malformed history (orphan tool messages, unanswered tool calls,
+bad ``name`` fields) in tests, not in production, so the texts, ``param`` paths and codes
+follow what api.openai.com returns. ``param`` uses the API's ``messages.[3].role`` form.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.testing.llm.errors import (
+    Invalid,
+    Path,
+    bad_value,
+    check_name,
+    empty,
+    fail,
+    kind,
+    missing,
+    wrong_type,
+)
+from bot.testing.llm.message_checks import (
+    ORPHAN_TOOL,
+    UNANSWERED_TOOL_CALLS,
+    check_messages,
+    check_tool_sequence,
+)
+from bot.testing.llm.wire import ApiError
+
+__all__ = [
+    "INVALID_JSON",
+    "ORPHAN_TOOL",
+    "UNANSWERED_TOOL_CALLS",
+    "invalid_json",
+    "validate_chat_request",
+]
+
+INVALID_JSON = (
+    "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+    "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
+    "sent was not valid JSON. If you have trouble figuring out how to fix this, please contact "
+    "us through our help center at help.openai.com.)"
+)
+
+
+def invalid_json() -> ApiError:
+    """The body was not JSON at all."""
+    return ApiError(400, INVALID_JSON)
+
+
+def validate_chat_request(body: object) -> ApiError | None:
+    """The first problem the real API would report for this chat request, or None."""
+    try:
+        _check_request(body)
+    except Invalid as exc:
+        return exc.error
+    return None
+
+
+def _check_request(body: object) -> None:
+    if not isinstance(body, dict):
+        raise fail(
+            f"Invalid type for request body: expected an object, but got {kind(body)} instead.",
+            None,
+            "invalid_type",
+        )
+    model = body.get("model")
+    if model is None or model == "":
+        raise fail("you must provide a model parameter", None, None)
+    if not isinstance(model, str):
+        raise wrong_type(("model",), "a string", model)
+    if "messages" not in body:
+        raise missing(("messages",))
+    messages = body["messages"]
+    if not isinstance(messages, list):
+        raise wrong_type(("messages",), "an array of objects", messages)
+    if not messages:
+        raise empty(("messages",))
+    check_messages(messages)
+    _check_options(body)
+    _check_tools(body)
+    check_tool_sequence(messages)
+
+
+def _check_int(body: dict[str, Any], key: str, low: int, high: int | None = None) -> None:
+    value = body.get(key)
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise wrong_type((key,), "an integer", value)
+    if value < low:
+        raise fail(
+            f"Invalid '{key}': integer below minimum value. Expected a value >= {low}, but got "
+            f"{value} instead.",
+            (key,),
+            "integer_below_min_value",
+        )
+    if high is not None and value > high:
+        raise fail(
+            f"Invalid '{key}': integer above maximum value. Expected a value <= {high}, but got "
+            f"{value} instead.",
+            (key,),
+            "integer_above_max_value",
+        )
+
+
+def _check_number(body: dict[str, Any], key: str, low: float, high: float) -> None:
+    value = body.get(key)
+    if value is None:
+        return
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise wrong_type((key,), "a decimal", value)
+    if value < low:
+        raise fail(
+            f"Invalid '{key}': decimal below minimum value. Expected a value >= {low:g}, but got "
+            f"{value:g} instead.",
+            (key,),
+            "decimal_below_min_value",
+        )
+    if value > high:
+        raise fail(
+            f"Invalid '{key}': decimal above maximum value. Expected a value <= {high:g}, but got "
+            f"{value:g} instead.",
+            (key,),
+            "decimal_above_max_value",
+        )
+
+
+def _check_bool(body: dict[str, Any], key: str) -> None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise wrong_type((key,), "a boolean", value)
+
+
+def _check_options(body: dict[str, Any]) -> None:
+    _check_int(body, "max_tokens", 1)
+    _check_int(body, "max_completion_tokens", 1)
+    _check_int(body, "n", 1, 128)
+    _check_number(body, "temperature", 0, 2)
+    _check_number(body, "top_p", 0, 1)
+    _check_number(body, "presence_penalty", -2, 2)
+    _check_number(body, "frequency_penalty", -2, 2)
+    _check_bool(body, "stream")
+    options = body.get("stream_options")
+    if options is not None:
+        if body.get("stream") is not True:
+            raise fail(
+                "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                ("stream_options",),
+                None,
+            )
+        if not isinstance(options, dict):
+            raise wrong_type(("stream_options",), "an object", options)
+        if options.get("include_usage") is not None and not isinstance(
+            options["include_usage"], bool
+        ):
+            raise wrong_type(
+                ("stream_options", "include_usage"), "a boolean", options["include_usage"]
+            )
+    stop = body.get("stop")
+    if stop is not None and not isinstance(stop, str):
+        if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+            raise wrong_type(("stop",), "one of a string or array of strings", stop)
+        if len(stop) > 4:
+            raise fail(
+                f"Invalid 'stop': array too long. Expected an array with maximum length 4, but "
+                f"got an array with length {len(stop)} instead.",
+                ("stop",),
+                "array_above_max_length",
+            )
+
+
+def _check_tools(body: dict[str, Any]) -> None:
+    tools = body.get("tools")
+    if tools is None:
+        for key in ("tool_choice", "parallel_tool_calls"):
+            if body.get(key) is not None:
+                raise fail(
+                    f"Invalid value for '{key}': '{key}' is only allowed when 'tools' are "
+                    "specified.",
+                    (key,),
+                    None,
+                )
+        return
+    if not isinstance(tools, list):
+        raise wrong_type(("tools",), "an array of objects", tools)
+    if not tools:
+        raise empty(("tools",))
+    for index, tool in enumerate(tools):
+        _check_tool(("tools", index), tool)
+    _check_bool(body, "parallel_tool_calls")
+    choice = body.get("tool_choice")
+    if choice is None or choice in ("none", "auto", "required"):
+        return
+    if isinstance(choice, str):
+        raise bad_value(("tool_choice",), choice, ("none", "auto", "required"))
+    if not isinstance(choice, dict):
+        raise wrong_type(("tool_choice",), "one of a string or object", choice)
+    if "type" not in choice:
+        raise missing(("tool_choice", "type"))
+    if choice["type"] == "function":
+        function = choice.get("function")
+        if not isinstance(function, dict) or "name" not in function:
+            raise missing(("tool_choice", "function", "name"))
+        check_name(("tool_choice", "function", "name"), function["name"])
+
+
+def _check_tool(path: Path, tool: object) -> None:
+    if not isinstance(tool, dict):
+        raise wrong_type(path, "an object", tool)
+    if "type" not in tool:
+        raise missing((*path, "type"))
+    kind = tool["type"]
+    if kind not in ("function", "custom"):
+        raise bad_value((*path, "type"), kind, ("function", "custom"))
+    if kind not in tool:
+        raise missing((*path, str(kind)))
+    spec = tool[kind]
+    if not isinstance(spec, dict):
+        raise wrong_type((*path, kind), "an object", spec)
+    if "name" not in spec:
+        raise missing((*path, kind, "name"))
+    check_name((*path, kind, "name"), spec["name"])
+    description = spec.get("description")
+    if description is not None and not isinstance(description, str):
+        raise wrong_type((*path, kind, "description"), "a string", description)
+    if kind != "function" or spec.get("parameters") is None:
+        return
+    parameters = spec["parameters"]
+    if not isinstance(parameters, dict):
+        raise wrong_type((*path, kind, "parameters"), "an object", parameters)
+    schema_type = parameters.get("type", "object")
+    if schema_type != "object":
+        raise fail(
+            f"Invalid schema for function '{spec['name']}': schema must be a JSON Schema of "
+            f"'type: \"object\"', got 'type: \"{schema_type}\"'.",
+            (*path, kind, "parameters"),
+            "invalid_function_parameters",
+        )

@@ -1,0 +1,2 @@
+"""The fake Telegram Bot API (``FakeTelegram``); its public path is
+``bot.testing.fake_telegram``."""
