@@ -14,3 +14,8 @@ class Section(BaseModel):
 def env_secret(name: str) -> SecretStr | None:
     value = os.environ.get(name)
     return SecretStr(value) if value else None
+
+
+def looks_secret(key: str) -> bool:
+    """A key whose value is treated as a secret wherever it appears (tokens, keys, passwords)."""
+    return any(word in key.lower() for word in ("token", "key", "secret", "password"))

@@ -7,6 +7,8 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from pydantic import BaseModel, SecretStr
 
+from bot.config.base import looks_secret
+
 if TYPE_CHECKING:
     from bot.config.settings import Settings
 
@@ -50,10 +52,6 @@ def safe_url(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def looks_secret(key: str) -> bool:
-    return any(word in key.lower() for word in ("token", "key", "secret", "password"))
 
 
 def masked_dump(settings: Settings) -> dict[str, Any]:

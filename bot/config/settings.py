@@ -7,11 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from bot.config.base import Section
+from bot.config.base import Section, looks_secret
 from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
 from bot.config.guardrails import AccessSettings, LimitSettings
 from bot.config.llm import LLMSettings
-from bot.config.masking import looks_secret
 from bot.config.memory import MemorySettings
 
 DEFAULT_PLUGINS = ("plugins.clock", "plugins.calculator", "plugins.reminders", "plugins.memory")
