@@ -24,7 +24,6 @@ from pydantic import BaseModel, ValidationError
 
 from bot.config import PluginEntry, describe_errors
 from bot.context import ChatContext, Scope
-from bot.conversation.commands import CommandInfo, CommandResult, Commands
 from bot.delivery import Outbound
 from bot.errors import ParlourError
 from bot.plugins.context import KeyValueBackend, PluginStore, ToolContext
@@ -32,6 +31,7 @@ from bot.plugins.declare import ToolFunc, ToolSpec, spec_of
 from bot.plugins.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from bot.conversation.commands import CommandResult, Commands
     from bot.memory.store import MemoryStore
     from bot.scheduler import Handler as JobHandler
     from bot.scheduler import Scheduler
@@ -82,6 +82,8 @@ class Plugin:
         ``admin_only``: only the chat's admins may run it. ``admin_aware``: anyone may, but the
         handler asks :meth:`is_admin` (adapters then look the caller's admin status up for it).
         """
+        from bot.conversation.commands import CommandInfo  # runtime: the service, not a plugin
+
         info = CommandInfo(name, description, admin_only=admin_only, admin_aware=admin_aware)
         self._commands.register(info, handler)
         self.commands.append(name.lower())
