@@ -3,12 +3,13 @@
 Local plugins load alike under the ``parlour`` script and ``python -m bot``, and a ``plugins/``
 folder of one's own does not hide the built-in plugins; the console chat keeps INFO lines out of
 the conversation and its /help names /exit; ``history`` alone explains itself; ``check-config``
-names typos in a disabled section and unknown plugins.
+names typos in a disabled section and unknown plugins; a new database logs one migration line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from pathlib import Path
 
@@ -147,3 +148,18 @@ async def test_check_config_warns_about_what_run_would_silently_skip(
     assert code == 0, err  # a disabled section and an optional plugin: warnings, not errors
     [warning] = [line for line in err.splitlines() if line.startswith("warning: ")]
     assert words in warning
+
+
+async def test_a_new_database_logs_one_schema_migration_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from bot.storage.sqlite import SQLiteStore
+    from bot.storage.sqlite.migrations import SCHEMA_VERSION
+
+    caplog.set_level(logging.INFO, logger="bot.storage.sqlite.connection")
+    for _ in range(2):  # the second open finds the schema current: nothing to say
+        async with SQLiteStore(tmp_path / "fresh.db"):
+            pass
+    migrated = [r.getMessage() for r in caplog.records if "schema migrated" in r.getMessage()]
+    assert len(migrated) == 1
+    assert migrated[0].startswith(f"history schema migrated from v0 to v{SCHEMA_VERSION} ")
