@@ -27,6 +27,7 @@ from bot.llm.client import TextDelta
 log = logging.getLogger(__name__)
 
 _EXIT = frozenset({"/exit", "/quit"})
+_EXIT_HELP = "/exit - Leave the chat (or /quit, or Ctrl-D)"
 
 
 class ConsoleAdapter:
@@ -56,6 +57,7 @@ class ConsoleAdapter:
 
     async def run(self) -> None:
         self.app.outbound.register("console", self)
+        self.app.commands.add_help_note(_help_note)
         try:
             await self._run()
         finally:
@@ -134,6 +136,11 @@ class ConsoleAdapter:
                     loop.call_soon_threadsafe(self._lines.put_nowait, None)
 
         threading.Thread(target=pump, name="console-stdin", daemon=True).start()
+
+
+def _help_note(ctx: ChatContext, admin: bool) -> str | None:
+    """/help at the console also names the way out, which the console handles itself."""
+    return _EXIT_HELP if ctx.platform == "console" else None
 
 
 def _local_user() -> str:

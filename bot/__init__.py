@@ -1,26 +1,78 @@
-"""Parlour: LLM chat bots for group chats. What plugin and adapter authors use lives here."""
+"""Parlour: LLM chat bots for group chats. What plugin and adapter authors use lives here.
 
-from bot.adapter import Adapter
-from bot.app import App
-from bot.config import Settings, load_settings, settings_from_mapping
-from bot.context import ChatContext, ChatType, Scope
-from bot.conversation.commands import CommandResult, Commands
-from bot.conversation.service import ChatEvent, ChatService, Done, Reply, ToolFinished, ToolStarted
-from bot.conversation.tool_runner import ToolRunner
-from bot.errors import (
-    ConfigError,
-    ContextTooLongError,
-    LLMAuthError,
-    LLMBusyError,
-    LLMError,
-    LLMQuotaError,
-    LLMUnavailableError,
-    ParlourError,
-    UserFacingError,
-)
-from bot.history import trim_history
-from bot.llm.client import TextDelta, ToolCall
-from bot.memory.provider import MemoryProvider
+The names below load on first use (PEP 562), so ``import bot`` and ``from bot.plugins import
+tool`` stay light: no database, LLM or scheduler library is imported until a name that needs one
+is touched (``bot.App``, ``bot.ChatService``, ...). ``tests/test_import_cost.py`` guards it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.adapter import Adapter
+    from bot.app import App
+    from bot.config import Settings, load_settings, settings_from_mapping
+    from bot.context import ChatContext, ChatType, Scope
+    from bot.conversation.commands import CommandResult, Commands
+    from bot.conversation.service import (
+        ChatEvent,
+        ChatService,
+        Done,
+        Reply,
+        ToolFinished,
+        ToolStarted,
+    )
+    from bot.conversation.tool_runner import ToolRunner
+    from bot.errors import (
+        ConfigError,
+        ContextTooLongError,
+        LLMAuthError,
+        LLMBusyError,
+        LLMError,
+        LLMQuotaError,
+        LLMUnavailableError,
+        ParlourError,
+        UserFacingError,
+    )
+    from bot.history import trim_history
+    from bot.llm.client import TextDelta, ToolCall
+    from bot.memory.provider import MemoryProvider
+
+# exported name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    "Adapter": "bot.adapter",
+    "App": "bot.app",
+    "ChatContext": "bot.context",
+    "ChatEvent": "bot.conversation.service",
+    "ChatService": "bot.conversation.service",
+    "ChatType": "bot.context",
+    "CommandResult": "bot.conversation.commands",
+    "Commands": "bot.conversation.commands",
+    "ConfigError": "bot.errors",
+    "ContextTooLongError": "bot.errors",
+    "Done": "bot.conversation.service",
+    "LLMAuthError": "bot.errors",
+    "LLMBusyError": "bot.errors",
+    "LLMError": "bot.errors",
+    "LLMQuotaError": "bot.errors",
+    "LLMUnavailableError": "bot.errors",
+    "MemoryProvider": "bot.memory.provider",
+    "ParlourError": "bot.errors",
+    "Reply": "bot.conversation.service",
+    "Scope": "bot.context",
+    "Settings": "bot.config",
+    "TextDelta": "bot.llm.client",
+    "ToolCall": "bot.llm.client",
+    "ToolFinished": "bot.conversation.service",
+    "ToolRunner": "bot.conversation.tool_runner",
+    "ToolStarted": "bot.conversation.service",
+    "UserFacingError": "bot.errors",
+    "load_settings": "bot.config",
+    "settings_from_mapping": "bot.config",
+    "trim_history": "bot.history",
+}
 
 __all__ = [
     "Adapter",
@@ -54,3 +106,17 @@ __all__ = [
     "settings_from_mapping",
     "trim_history",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name's module on first use and cache the name here."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,7 +1,14 @@
 """Command line: ``python -m bot [--config FILE] {chat,run,check-config,history,usage}``.
 
 With no command it runs the platform adapters enabled in config, or the console chat when none
-is. This is the only place that configures logging and installs signal handlers.
+is. This is the only place that configures logging and installs signal handlers. While you chat
+at the console only warnings and errors are logged (to stderr), so they do not run through the
+conversation; ``run`` logs at ``logging.level``.
+
+Plugin modules in the working directory import the same way under the ``parlour`` script and
+``python -m bot``: the directory is searched after the installed packages, so it never hides
+one (the built-in ``plugins.*`` load whatever ``plugins/`` folder it holds, see
+:mod:`bot.plugins.loader`).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -44,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="run the platform adapters enabled in config")
     sub.add_parser("check-config", help="validate the config and print it, secrets masked")
     history = sub.add_parser("history", help="stored conversations")
-    history_sub = history.add_subparsers(dest="history_command", required=True)
+    history.set_defaults(history_help=history.format_help)
+    history_sub = history.add_subparsers(dest="history_command", metavar="{list,export}")
     history_sub.add_parser("list", help="conversation keys and their turn counts")
     export = history_sub.add_parser("export", help="one conversation as JSON lines")
     export.add_argument("key", help="conversation key, e.g. telegram:-100123 (see `history list`)")
@@ -58,11 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "history" and args.history_command is None:
+        sys.stderr.write(args.history_help())
+        sys.stderr.write("\nerror: say which: `history list` or `history export KEY`\n")
+        return 2
+    _search_working_directory()
     redactor = Redactor()
     try:
         settings = load_settings(args.config)
         redactor.add(secret_values(settings))
-        configure_logging(settings.logging.level, redactor)
+        configure_logging(_log_level(args, settings), redactor)
         return asyncio.run(_dispatch(args, settings, redactor))
     except ConfigError as exc:
         print(f"error: {redactor(str(exc))}", file=sys.stderr)  # noqa: T201
@@ -72,6 +86,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _search_working_directory() -> None:
+    """Local plugin modules import alike under ``parlour`` (which does not search the working
+    directory) and ``python -m bot`` (which searches it first): last, after the installed
+    packages."""
+    cwd = os.getcwd()
+    sys.path[:] = [entry for entry in sys.path if entry and os.path.abspath(entry) != cwd]
+    sys.path.append(cwd)
+
+
+def _log_level(args: argparse.Namespace, settings: Settings) -> str:
+    """The console chat shows the conversation on the terminal: INFO lines would run through it."""
+    chatting = args.command == "chat" or (args.command is None and not settings.enabled_platforms())
+    level = settings.logging.level
+    return "WARNING" if chatting and level in ("DEBUG", "INFO") else level
 
 
 async def _dispatch(args: argparse.Namespace, settings: Settings, redactor: Redactor) -> int:

@@ -3,15 +3,26 @@
     ParlourError                      root of everything Parlour raises on purpose
     ├── ConfigError                   invalid config.yaml / environment (names the field)
     ├── StoreError                    the history database is unusable
+    ├── PluginError                   a plugin could not be loaded (bot.plugins.loader)
+    ├── ToolDefinitionError           a tool declared wrongly (bot.plugins.declare)
     └── UserFacingError               carries ``chat_text``: safe to show in a chat
+        ├── AccessDeniedError         this chat or user may not use the bot (guardrails.access)
+        ├── RateLimitedError          too many messages from one user (guardrails.rate_limit)
+        ├── StillAnsweringError       wrote again before the last answer was done (same)
+        ├── BudgetSpentError          a daily token budget is used up (guardrails.budgets)
         ├── ContextTooLongError       the newest message cannot fit the model's window
         └── LLMError                  the model call failed after retries and fallbacks
             ├── LLMBusyError          rate limited / overloaded: try again shortly
             ├── LLMQuotaError         quota or billing exhausted (not a rate limit)
             ├── LLMAuthError          key rejected (401/403)
-            ├── LLMUnavailableError   5xx, timeouts, connection errors, model not found
-            ├── LLMBadRequestError    the provider rejected the request (400/422)
-            └── LLMContextLengthError the provider says the prompt is too long
+            ├── LLMUnavailableError   5xx, timeouts, refused connections, model not found
+            └── LLMBadRequestError    the provider rejected the request (400/422)
+                └── LLMContextLengthError  the provider says the prompt is too long
+
+Outside the tree, on purpose: ``adapters.telegram.output.Undeliverable`` (a chat that cannot
+receive messages; never leaves the Telegram adapter) and ``plugins.calculator.CalculationError``
+(a ``ValueError`` the tool turns into its answer to the model). ``tests/test_errors.py`` checks
+that every ``ParlourError`` subclass is drawn here under its real parent.
 
 ``str(exc)`` is for logs (ids, status codes; never secrets). ``exc.chat_text`` is what an
 adapter may post in a chat.

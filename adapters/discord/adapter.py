@@ -23,7 +23,7 @@ from discord import app_commands
 
 from adapters.discord.commands import build_tree
 from adapters.discord.endpoints import use_endpoints
-from adapters.discord.normalise import Incoming, context_for, decide, normalise
+from adapters.discord.normalise import Incoming, context_for, decide, is_chat_admin, normalise
 from adapters.discord.output import (
     LIMIT,
     NO_PINGS,
@@ -139,7 +139,7 @@ class DiscordAdapter:
         intents.message_content = self.message_content
         client = _Client(self, intents)
         self.client = client
-        self.tree = build_tree(client, self)
+        self.tree = build_tree(client, self.app.commands.infos, ask=self.ask, run=self.command)
         return client
 
     async def on_setup(self) -> None:
@@ -284,7 +284,7 @@ class DiscordAdapter:
         except _PREVIEW_ERRORS as exc:
             log.warning("discord: notice not delivered: %s", exc)
 
-    # -- slash commands (called by commands.py) -----------------------------------------------
+    # -- slash commands (commands.py calls these) ---------------------------------------------
 
     async def ask(self, interaction: discord.Interaction, prompt: str) -> None:
         if not await self._accepting(interaction):
@@ -333,10 +333,7 @@ class DiscordAdapter:
         await asyncio.shield(task)
 
     def interaction_context(self, interaction: discord.Interaction) -> ChatContext:
-        permissions = interaction.permissions
-        admin = interaction.guild_id is not None and (
-            permissions.manage_messages or permissions.administrator
-        )
+        admin = interaction.guild_id is not None and is_chat_admin(interaction.permissions)
         return context_for(
             interaction.channel_id or interaction.user.id,
             interaction.guild_id is None,

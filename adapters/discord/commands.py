@@ -1,78 +1,105 @@
-"""The slash commands: ``/ask prompt:``, ``/reset``, ``/clear``, ``/history``, ``/scope``,
-``/help``, and any command a plugin registered (with one optional ``text`` argument).
+"""The slash command tree, built from the command declarations and two plain callables.
 
-``/clear`` and ``/scope`` carry ``default_member_permissions`` of Manage Messages so Discord
-hides them from members, but server admins can change that, so the adapter checks the
-caller's permissions again when the command runs (``Commands`` refuses non-admins).
+Every command the core declares (``app.commands.infos``: the built-ins and whatever plugins
+registered) becomes a slash command with its declared name and description, plus ``/ask
+prompt:``, which the adapter answers itself with a streamed reply. ``/scope`` offers its three
+choices; ``/reset``, ``/clear``, ``/history`` and ``/help`` take no argument; every other
+command takes one optional ``text``.
+
+A command declared ``admin_only`` carries ``default_member_permissions`` of Manage Messages
+(:data:`adapters.discord.normalise.ADMIN_PERMISSIONS`, the permission that makes a member a
+chat admin here), so Discord hides it from members. Server admins can change that, so
+``Commands`` still refuses non-admins when the command runs.
+
+This module knows nothing of the adapter: it is given ``ask(interaction, prompt)`` and
+``run(interaction, name, args)`` and calls them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any
 
 import discord
 from discord import app_commands
 
-if TYPE_CHECKING:
-    from adapters.discord.adapter import DiscordAdapter
+from adapters.discord.normalise import ADMIN_PERMISSIONS
+from bot.conversation.commands import CommandInfo
 
-_BUILTIN = frozenset({"ask", "reset", "clear", "history", "scope", "help"})
+Ask = Callable[[discord.Interaction, str], Awaitable[None]]
+"""Answer ``/ask prompt:`` (the adapter streams the reply)."""
+Run = Callable[[discord.Interaction, str, str], Awaitable[None]]
+"""Run the declared command ``name`` with ``args`` (the adapter asks ``Commands``)."""
+
+ASK = CommandInfo("ask", "Ask me something")
+_NO_ARGUMENT = frozenset({"reset", "clear", "history", "help"})
 _SCOPES = [app_commands.Choice(name=s, value=s) for s in ("chat", "user", "thread")]
+_DESCRIPTION_LIMIT = 100  # Discord's limit for a command's description
+
+SlashCommand = app_commands.Command[Any, ..., None]
+Callback = Callable[..., Coroutine[Any, Any, None]]
 
 
 def build_tree(
-    client: discord.Client, adapter: DiscordAdapter
+    client: discord.Client, infos: Sequence[CommandInfo], *, ask: Ask, run: Run
 ) -> app_commands.CommandTree[discord.Client]:
     tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
-
-    @tree.command(name="ask", description="Ask me something")
-    @app_commands.describe(prompt="Your question or request")
-    async def ask(
-        interaction: discord.Interaction, prompt: app_commands.Range[str, 1, 4000]
-    ) -> None:
-        await adapter.ask(interaction, prompt)
-
-    @tree.command(name="reset", description="Start a fresh conversation (the old one is kept)")
-    async def reset(interaction: discord.Interaction) -> None:
-        await adapter.command(interaction, "reset")
-
-    @tree.command(name="clear", description="Delete this channel's whole history (admins)")
-    @app_commands.default_permissions(manage_messages=True)
-    async def clear(interaction: discord.Interaction) -> None:
-        await adapter.command(interaction, "clear")
-
-    @tree.command(name="history", description="How much I remember here, and my token budget")
-    async def history(interaction: discord.Interaction) -> None:
-        await adapter.command(interaction, "history")
-
-    @tree.command(name="scope", description="Share history per channel, per user or per thread")
-    @app_commands.describe(scope="chat: everyone together; user: one history per person")
-    @app_commands.choices(scope=_SCOPES)
-    @app_commands.default_permissions(manage_messages=True)
-    async def scope(
-        interaction: discord.Interaction, scope: app_commands.Choice[str] | None = None
-    ) -> None:
-        await adapter.command(interaction, "scope", scope.value if scope else "")
-
-    @tree.command(name="help", description="Show what I can do")
-    async def help_(interaction: discord.Interaction) -> None:
-        await adapter.command(interaction, "help")
-
-    for info in adapter.app.commands.infos:
-        if info.name not in _BUILTIN:
-            tree.add_command(_plugin_command(adapter, info.name, info.description, info.admin_only))
+    for command in slash_commands(infos, ask=ask, run=run):
+        tree.add_command(command)
     return tree
 
 
-def _plugin_command(
-    adapter: DiscordAdapter, name: str, description: str, admin_only: bool
-) -> app_commands.Command[Any, ..., None]:
-    async def run(interaction: discord.Interaction, text: str = "") -> None:
-        await adapter.command(interaction, name, text)
+def slash_commands(infos: Sequence[CommandInfo], *, ask: Ask, run: Run) -> list[SlashCommand]:
+    """``/ask`` first, then one slash command per declaration, in declaration order."""
+    commands = [_ask(ask)]
+    commands += [_declared(info, run) for info in infos if info.name != ASK.name]
+    return commands
 
-    command: app_commands.Command[Any, ..., None] = app_commands.Command(
-        name=name, description=description[:100] or name, callback=run
+
+def _ask(ask: Ask) -> SlashCommand:
+    @app_commands.describe(prompt="Your question or request")
+    async def callback(
+        interaction: discord.Interaction, prompt: app_commands.Range[str, 1, 4000]
+    ) -> None:
+        await ask(interaction, prompt)
+
+    return _command(ASK, callback)
+
+
+def _declared(info: CommandInfo, run: Run) -> SlashCommand:
+    name = info.name
+    callback: Callback
+    if name in _NO_ARGUMENT:
+
+        async def bare(interaction: discord.Interaction) -> None:
+            await run(interaction, name, "")
+
+        callback = bare
+    elif name == "scope":
+
+        @app_commands.describe(scope="chat: everyone together; user: one history per person")
+        @app_commands.choices(scope=_SCOPES)
+        async def choose(
+            interaction: discord.Interaction, scope: app_commands.Choice[str] | None = None
+        ) -> None:
+            await run(interaction, name, scope.value if scope else "")
+
+        callback = choose
+    else:
+
+        async def with_text(interaction: discord.Interaction, text: str = "") -> None:
+            await run(interaction, name, text)
+
+        callback = with_text
+    return _command(info, callback)
+
+
+def _command(info: CommandInfo, callback: Callback) -> SlashCommand:
+    command: SlashCommand = app_commands.Command(
+        name=info.name,
+        description=info.description[:_DESCRIPTION_LIMIT] or info.name,
+        callback=callback,
     )
-    if admin_only:
-        command.default_permissions = discord.Permissions(manage_messages=True)
+    if info.admin_only:
+        command.default_permissions = discord.Permissions(ADMIN_PERMISSIONS.value)
     return command

@@ -20,6 +20,9 @@ from bot.conversation.triggers import IGNORE, Action, Decision, with_quote
 from bot.guardrails.sanitise import clean_text
 
 PLATFORM = "discord"
+ADMIN_PERMISSIONS = discord.Permissions(manage_messages=True)
+"""What makes a member a chat admin here (Administrator implies it); admin-only commands'
+default permissions. Whether an admin may do something is :mod:`bot.guardrails.admins`' call."""
 _SPACES = re.compile(r"[ \t]{2,}")
 _TOKEN = re.compile(r"<(@!?|@&|#)(\d+)>")
 
@@ -110,8 +113,12 @@ def _manages_messages(message: discord.Message) -> bool:
     author = message.author
     if message.guild is None or not isinstance(author, discord.Member):
         return False
-    permissions = message.channel.permissions_for(author)
-    return permissions.manage_messages or permissions.administrator
+    return is_chat_admin(message.channel.permissions_for(author))
+
+
+def is_chat_admin(permissions: discord.Permissions) -> bool:
+    """The platform fact the admin policy reads: Manage Messages (or Administrator) here."""
+    return permissions >= ADMIN_PERMISSIONS or permissions.administrator
 
 
 def _readable(text: str, message: discord.Message) -> str:

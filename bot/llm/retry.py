@@ -8,6 +8,10 @@ otherwise back off exponentially with full jitter; the sum of all waits of one c
 A 429 gets more attempts than other failures: under a storm, retries that wait the same
 Retry-After come back together and fail in waves, and the server has said it will have room
 again, not that it is broken.
+
+A failed connection says why (:func:`connection_problem`): the SDK's aiohttp transport reports
+every connect failure as a timeout, so the cause chain is read for the refused port, the
+unknown host or the TLS failure underneath.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import asyncio
 import email.utils
 import logging
 import random
+import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -86,12 +92,47 @@ def _error_code(exc: openai.APIStatusError) -> str:
     return str(code or inner.get("code") or inner.get("type") or "")
 
 
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 16:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def connection_problem(exc: BaseException) -> str | None:
+    """What went wrong underneath a connection error, in words; None when nothing says.
+
+    The most telling cause anywhere in the chain wins, the deepest first: aiohttp's own
+    connector error is an ``OSError`` too, and wraps the ``ConnectionRefusedError`` that names
+    the problem.
+    """
+    causes = _causes(exc)[::-1]
+    for kind, words in _PROBLEMS:
+        found = next((cause for cause in causes if isinstance(cause, kind)), None)
+        if found is not None:
+            reason = getattr(found, "strerror", None) or type(found).__name__
+            return words.format(name=type(found).__name__, reason=reason)
+    return None
+
+
+_PROBLEMS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], str], ...] = (
+    (ConnectionRefusedError, "connection refused (is the server running on that port?)"),
+    (socket.gaierror, "host not found (DNS lookup failed)"),
+    ((ssl.SSLError, ssl.CertificateError), "TLS handshake failed ({name})"),
+    (TimeoutError, "request timed out"),
+    (ConnectionError, "connection lost ({name})"),
+    (OSError, "unreachable ({reason})"),
+)
+
+
 def classify(exc: BaseException, *, endpoint: str) -> tuple[LLMError, bool]:
     """Map an SDK exception to (Parlour error, retryable?). Messages carry no secrets."""
-    if isinstance(exc, openai.APITimeoutError):
-        return LLMUnavailableError(f"{endpoint}: request timed out"), True
-    if isinstance(exc, openai.APIConnectionError):
-        return LLMUnavailableError(f"{endpoint}: connection failed"), True
+    if isinstance(exc, openai.APIConnectionError):  # APITimeoutError is one, too
+        fallback = "request timed out" if isinstance(exc, openai.APITimeoutError) else None
+        problem = connection_problem(exc) or fallback or "connection failed"
+        return LLMUnavailableError(f"{endpoint}: {problem}"), True
     if isinstance(exc, TimeoutError):
         return LLMUnavailableError(f"{endpoint}: request timed out"), True
     if isinstance(exc, UnicodeEncodeError | TypeError):

@@ -19,10 +19,32 @@ A plugin module::
 and in ``config.yaml``: ``plugins: [plugins.clock, {module: my_plugin, settings: {...}}]``.
 """
 
-from bot.plugins.context import PluginStore, ToolContext
-from bot.plugins.declare import Permission, ToolDefinitionError, ToolSpec, tool
-from bot.plugins.loader import ENTRY_POINT_GROUP, Plugin, PluginError, PluginManager
-from bot.plugins.registry import ToolRegistry
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.plugins.context import PluginStore, ToolContext
+    from bot.plugins.declare import Permission, ToolDefinitionError, ToolSpec, tool
+    from bot.plugins.loader import ENTRY_POINT_GROUP, Plugin, PluginError, PluginManager
+    from bot.plugins.registry import ToolRegistry
+
+# exported name -> the module that defines it; loaded on first use (PEP 562), so that
+# ``from bot.plugins import tool`` costs pydantic and nothing heavier
+_EXPORTS: dict[str, str] = {
+    "ENTRY_POINT_GROUP": "bot.plugins.loader",
+    "Permission": "bot.plugins.declare",
+    "Plugin": "bot.plugins.loader",
+    "PluginError": "bot.plugins.loader",
+    "PluginManager": "bot.plugins.loader",
+    "PluginStore": "bot.plugins.context",
+    "ToolContext": "bot.plugins.context",
+    "ToolDefinitionError": "bot.plugins.declare",
+    "ToolRegistry": "bot.plugins.registry",
+    "ToolSpec": "bot.plugins.declare",
+    "tool": "bot.plugins.declare",
+}
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -37,3 +59,17 @@ __all__ = [
     "ToolSpec",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name's module on first use and cache the name here."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

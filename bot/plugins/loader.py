@@ -7,16 +7,25 @@ package's ``parlour.plugins`` entry point. It may define ``Settings`` (a pydanti
 :class:`Plugin` handle; ``teardown(plugin)`` is optional. If anything fails, everything that
 plugin registered is taken back and the bot starts without it (or refuses to start when the
 plugin is marked ``required``).
+
+The built-in plugins (``plugins.calculator``, ``plugins.clock``, ``plugins.memory``,
+``plugins.reminders``) load from Parlour's own ``plugins`` package whatever the working
+directory holds: a user's own ``plugins/`` folder does not hide them, and its modules still load
+as ``plugins.<name>`` after the built-ins (a module named like a built-in is not reached).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import logging
+import pkgutil
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +33,6 @@ from pydantic import BaseModel, ValidationError
 
 from bot.config import PluginEntry, describe_errors
 from bot.context import ChatContext, Scope
-from bot.conversation.commands import CommandInfo, CommandResult, Commands
 from bot.delivery import Outbound
 from bot.errors import ParlourError
 from bot.plugins.context import KeyValueBackend, PluginStore, ToolContext
@@ -32,6 +40,7 @@ from bot.plugins.declare import ToolFunc, ToolSpec, spec_of
 from bot.plugins.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from bot.conversation.commands import CommandResult, Commands
     from bot.memory.store import MemoryStore
     from bot.scheduler import Handler as JobHandler
     from bot.scheduler import Scheduler
@@ -39,6 +48,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "parlour.plugins"
+BUILTIN_PACKAGE = "plugins"
+BUILTIN_DIR = Path(__file__).resolve().parents[2] / BUILTIN_PACKAGE  # installed beside ``bot``
 
 
 class PluginError(ParlourError):
@@ -82,6 +93,8 @@ class Plugin:
         ``admin_only``: only the chat's admins may run it. ``admin_aware``: anyone may, but the
         handler asks :meth:`is_admin` (adapters then look the caller's admin status up for it).
         """
+        from bot.conversation.commands import CommandInfo  # runtime: the service, not a plugin
+
         info = CommandInfo(name, description, admin_only=admin_only, admin_aware=admin_aware)
         self._commands.register(info, handler)
         self.commands.append(name.lower())
@@ -221,9 +234,34 @@ def _import(name: str) -> ModuleType:
             target = point.value.split(":", 1)[0]
             break
     try:
+        if target.split(".", 1)[0] == BUILTIN_PACKAGE:
+            builtin_package()
         return importlib.import_module(target)
     except Exception as exc:
         raise PluginError(f"plugin {name} cannot be imported: {type(exc).__name__}: {exc}") from exc
+
+
+def builtin_package() -> ModuleType:
+    """Parlour's ``plugins`` package, in ``sys.modules`` under that name.
+
+    ``python -m bot`` searches the working directory first, so a user's ``plugins/`` folder would
+    otherwise be imported in its place. The package searches the built-in folder first, then
+    every other ``plugins`` folder on ``sys.path``.
+    """
+    package = sys.modules.get(BUILTIN_PACKAGE)
+    builtin = str(BUILTIN_DIR)
+    if package is None or builtin not in list(getattr(package, "__path__", [])):
+        spec = importlib.util.spec_from_file_location(
+            BUILTIN_PACKAGE, BUILTIN_DIR / "__init__.py", submodule_search_locations=[builtin]
+        )
+        if spec is None or spec.loader is None:  # pragma: no cover - the file ships with bot
+            raise ImportError(f"no built-in plugins at {BUILTIN_DIR}")
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[BUILTIN_PACKAGE] = package
+        spec.loader.exec_module(package)
+    others = pkgutil.extend_path([builtin], BUILTIN_PACKAGE)
+    package.__path__ = list(dict.fromkeys([*package.__path__, *others]))
+    return package
 
 
 def _settings(module: ModuleType, entry: PluginEntry) -> BaseModel | None:

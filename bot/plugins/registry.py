@@ -12,14 +12,16 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from bot.context import ChatContext
-from bot.llm.client import ToolCall
 from bot.plugins.context import ToolContext
 from bot.plugins.declare import Permission, ToolDefinitionError, ToolSpec
+
+if TYPE_CHECKING:
+    from bot.llm.client import ToolCall
 
 log = logging.getLogger(__name__)
 

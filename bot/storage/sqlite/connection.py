@@ -113,6 +113,7 @@ class Database:
         return conn
 
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
+        applied: list[int] = []  # one log line for the lot: a new file runs every migration
         for number in range(SCHEMA_VERSION):
             await conn.execute("BEGIN IMMEDIATE")  # read the version under the write lock:
             rows = await conn.execute_fetchall("PRAGMA user_version")  # two processes may race
@@ -133,7 +134,14 @@ class Database:
             except BaseException:
                 await conn.execute("ROLLBACK")
                 raise
-            log.info("history schema migrated to version %d path=%s", number + 1, self.path)
+            applied.append(number + 1)
+        if applied:
+            log.info(
+                "history schema migrated from v%d to v%d path=%s",
+                applied[0] - 1,
+                applied[-1],
+                self.path,
+            )
 
 
 def statements(script: str) -> list[str]:
