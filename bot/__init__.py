@@ -2,7 +2,8 @@
 
 The names below load on first use (PEP 562), so ``import bot`` and ``from bot.plugins import
 tool`` stay light: no database, LLM or scheduler library is imported until a name that needs one
-is touched (``bot.App``, ``bot.ChatService``, ...). ``tests/test_import_cost.py`` guards it.
+is touched (``bot.App``, ``bot.ChatService``, ...). ``tests/product/app/test_import_cost.py``
+guards it.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@
 
 Outside the tree, on purpose: ``adapters.telegram.output.Undeliverable`` (a chat that cannot
 receive messages; never leaves the Telegram adapter) and ``plugins.calculator.CalculationError``
-(a ``ValueError`` the tool turns into its answer to the model). ``tests/test_errors.py`` checks
+(a ``ValueError`` the tool turns into its answer to the model).
+``tests/product/app/test_errors.py`` checks
 that every ``ParlourError`` subclass is drawn here under its real parent.
 
 ``str(exc)`` is for logs (ids, status codes; never secrets). ``exc.chat_text`` is what an

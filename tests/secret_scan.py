@@ -42,7 +42,7 @@ def known_secrets() -> frozenset[str]:
     from bot.testing.fake_discord import FakeDiscord
     from bot.testing.fake_telegram import FakeTelegram
     from tests.conftest import TEST_KEY
-    from tests.test_cli import SECRET
+    from tests.product.app.test_cli import SECRET
 
     telegram = inspect.signature(FakeTelegram.__init__).parameters["token"].default
     discord = inspect.signature(FakeDiscord.__init__).parameters["token"].default

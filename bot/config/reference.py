@@ -34,7 +34,7 @@ REGENERATE = "python -m bot.config.reference  (or: make docs)"
 _HEADER = f"""# Configuration reference
 
 <!-- GENERATED from the pydantic models by `{REGENERATE.split("  ")[0]}`; do not edit.
-     tests/test_docs.py fails when this file is stale. -->
+     tests/product/app/test_docs.py fails when this file is stale. -->
 
 Every key `config.yaml` accepts, section by section: its type and limits, its default, and what it
 does. Every key is optional. Strings may use `${{VAR}}` and `${{VAR:-default}}`; unknown keys are

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
-from tests.test_cli import SECRET, env_for, run_cli, write_config
+from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pytest
 from bot.conversation.prompt_safety import RECALLED_HEADER
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import AppFactory, group, private
-from tests.test_cli import SECRET, env_for, run_cli, write_config
+from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 
 SMALL = {"history": {"max_turns": 10, "max_tokens": 400}}
 MEMORY = {"plugins": ["plugins.memory"]}

@@ -13,7 +13,7 @@ from bot.storage.sqlite.migrations import MIGRATIONS
 from bot.storage.values import TurnStatus
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory, group, private
-from tests.test_sqlite_backend import turn
+from tests.product.storage.test_sqlite_backend import turn
 
 
 def sent_contents(fake: FakeLLM, index: int = -1) -> list[str]:

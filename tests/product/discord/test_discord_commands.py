@@ -18,7 +18,7 @@ from bot.testing.fake_discord import FakeDiscord
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory
 from tests.discord_harness import GUILD, running_discord, world
-from tests.test_discord import answered
+from tests.product.discord.test_discord import answered
 
 MANAGE_MESSAGES = str(1 << 13)
 PACKAGE = Path(slash.__file__).parent

@@ -25,8 +25,8 @@ from bot.storage.sqlite import SQLiteStore
 from bot.storage.values import NewTurn, TurnStatus, Usage
 from bot.testing.fake_llm import FakeLLM, hang, reply, tool_calls
 from tests.conftest import AppFactory, make_settings, private
-from tests.test_cli import env_for, run_cli, write_config
-from tests.test_service import AddTool
+from tests.product.app.test_cli import env_for, run_cli, write_config
+from tests.product.conversation.test_service import AddTool
 
 
 async def test_interrupted_turns_are_closed_when_the_store_opens(tmp_path: Path) -> None:

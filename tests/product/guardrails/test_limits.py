@@ -20,7 +20,7 @@ from bot.storage.sqlite.migrations import MIGRATIONS
 from bot.storage.values import NewTurn, Usage
 from bot.testing.fake_llm import FakeLLM, error, reply, tool_calls
 from tests.conftest import AppFactory, group, private
-from tests.test_cli import SECRET, env_for, run_cli, write_config
+from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 
 USAGE = {"prompt_tokens": 60, "completion_tokens": 40, "total_tokens": 100}
 USAGE_ = Usage(60, 40)  # the same, as stored

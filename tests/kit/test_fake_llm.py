@@ -30,7 +30,7 @@ from bot.testing import (
 )
 
 MODEL = "gpt-4o-mini"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # tests/kit/ -> the project
 USER: list[Any] = [{"role": "user", "content": "hello there"}]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import SECRET, env_for, run_cli, write_config
+from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 
 TELEGRAM = "5550123456:AAF9x-TypoedTokenValue_0123456789abcd"
 DISCORD = "MTA5ODc2NTQzMjEwOTg3NjU0.GhIjKl.x9Yz-abcdefghijklmnopqrstuvw_0123"

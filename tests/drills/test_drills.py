@@ -28,8 +28,8 @@ import pytest_asyncio
 from bot.errors import LLMUnavailableError
 from bot.testing.fake_llm import FakeLLM, RecordedRequest, hang, rate_limited, reply
 from bot.testing.fake_telegram import FakeTelegram
+from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 from tests.secret_scan import find_secrets
-from tests.test_cli import SECRET, env_for, run_cli, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.testing.fake_llm import FakeLLM
-from tests.test_cli import SECRET, env_for, run_cli, write_config
+from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 
 PARLOUR = Path(sys.executable).with_name("parlour")  # the console script pip installs
 

@@ -26,7 +26,7 @@ from bot.testing.fake_llm import (
 )
 from tests.conformance.test_memories import ME, group
 from tests.conftest import TEST_KEY, AppFactory, Sleeps, private
-from tests.test_memory import recalled_text
+from tests.product.memory.test_memory import recalled_text
 
 MODEL = "text-embedding-3-small"
 MEI = "Mei is allergic to peanuts"

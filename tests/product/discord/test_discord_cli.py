@@ -12,7 +12,7 @@ import pytest
 from bot.testing.fake_discord import FakeDiscord
 from bot.testing.fake_llm import FakeLLM
 from tests.discord_harness import GENERAL, GUILD, world
-from tests.test_cli import SECRET, env_for, run_cli, write_config
+from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -50,7 +50,7 @@ from aiohttp import web
 from bot.testing.fake_telegram import FakeTelegram
 from bot.testing.telegram.parse_html import TelegramHTMLError, parse_html
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # tests/kit/ -> the project
 JSONDict = dict[str, Any]
 
 

@@ -14,8 +14,8 @@ from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory, group, private
 from tests.discord_harness import running_discord, world
+from tests.product.discord.test_discord import answered
 from tests.telegram_harness import running_bot
-from tests.test_discord import answered
 
 MEMORY = ["plugins.memory"]
 

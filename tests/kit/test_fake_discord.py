@@ -34,7 +34,7 @@ from adapters.discord.endpoints import (
 )
 from bot.testing.fake_discord import FakeDiscord
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # tests/kit/ -> the project
 JSONDict = dict[str, Any]
 GUILD, GENERAL, ALICE, BOB, MOD_ROLE = 1, 10, 42, 43, 5
 

@@ -15,9 +15,9 @@ from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from bot.testing.fake_telegram import FakeTelegram
 from bot.testing.llm.model import last_user_text
 from tests.conftest import AppFactory, group
+from tests.product.memory.test_compaction import settle
+from tests.product.telegram.test_telegram import replies
 from tests.telegram_harness import running_bot
-from tests.test_compaction import settle
-from tests.test_telegram import replies
 
 MEMORY = {"plugins": ["plugins.memory"]}
 

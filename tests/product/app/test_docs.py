@@ -16,7 +16,7 @@ import yaml
 from bot.config import settings_from_mapping
 from bot.config.reference import REFERENCE_PATH, REGENERATE, missing_descriptions, render, rows
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]  # tests/product/app/ -> the project
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_telegram import FakeTelegram
-from tests.test_cli import SECRET, env_for, run_cli, write_config
+from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 
 pytestmark = pytest.mark.slow
 

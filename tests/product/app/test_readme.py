@@ -16,7 +16,7 @@ import pytest
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_telegram import FakeTelegram
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]  # tests/product/app/ -> the project
 README = ROOT / "README.md"
 DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 
