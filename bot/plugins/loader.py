@@ -133,7 +133,8 @@ class Plugin:
             conversation_key=self.conversation_key(ctx),
         )
 
-    def _rollback(self) -> None:
+    def rollback(self) -> None:
+        """Undo everything this plugin added (its setup failed, or it is being unloaded)."""
         for name in self.tools:
             self._registry.remove(name)
         for name in self.commands:
@@ -203,7 +204,7 @@ class PluginManager:
         try:
             await _maybe_await(setup(plugin))
         except Exception as exc:
-            plugin._rollback()
+            plugin.rollback()
             raise PluginError(
                 f"plugin {entry.module} failed in setup: {type(exc).__name__}: {exc}"
             ) from exc
