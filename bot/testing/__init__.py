@@ -17,8 +17,9 @@ not load aiohttp before they need it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bot.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from bot.testing.discord.server import FakeDiscord
@@ -62,8 +63,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        module = _HOMES.get(name, "bot.testing.fake_llm")
-        return getattr(importlib.import_module(module), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__, {name: _HOMES.get(name, "bot.testing.fake_llm") for name in __all__}, __all__
+)
