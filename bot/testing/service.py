@@ -1,5 +1,6 @@
-"""What the fake servers share: ``async with Fake() as fake`` runs ``start()``/``stop()``, and
-the platform fakes' waits (``wait_until``, ``wait_idle``) that tests drive the bot with."""
+"""What the fake servers share: serving on loopback (:func:`serve`), ``async with Fake() as fake``
+running ``start()``/``stop()``, and the platform fakes' waits (``wait_until``, ``wait_idle``)
+that tests drive the bot with."""
 
 from __future__ import annotations
 
@@ -8,6 +9,25 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Self
+
+from aiohttp import web
+
+
+async def serve(
+    app: web.Application, host: str, port: int, *, shutdown_timeout: float, backlog: int = 128
+) -> tuple[web.AppRunner, int, str]:
+    """Serve ``app`` on ``host:port`` (0: any free port); returns the runner, the port bound and
+    the host as it goes in a URL (``127.0.0.1`` for a wildcard, brackets for IPv6)."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port, backlog=backlog).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    bound = int(runner.addresses[0][1])
+    shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
+    return runner, bound, f"[{shown}]" if ":" in shown else shown
 
 
 class FakeService:

@@ -22,7 +22,7 @@ from bot.testing.discord.limits import RATE_LIMITED, Injection
 from bot.testing.discord.rest import ROUTES, DiscordRest
 from bot.testing.discord.state import GuildState
 from bot.testing.discord.wire import DiscordError, JSONDict, RecordedRequest, json_response
-from bot.testing.service import WatchedFake
+from bot.testing.service import WatchedFake, serve
 
 __all__ = ["ROUTES", "FakeDiscord", "RecordedRequest", "main"]
 
@@ -73,17 +73,10 @@ class FakeDiscord(DiscordRest, WatchedFake):
         app.router.add_get("/_fake/callbacks", self._control_list("callbacks"))
         app.router.add_route("*", r"/api/v{version:\d+}/{tail:.*}", self._handle_rest)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self.host, self.port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])
-        shown = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
-        self._base = f"{f'[{shown}]' if ':' in shown else shown}:{self.port}"
+        self._runner, self.port, shown = await serve(
+            app, self.host, self.port, shutdown_timeout=1.0
+        )
+        self._base = f"{shown}:{self.port}"
         self._gateway_url = f"ws://{self._base}/gateway"
 
     async def stop(self) -> None:

@@ -55,7 +55,7 @@ from bot.testing.llm.wire import (
     stream_chunks,
     usage_body,
 )
-from bot.testing.service import FakeService
+from bot.testing.service import FakeService, serve
 
 if TYPE_CHECKING:
     from bot.llm.tokens import TokenCounter
@@ -139,17 +139,9 @@ class FakeLLM(ScriptedAnswers, FakeService):
             app.router.add_get(f"{prefix}/models", self._route(self._list_models))
             app.router.add_get(f"{prefix}/models/{{model}}", self._route(self._get_model))
         app.router.add_route("*", "/{tail:.*}", self._route(self._invalid_url))
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, host, port, backlog=_BACKLOG).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self._port = int(runner.addresses[0][1])
-        shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
-        shown = f"[{shown}]" if ":" in shown else shown
+        self._runner, self._port, shown = await serve(
+            app, host, port, shutdown_timeout=_SHUTDOWN_TIMEOUT, backlog=_BACKLOG
+        )
         self._base_url = f"http://{shown}:{self._port}/v1"
 
     async def stop(self) -> None:

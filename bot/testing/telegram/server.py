@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import aiohttp
 from aiohttp import web
 
-from bot.testing.service import WatchedFake
+from bot.testing.service import WatchedFake, serve
 from bot.testing.telegram.delivery import UpdateDelivery, WebhookDelivery
 from bot.testing.telegram.state import ChatAction
 from bot.testing.telegram.wire import (
@@ -71,17 +71,10 @@ class FakeTelegram(UpdateDelivery, WatchedFake):
         app.router.add_get("/_fake/sent", self._control_sent)
         app.router.add_get("/_fake/calls", self._control_calls)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self.host, self.port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])
-        shown = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
-        self._api_server = f"http://{f'[{shown}]' if ':' in shown else shown}:{self.port}"
+        self._runner, self.port, shown = await serve(
+            app, self.host, self.port, shutdown_timeout=2.0
+        )
+        self._api_server = f"http://{shown}:{self.port}"
         self._client = aiohttp.ClientSession()
 
     async def stop(self) -> None:
