@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from bot.config.base import Section
 from bot.context import Scope
+from bot.errors import ConfigError
+from bot.storage.url import StorageURL, parse_storage_url, sqlite_url
 
 
 class ChatSettings(Section):
@@ -40,12 +42,35 @@ class HistorySettings(Section):
 
 
 class StorageSettings(Section):
+    url: str | None = Field(
+        None,
+        description=(
+            "the database: sqlite:///data/parlour.db or postgresql://user:pass@host:5432/db"
+            " (add ?schema=NAME to keep to one schema); default: the SQLite file at storage.path"
+        ),
+    )
     path: Path = Field(
         Path("data/parlour.db"), description="the SQLite history file (WAL), created on first run"
     )
     jobs_path: Path | None = Field(
         None, description="scheduler's own SQLite file; default: <db name>.jobs.sqlite beside it"
     )
+
+    @field_validator("url")
+    @classmethod
+    def _parses(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        try:
+            parse_storage_url(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value.strip()
+
+    @property
+    def effective_url(self) -> StorageURL:
+        """``storage.url`` parsed, or the SQLite file at ``storage.path``."""
+        return parse_storage_url(self.url or sqlite_url(self.path))
 
     @property
     def effective_jobs_path(self) -> Path:

@@ -42,6 +42,9 @@ def secret_values(settings: Settings) -> list[str]:
         urls.append(settings.memory.embeddings.base_url)
     for url in urls:  # gateways put keys in query strings
         found.extend(value for _, value in parse_qsl(urlsplit(url).query))
+    storage_password = settings.storage.effective_url.password()
+    if storage_password:
+        found.append(storage_password)
     return [s for s in found if s]
 
 

@@ -13,6 +13,7 @@ module              protocol(s): what a backend stores
 ``summaries``       :class:`Summaries` (compaction's rolling summaries)
 ``deliveries``      :class:`Deliveries` (replies on their way to a platform)
 ``maintenance``     :class:`Maintenance` (retention, interrupted turns, chat migration)
+``coordination``    :class:`Inbox`, :class:`Leases`, :class:`SharedLimits` (replicas agreeing)
 ==================  ===========================================================================
 
 :class:`Storage` composes them all; :func:`open_storage` picks the backend from config (today
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bot.storage.chat_settings import ChatSettingsStore
+from bot.storage.coordination import Inbox, Leases, SharedLimits
 from bot.storage.deliveries import Deliveries
 from bot.storage.kv import KeyValueStore
 from bot.storage.maintenance import Maintenance
@@ -37,12 +39,17 @@ from bot.storage.summaries import Summaries
 from bot.storage.turns import TurnArchive, Turns
 from bot.storage.usage import UsageLedger
 
+from bot.storage.url import StorageURL, parse_storage_url
+
 if TYPE_CHECKING:
     from bot.config import Settings
 
 __all__ = [
     "ChatSettingsStore",
     "Deliveries",
+    "Inbox",
+    "Leases",
+    "SharedLimits",
     "KeyValueStore",
     "Maintenance",
     "MemoryRecords",
@@ -57,6 +64,7 @@ __all__ = [
     "UsageLedger",
     "missing_storage",
     "open_storage",
+    "open_storage_url",
 ]
 
 
@@ -74,6 +82,9 @@ class Storage(
     Summaries,
     Deliveries,
     Maintenance,
+    Inbox,
+    Leases,
+    SharedLimits,
     Protocol,
 ):
     """Every storage protocol in one object, with its lifecycle.
@@ -81,7 +92,17 @@ class Storage(
     ``open`` creates or upgrades the schema and closes turns a dead process left pending;
     ``close`` releases every connection. Use ``async with open_storage(settings)``. One
     instance is safe to use from many coroutines at once.
+
+    ``replicas`` is True for a backend meant to be shared by several processes (PostgreSQL):
+    the app then keeps limits and locks in the database (:mod:`bot.storage.coordination`)
+    rather than in process memory. ``url`` is the database, fit for logs (no password).
     """
+
+    @property
+    def replicas(self) -> bool: ...
+
+    @property
+    def url(self) -> str: ...
 
     async def open(self) -> None: ...
 
@@ -95,17 +116,32 @@ class Storage(
 def open_storage(settings: Settings, *, cache_windows: bool = True) -> Storage:
     """The configured backend, not yet opened (``async with`` it, or ``await .open()``).
 
-    The one place that picks a backend: today ``storage.path`` is an SQLite file.
+    The one place that picks a backend: ``storage.url`` (else the SQLite file ``storage.path``).
     """
+    return open_storage_url(settings.storage.effective_url, cache_windows=cache_windows)
+
+
+def open_storage_url(url: StorageURL | str, *, cache_windows: bool = True) -> Storage:
+    """The backend at ``url`` (a parsed or a raw ``storage.url``), not yet opened."""
+    parsed = parse_storage_url(url) if isinstance(url, str) else url
+    if parsed.is_postgresql:
+        from bot.storage.postgres import PostgresStore  # asyncpg loads only when used
+
+        assert parsed.dsn is not None
+        return PostgresStore(parsed.dsn, schema=parsed.schema, cache_windows=cache_windows)
     from bot.storage.sqlite import SQLiteStore  # the backend's driver loads only when used
 
-    return SQLiteStore(settings.storage.path, cache_windows=cache_windows)
+    assert parsed.path is not None
+    return SQLiteStore(parsed.path, cache_windows=cache_windows)
 
 
 def missing_storage(settings: Settings) -> str | None:
     """Why reports (``history``, ``usage``) would find no database, or None: a typo'd path
-    must not create an empty one."""
-    path = Path(settings.storage.path)
+    must not create an empty one. (A PostgreSQL server says so itself when asked.)"""
+    url = settings.storage.effective_url
+    if url.is_postgresql:
+        return None
+    path = Path(url.path or "")
     if str(path) == ":memory:" or path.exists():
         return None
     return f"no history database at {path} (check storage.path and the working directory)"

@@ -16,6 +16,7 @@ from bot.storage.sqlite.memories import SQLiteMemories
 from bot.storage.sqlite.summaries import SQLiteSummaries
 from bot.storage.sqlite.turns import SQLiteTurns
 from bot.storage.sqlite.window_cache import WindowCache
+from bot.storage.url import sqlite_url
 
 
 class SQLiteStore(
@@ -40,6 +41,15 @@ class SQLiteStore(
     @property
     def path(self) -> Path:
         return self._db.path
+
+    @property
+    def replicas(self) -> bool:
+        """One host's file: limits and locks stay in process memory (see bot.storage)."""
+        return False
+
+    @property
+    def url(self) -> str:
+        return sqlite_url(self._db.path)
 
     async def __aenter__(self) -> SQLiteStore:
         await self.open()

@@ -1,0 +1,166 @@
+"""What several processes on one database agree on: an inbox of updates, leases, shared limits.
+
+A replica (``python -m bot run`` sharing the database with others) must not rely on its own
+memory for anything another replica could also be doing:
+
+* :class:`Inbox` -- an update a platform pushed (a Telegram webhook POST) is stored *before* it is
+  acknowledged, recognised when the platform redelivers it (to any replica), and handed to one
+  replica at a time under a lease; a replica that dies mid-update loses its lease and another
+  one takes the update over. Updates of one *lane* (a chat) run one at a time, in ``update_id``
+  order, on whichever replica holds the lane's head; different lanes run in parallel everywhere.
+* :class:`Leases` -- named, time-limited ownership (the scheduler's leader, the one long-poller of
+  a bot token, the one replica that calls ``setWebhook``).
+* :class:`SharedLimits` -- per-user token buckets, one request in flight, and the circuit breaker,
+  held in the database so that a flood spread over replicas costs at most the burst.
+
+Times (leases, buckets) are measured by the database's clock, so replicas on hosts whose clocks
+differ still agree. Owners are :func:`bot.storage.owners.new_owner` strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = [
+    "INBOX_MAX_ATTEMPTS",
+    "BreakerState",
+    "Inbox",
+    "InboxItem",
+    "Leases",
+    "RateDecision",
+    "SharedLimits",
+]
+
+# An update claimed this many times without being finished is given up (logged, marked done with
+# an error) rather than blocking its lane forever.
+INBOX_MAX_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    id: int  # inbox row id (arrival order)
+    source: str  # "telegram", ...
+    update_id: int  # the platform's id: unique per source, increasing within a lane
+    lane: str  # updates of one lane run one at a time, in update_id order
+    payload: str  # the update as received (JSON text)
+    attempts: int  # claims so far, this one included
+
+
+class Inbox(Protocol):
+    """Updates made durable before they are acknowledged.
+
+    A backend must provide:
+
+    - **Recognised redeliveries.** :meth:`inbox_put` of a ``(source, update_id)`` already stored
+      (pending, leased or done, until :meth:`inbox_prune` removes it) stores nothing and returns
+      False; whichever of two racing calls wins, exactly one returns True.
+    - **Heads only.** :meth:`inbox_claim` leases only the *head* of a lane (its unfinished item
+      with the lowest ``update_id``), and only when no live lease is held on it; so a lane's
+      items are handed out one at a time, in order, whatever the replicas do. Claims from
+      concurrent callers never hand one item to two owners. A claim adds one to ``attempts``.
+    - **Leases expire.** An item whose lease ran out (its owner died) is claimable again, by any
+      owner. :meth:`inbox_renew` extends every lease ``owner`` holds; :meth:`inbox_done` finishes
+      an item only for the owner that holds it (False otherwise: the lease was lost and another
+      owner may be running it).
+    - Claims are oldest lane-head first (by ``id``), at most ``limit``, ``source`` only.
+    """
+
+    async def inbox_put(self, source: str, update_id: int, lane: str, payload: str) -> bool:
+        """Store an update durably; False when it is already stored (a redelivery)."""
+        ...
+
+    async def inbox_claim(
+        self, source: str, owner: str, lease_seconds: float, limit: int
+    ) -> list[InboxItem]:
+        """Lease up to ``limit`` lane heads nobody holds; oldest first."""
+        ...
+
+    async def inbox_renew(self, owner: str, lease_seconds: float) -> int:
+        """Extend every lease ``owner`` holds to ``lease_seconds`` from now; returns how many."""
+        ...
+
+    async def inbox_done(self, item_id: int, owner: str, error: str | None = None) -> bool:
+        """Finish an item ``owner`` holds (``error``: given up, why). False if not held."""
+        ...
+
+    async def inbox_release(self, owner: str) -> int:
+        """Give back every lease ``owner`` holds (clean shutdown), claimable at once."""
+        ...
+
+    async def inbox_pending(self, source: str) -> int:
+        """Items of ``source`` not done yet (leased or not)."""
+        ...
+
+    async def inbox_prune(self, older_than_seconds: float) -> int:
+        """Delete finished items done more than ``older_than_seconds`` ago; returns how many."""
+        ...
+
+
+class Leases(Protocol):
+    """Named ownership for a while: at most one live holder per name.
+
+    A backend must provide: :meth:`acquire_lease` succeeds when nobody holds ``name``, when its
+    lease ran out, or when ``owner`` already holds it (then it is extended); of concurrent
+    acquirers exactly one wins; :meth:`release_lease` by anyone but the holder changes nothing.
+    """
+
+    async def acquire_lease(self, name: str, owner: str, seconds: float) -> bool:
+        """Hold (or keep holding) ``name`` for ``seconds``; False when another owner holds it."""
+        ...
+
+    async def release_lease(self, name: str, owner: str) -> None: ...
+
+    async def lease_holder(self, name: str) -> str | None:
+        """The owner holding ``name`` now (unexpired), or None."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RateDecision:
+    allowed: bool
+    retry_after: float  # seconds until one message is allowed again (0 when allowed)
+    first_refusal: bool  # the first refusal since the key was last allowed: say it out loud
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerState:
+    failures: int  # provider-side failures in a row
+    open_until: float  # database clock (seconds since the epoch); in the past: closed
+
+
+class SharedLimits(Protocol):
+    """Limits that hold across replicas.
+
+    A backend must provide:
+
+    - :meth:`take_token`: a token bucket per ``key`` of ``burst`` tokens refilled at
+      ``per_minute / 60`` a second; atomic (concurrent takers never overspend the bucket).
+    - :meth:`claim_flight` / :meth:`release_flight`: at most one live claim per key; a claim
+      expires after ``seconds`` (its replica died); release by another owner changes nothing.
+      A refused claim says whether it is the first refusal of this claim (say it once).
+    - :meth:`breaker_failure` / :meth:`breaker_success` / :meth:`breaker_state`: a shared count
+      of consecutive failures; the failure that reaches ``threshold`` opens the breaker for
+      ``open_seconds`` (and restarts the count); a success closes it and zeroes the count.
+    - :meth:`prune_limits` forgets buckets that have refilled and claims that expired.
+    """
+
+    async def take_token(self, key: str, per_minute: float, burst: int) -> RateDecision: ...
+
+    async def claim_flight(self, key: str, owner: str, seconds: float) -> tuple[bool, bool]:
+        """``(claimed, first_refusal)``."""
+        ...
+
+    async def release_flight(self, key: str, owner: str) -> None: ...
+
+    async def breaker_failure(
+        self, name: str, threshold: int, open_seconds: float
+    ) -> BreakerState: ...
+
+    async def breaker_success(self, name: str) -> None: ...
+
+    async def breaker_state(self, name: str) -> BreakerState: ...
+
+    async def prune_limits(self) -> int:
+        """Forget refilled buckets and expired claims; returns how many rows went."""
+        ...
