@@ -16,12 +16,21 @@ from bot.app import App
 from bot.config import Settings, settings_from_mapping
 from bot.context import ChatContext, ChatType
 from bot.testing.fake_llm import FakeLLM
+from tests import postgres_support
 from tests.secret_scan import secret_scan as secret_scan  # autouse: no secret in any log
 
 TEST_KEY = "sk-test-parlour-0123456789abcdef"
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    if postgres_support.pg_base_url() is None:
+        return postgres_support.HOW_TO_RUN
+    where = "PostgreSQL" if postgres_support.e2e_on_postgres() else "SQLite"
+    return f"storage: conformance on SQLite and PostgreSQL; end-to-end suites on {where}"
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    postgres_support.drop_session_schemas()
     # A non-daemon thread left running (an unclosed aiosqlite connection) would hang the
     # interpreter after the last test: fail loudly instead.
     leftovers = [
@@ -59,7 +68,11 @@ def make_settings(fake: FakeLLM, tmp_path: Path, **sections: Any) -> Settings:
             "model": "gpt-4o-mini",
             "circuit_breaker": 0,
         },
-        "storage": {"path": str(tmp_path / "parlour.db")},
+        "storage": (
+            {"url": postgres_support.fresh_pg_url()}
+            if postgres_support.e2e_on_postgres()
+            else {"path": str(tmp_path / "parlour.db")}
+        ),
         "plugins": [],  # tests that want tools ask for them
         # Tests send bursts from one user on purpose; the per-user limits have their own tests.
         "limits": {"messages_per_minute": None, "one_in_flight": False},

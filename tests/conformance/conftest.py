@@ -1,9 +1,10 @@
 """The storage conformance suite: every behaviour the protocols of :mod:`bot.storage` state,
 run against every backend.
 
-A new backend proves itself by adding one entry to :data:`BACKENDS` (its config section), e.g.
-``"postgres": lambda tmp: {"url": os.environ["PARLOUR_TEST_PG_URL"]}``; everything else goes
-through :func:`bot.storage.open_storage`. Each test gets an empty database.
+A backend proves itself by one entry in :data:`BACKENDS` (its config section for one test's
+empty database); everything else goes through :func:`bot.storage.open_storage`. PostgreSQL runs
+when ``PARLOUR_TEST_PG_URL`` names a server (:mod:`tests.postgres_support`), each test in a fresh
+schema; without it those tests are skipped.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import pytest
 from bot.config import settings_from_mapping
 from bot.storage import Storage, open_storage
 from bot.storage.values import NewTurn, Usage
+from tests import postgres_support
 
 # backend name -> its ``storage:`` config section for one test's empty database
 BACKENDS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "sqlite": lambda tmp: {"path": str(tmp / "parlour.db")},
+    "postgres": lambda tmp: {"url": postgres_support.fresh_pg_url()},
 }
 
 
@@ -38,6 +41,8 @@ class Backend:
 
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "postgres" and postgres_support.pg_base_url() is None:
+        pytest.skip(postgres_support.HOW_TO_RUN)
     return Backend(request.param, BACKENDS[request.param](tmp_path))
 
 
