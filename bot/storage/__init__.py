@@ -37,9 +37,8 @@ from bot.storage.overheard import OverheardStore
 from bot.storage.resets import Resets
 from bot.storage.summaries import Summaries
 from bot.storage.turns import TurnArchive, Turns
-from bot.storage.usage import UsageLedger
-
 from bot.storage.url import StorageURL, parse_storage_url
+from bot.storage.usage import UsageLedger
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -48,15 +47,15 @@ __all__ = [
     "ChatSettingsStore",
     "Deliveries",
     "Inbox",
-    "Leases",
-    "SharedLimits",
     "KeyValueStore",
+    "Leases",
     "Maintenance",
     "MemoryRecords",
     "MemorySearch",
     "MemoryVectors",
     "OverheardStore",
     "Resets",
+    "SharedLimits",
     "Storage",
     "Summaries",
     "TurnArchive",
