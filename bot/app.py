@@ -149,7 +149,7 @@ class App:
             "parlour started model=%s base_url=%s db=%s",
             self.settings.llm.model,
             safe_url(self.settings.llm.effective_base_url),
-            self.settings.storage.path,
+            self._store.url,
         )
         return self
 
