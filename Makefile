@@ -26,9 +26,18 @@ run: $(STAMP)
 chat: $(STAMP)
 	$(BIN)/python -m bot chat
 
-## test: the whole test suite
+# The end-to-end suites run a second time on PostgreSQL when PARLOUR_TEST_PG_URL names a server
+# (.ci/run sets it); the conformance suite covers both backends in the first run.
+E2E_SUITES := tests/product/conversation tests/product/telegram tests/product/discord \
+	tests/product/memory tests/product/plugins tests/product/guardrails tests/product/llm
+
+## test: the whole test suite (end-to-end suites on PostgreSQL too when PARLOUR_TEST_PG_URL is set)
 test: $(STAMP)
 	$(BIN)/python -m pytest
+	@if [ -n "$$PARLOUR_TEST_PG_URL" ]; then \
+	  echo "end-to-end suites again, on PostgreSQL (PARLOUR_TEST_PG_URL)"; \
+	  PARLOUR_TEST_STORAGE=postgres $(BIN)/python -m pytest -m "not slow" $(E2E_SUITES); \
+	else echo "PostgreSQL suites skipped: set PARLOUR_TEST_PG_URL=postgresql://postgres@127.0.0.1:5432/test"; fi
 
 ## lint: format check, ruff and mypy
 lint: $(STAMP)
