@@ -114,10 +114,12 @@ def plan_shards(config: DiscordSettings, info: GatewayInfo) -> ShardPlan:
                 info.recommended_shards,
             )
     log.info(
-        "discord: running %s (recommended %d, max_concurrency %d); slash commands %s",
+        "discord: running %s (recommended %d, max_concurrency %d, session starts left %d);"
+        " slash commands %s",
         plan.describe(),
         info.recommended_shards,
         info.max_concurrency,
+        info.remaining_starts,
         "synced here" if plan.syncs_commands else "left to the process running shard 0",
     )
     return plan
