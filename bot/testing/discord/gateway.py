@@ -52,7 +52,8 @@ _RECONNECT, _REQUEST_MEMBERS, _INVALID_SESSION, _HELLO, _ACK = 7, 8, 9, 10, 11
 
 
 class DiscordGateway(DiscordMessages):
-    """Gateway sessions on top of the world; ``_dispatch`` reaches every live session."""
+    """Gateway sessions on top of the world; ``_dispatch`` reaches every session of the
+    event's shard (all sessions of a client that did not shard)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -75,8 +76,8 @@ class DiscordGateway(DiscordMessages):
     # ---------------------------------------------------------------- test controls
 
     def dispatch(self, event: str, data: JSONDict, intent: int = 0) -> int:
-        """Push a raw dispatch (``t=event``) to every session having ``intent``; returns how
-        many sessions got it."""
+        """Push a raw dispatch (``t=event``) to every session having ``intent`` whose shard owns
+        ``data["guild_id"]`` (none: shard 0); returns how many sessions got it."""
         return self._dispatch(event, data, intent)
 
     def shard_sessions(self, shard: tuple[int, int] | None) -> list[GatewaySession]:

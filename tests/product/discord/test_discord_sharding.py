@@ -27,16 +27,18 @@ from bot.testing.fake_llm import FakeLLM
 from tests import postgres_support
 from tests.conftest import AppFactory, make_settings
 from tests.discord_harness import GENERAL, GUILD, discord_section, running_discord, world
+from tests.product.discord.test_discord import answered
 
 GUILD_B = (1 << 22) | 200  # shard 1 of 2; GUILD (100) is on shard 0
 CHANNEL_B = 210
+CAROL = 9
 BOTH = [(0, 2), (1, 2)]
 
 
 def second_guild(dc: FakeDiscord) -> dict[str, Any]:
     guild = dc.guild(GUILD_B, "Second server", owner_id=1)
     channel = dc.channel(guild, CHANNEL_B, "lobby")
-    dc.member(guild, dc.user(9, "carol", "Carol"))
+    dc.member(guild, dc.user(CAROL, "carol", "Carol"))
     return channel
 
 
@@ -118,6 +120,9 @@ async def test_two_processes_each_answer_their_own_shard_and_only_shard_0_syncs(
             asked_dm = dc.message(dm, w.member, "hello DM")
             answers = [await answered_once(dc, c) for c in (GENERAL, CHANNEL_B, int(dm["id"]))]
             assert all(answer["content"] for answer in answers)
+            # A slash command on shard 1: the process that did not sync still answers it.
+            asked_slash = dc.slash(lobby, dc.users[CAROL], "ask", {"prompt": "slash on B"})
+            assert (await answered(dc, asked_slash))["content"]
             # What each discord.py client learnt is what its sessions were sent.
             assert process_0.client is not None and process_1.client is not None
             assert process_0.client.get_guild(GUILD) is not None
@@ -127,6 +132,8 @@ async def test_two_processes_each_answer_their_own_shard_and_only_shard_0_syncs(
     assert shards_that_got(dc, asked_a) == [(0, 2)]
     assert shards_that_got(dc, asked_b) == [(1, 2)]
     assert shards_that_got(dc, asked_dm) == [(0, 2)]
+    interactions = dc.events_for("INTERACTION_CREATE", int(asked_slash["id"]))
+    assert [d.shard for d in interactions] == [(1, 2)]
     assert len(command_syncs(dc)) == 2
     assert ready_shards(dc) == [(1, 2), (0, 2)]
 
