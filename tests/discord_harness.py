@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +15,7 @@ from bot.testing.fake_discord import FakeDiscord
 from tests.conftest import AppFactory
 
 GUILD, GENERAL, RANDOM, THREAD = 100, 110, 120, 130
+_running = [0]  # adapters running in this test: endpoints are reset when the last one stops
 
 
 @dataclass
@@ -56,21 +57,35 @@ def discord_section(dc: FakeDiscord, **overrides: Any) -> dict[str, Any]:
 
 @asynccontextmanager
 async def running_discord(
-    make_app: AppFactory, dc: FakeDiscord, *, discord: dict[str, Any] | None = None, **sections: Any
+    make_app: AppFactory,
+    dc: FakeDiscord,
+    *,
+    discord: dict[str, Any] | None = None,
+    shards: Sequence[tuple[int, int]] = (),
+    synced: bool = True,
+    **sections: Any,
 ) -> AsyncIterator[tuple[App, DiscordAdapter]]:
+    """Run an adapter until the block ends. ``shards``: wait for these ``(id, count)``
+    sessions; ``synced`` False: this process leaves the slash commands to another."""
     async with make_app(discord=discord_section(dc, **(discord or {})), **sections) as app:
         adapter = DiscordAdapter(app)
         task = asyncio.ensure_future(adapter.run())
+        _running[0] += 1
         try:
             await dc.wait_until(
-                lambda: task.done() or (bool(dc.commands(GUILD)) and dc.identify is not None),
+                lambda: (
+                    task.done()
+                    or ((not synced or bool(dc.commands(GUILD))) and dc.identify is not None)
+                ),
                 timeout=10,
             )
-            await dc.wait_ready(timeout=10)
             if task.done():
                 task.result()
+            await dc.wait_ready(timeout=10, shards=shards)
             yield app, adapter
         finally:
             await adapter.stop()
             await asyncio.wait_for(task, 15)
-            reset_endpoints()
+            _running[0] -= 1
+            if not _running[0]:
+                reset_endpoints()

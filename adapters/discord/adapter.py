@@ -1,10 +1,13 @@
 """The Discord adapter: discord.py 2 in, ChatService in the middle, split replies out.
 
 Lifecycle: ``run`` points discord.py at ``discord.api_base`` / ``discord.gateway_url``, then
-``client.start()`` (never ``run()``: our entry point owns signals). Slash commands are synced in
-``setup_hook``, per guild (instant) when ``discord.guild_ids`` is set, else globally. If Discord
-refuses the privileged message-content intent, the adapter says what still works and reconnects
-without it. ``stop`` stops taking events, lets in-flight replies finish, then closes the client.
+``client.start()`` (never ``run()``: our entry point owns signals). It first asks ``GET
+/gateway/bot`` and runs the shards ``sharding.py`` plans (one plain client, or an
+``AutoShardedClient`` for this process's ``discord.shard_ids``). Slash commands are synced in
+``setup_hook`` by the process running shard 0 only, per guild (instant) when
+``discord.guild_ids`` is set, else globally. If Discord refuses the privileged message-content
+intent, the adapter says what still works and reconnects without it. ``stop`` stops taking
+events, lets in-flight replies finish, then closes the client.
 
 Arrival order: discord.py dispatches each event as a task; a message reaches ``ChatService``
 without awaiting anything first, so its conversation lock is queued for in arrival order.
@@ -21,6 +24,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
+from adapters.discord.client import make_client
 from adapters.discord.commands import build_tree
 from adapters.discord.endpoints import use_endpoints
 from adapters.discord.normalise import Incoming, context_for, decide, is_chat_admin, normalise
@@ -34,6 +38,13 @@ from adapters.discord.output import (
     typing_indicator,
 )
 from adapters.discord.settings import DiscordSettings, discord_settings
+from adapters.discord.sharding import (
+    IdentifyPacer,
+    ShardPlan,
+    plan_shards,
+    probe_gateway,
+    shard_close_error,
+)
 from adapters.discord.split import split_message
 from bot.app import App
 from bot.context import ChatContext
@@ -51,6 +62,10 @@ _CHAT_MESSAGES = frozenset({discord.MessageType.default, discord.MessageType.rep
 _PREVIEW_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
 _FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
 _CUT = "\n\n[reply cut at the output limit]"
+_REJECTED_TOKEN = (
+    "discord.token was rejected by Discord (401 Unauthorized): check the bot token in the "
+    "Developer Portal"
+)
 _NO_CONTENT_INTENT = (
     "discord: the Message Content intent is not enabled for this bot (Developer Portal -> Bot ->"
     " Privileged Gateway Intents). Still working: slash commands (/ask, /reset, /clear, "
@@ -70,6 +85,8 @@ class DiscordAdapter:
         self.throttle = EditThrottle(self.config.edit_interval, self.config.edit_interval)
         self.message_content = self.config.wants_message_content
         self.client: discord.Client | None = None
+        self.plan = ShardPlan(None, None, 1)
+        self._pacer = IdentifyPacer(1)
         self.tree: app_commands.CommandTree[discord.Client] | None = None
         self._stopping = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -90,6 +107,7 @@ class DiscordAdapter:
         use_endpoints(self.config.api_base, self.config.gateway_url)
         self.app.outbound.register("discord", self)
         try:
+            await self._plan()
             while not self._stopping.is_set():
                 client = self._make_client()
                 try:
@@ -101,10 +119,14 @@ class DiscordAdapter:
                     log.warning(_NO_CONTENT_INTENT)
                     self.message_content = False
                 except discord.LoginFailure:
-                    raise ConfigError(
-                        "discord.token was rejected by Discord (401 Unauthorized): check the "
-                        "bot token in the Developer Portal"
-                    ) from None
+                    raise ConfigError(_REJECTED_TOKEN) from None
+                except discord.ConnectionClosed as exc:
+                    refused = shard_close_error(exc, self.plan)
+                    if refused is not None:
+                        raise refused from None
+                    if self._stopping.is_set():
+                        return
+                    raise
                 except Exception:
                     if self._stopping.is_set():
                         return  # stopped while connecting: not an error
@@ -119,6 +141,15 @@ class DiscordAdapter:
         finally:
             await self._drain()
             self.app.outbound.unregister("discord", self)
+
+    async def _plan(self) -> None:
+        """Ask ``GET /gateway/bot`` which shards to run and how fast they may IDENTIFY."""
+        try:
+            info = await probe_gateway(self.config.bot_token)
+        except discord.LoginFailure:
+            raise ConfigError(_REJECTED_TOKEN) from None
+        self.plan = plan_shards(self.config, info)
+        self._pacer = IdentifyPacer(info.max_concurrency)
 
     async def stop(self) -> None:
         """No new events; in-flight replies finish (the entry point bounds the wait)."""
@@ -137,13 +168,14 @@ class DiscordAdapter:
         intents.guild_messages = True
         intents.dm_messages = True
         intents.message_content = self.message_content
-        client = _Client(self, intents)
+        client = make_client(self, intents, self.plan, self._pacer)
         self.client = client
         self.tree = build_tree(client, self.app.commands.infos, ask=self.ask, run=self.command)
         return client
 
     async def on_setup(self) -> None:
-        """Logged in: say who we are, then sync slash commands (per guild: instant)."""
+        """Logged in: say who we are, then sync slash commands (per guild: instant) if this
+        process runs shard 0; the others leave them to it."""
         assert self.tree is not None and self.client is not None
         user = self.client.user
         log.info(
@@ -153,6 +185,8 @@ class DiscordAdapter:
             self.message_content,
             self.config.api_base,
         )
+        if not self.plan.syncs_commands:
+            return
         if not self.config.guild_ids:
             await self._sync(None)
         for guild_id in self.config.guild_ids:  # one server refusing must not stop the others
@@ -347,21 +381,6 @@ class DiscordAdapter:
                 else None
             ),
         )
-
-
-class _Client(discord.Client):
-    def __init__(self, adapter: DiscordAdapter, intents: discord.Intents) -> None:
-        super().__init__(intents=intents, allowed_mentions=NO_PINGS)
-        self.adapter = adapter
-
-    async def setup_hook(self) -> None:
-        await self.adapter.on_setup()
-
-    async def on_ready(self) -> None:
-        self.adapter.on_ready(self)
-
-    async def on_message(self, message: discord.Message) -> None:
-        self.adapter.on_message(message)
 
 
 class _Shown:

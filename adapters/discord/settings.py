@@ -28,6 +28,18 @@ class DiscordSettings(BaseModel):
     )
     stream: bool = Field(True, description="stream replies by editing the message")
     edit_interval: float = Field(1.0, gt=0, description="seconds between edits in one channel")
+    shard_count: int | None = Field(
+        None,
+        ge=1,
+        description="gateway shards over all processes; unset: what GET /gateway/bot recommends",
+    )
+    shard_ids: tuple[int, ...] | None = Field(
+        None,
+        description=(
+            "the shards this process runs, each in [0, shard_count); unset: all of them;"
+            " the process running shard 0 syncs slash commands"
+        ),
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -37,7 +49,29 @@ class DiscordSettings(BaseModel):
             raise ValueError("api_base must be an http(s) URL")
         if not self.gateway_url.startswith(("wss://", "ws://")):
             raise ValueError("gateway_url must be a ws(s) URL")
+        self._check_shards()
         return self
+
+    def _check_shards(self) -> None:
+        if self.shard_ids is None:
+            return
+        if self.shard_count is None:
+            raise ValueError("shard_ids needs shard_count (the total number of shards)")
+        if not self.shard_ids:
+            raise ValueError("shard_ids is empty: list this process's shards, or leave it unset")
+        wrong = [i for i in self.shard_ids if not 0 <= i < self.shard_count]
+        if wrong:
+            raise ValueError(
+                f"shard_ids {wrong} out of range: shard ids go from 0 to shard_count - 1"
+                f" ({self.shard_count - 1})"
+            )
+        if len(set(self.shard_ids)) != len(self.shard_ids):
+            raise ValueError("shard_ids lists a shard twice")
+
+    @property
+    def runs_shard_zero(self) -> bool:
+        """The process running shard 0 syncs slash commands: exactly one does, no lock needed."""
+        return self.shard_ids is None or 0 in self.shard_ids
 
     @property
     def bot_token(self) -> str:

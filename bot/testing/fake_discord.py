@@ -59,6 +59,12 @@ MESSAGE_CONTENT intent the bot gets ``content`` "" unless mentioned or in a DM),
 ``typing``, ``reactions``, ``deleted``, ``requests``, ``commands(guild_id)``, ``identify``;
 waiting: ``wait_ready``, ``wait_for_message``, ``wait_until``, ``wait_idle``.
 
+Sharding: each IDENTIFY with ``shard: [id, count]`` is a session of its own that gets only its
+guilds' events (``(guild_id >> 22) % count``; DMs on shard 0); an invalid shard closes 4010, a
+session over ``guilds_per_shard`` guilds (Discord: 2500) 4011. Set ``recommended_shards`` and
+``max_concurrency`` for ``GET /gateway/bot``; read back ``dispatched`` (which session got which
+event), ``events_for(event, id)``, ``shard_sessions((id, count))``; ``wait_ready(shards=...)``.
+
 Discord rules enforced: ``Authorization: Bot <token>`` (401), 2000 characters (50035),
 empty messages (50006), unknown channel/message (10003/10008), one acknowledgement per
 interaction (40060), the 3-second callback window (10062), followups only after the

@@ -9,10 +9,18 @@ waits for). zstd-stream is served when ``zstandard`` is installed, else as plain
 which discord.py also accepts.
 
 Handled: HELLO, heartbeats (ACK), IDENTIFY (token, intents, privileged intents -> close 4014
-"Disallowed intent(s).", sharding), READY with ``resume_gateway_url``, GUILD_CREATE per
+"Disallowed intent(s)."), READY with ``resume_gateway_url``, GUILD_CREATE per
 guild, RESUME (missed dispatches replayed, then RESUMED; unknown sessions get op 9),
 REQUEST_GUILD_MEMBERS (one GUILD_MEMBERS_CHUNK), PRESENCE_UPDATE (recorded). Tests can ask
 the client to reconnect (op 7), invalidate its session (op 9) or drop the socket.
+
+Sharding as Discord does it: an IDENTIFY with ``shard: [id, count]`` opens the session of that
+shard, which gets only its guilds (``(guild_id >> 22) % count``) in READY, GUILD_CREATE and
+every later guild event; DMs and other guild-less events go to shard 0 only. A shard that is
+not ``0 <= id < count`` closes 4010 "Invalid shard."; a session that would hold more than
+``guilds_per_shard`` guilds (Discord: 2500) closes 4011 "Sharding required.". ``GET
+/gateway/bot`` answers ``recommended_shards`` and ``max_concurrency``; each IDENTIFY uses one
+of ``session_starts_remaining``. ``dispatched`` records which session got which event.
 """
 
 from __future__ import annotations
@@ -28,28 +36,35 @@ import aiohttp
 from aiohttp import web
 
 from bot.testing.discord.messages import DiscordMessages
-from bot.testing.discord.sessions import Close, Connection, GatewaySession, scrubbed
+from bot.testing.discord.sessions import Close, Connection, Dispatched, GatewaySession, scrubbed
 from bot.testing.discord.state import PRIVILEGED, Intents
 from bot.testing.discord.wire import JSONDict
 
-__all__ = ["DiscordGateway", "GatewaySession"]
+__all__ = ["DiscordGateway", "Dispatched", "GatewaySession"]
 
 log = logging.getLogger("bot.testing.fake_discord")
 
 _ALL_INTENTS = (1 << 26) - 1
 _LOG_LIMIT = 1000  # dispatches kept per session for RESUME
+_RECORD_LIMIT = 10_000  # entries kept in ``dispatched``
 _DISPATCH, _HEARTBEAT, _IDENTIFY, _PRESENCE, _VOICE, _RESUME = 0, 1, 2, 3, 4, 6
 _RECONNECT, _REQUEST_MEMBERS, _INVALID_SESSION, _HELLO, _ACK = 7, 8, 9, 10, 11
 
 
 class DiscordGateway(DiscordMessages):
-    """Gateway sessions on top of the world; ``_dispatch`` reaches every live session."""
+    """Gateway sessions on top of the world; ``_dispatch`` reaches every session of the
+    event's shard (all sessions of a client that did not shard)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sessions: dict[str, GatewaySession] = {}
         self._connections: set[Connection] = set()
         self._gateway_url: str | None = None
+        self.recommended_shards = 1  # GET /gateway/bot "shards" (Discord: ~1 per 1000 guilds)
+        self.max_concurrency = 1  # session_start_limit.max_concurrency (large bots: 16+)
+        self.session_starts_remaining = 1000  # session_start_limit.remaining, one per IDENTIFY
+        self.guilds_per_shard = 2500  # more guilds on one session: close 4011
+        self.dispatched: list[Dispatched] = []
 
     @property
     def gateway_url(self) -> str:
@@ -61,9 +76,17 @@ class DiscordGateway(DiscordMessages):
     # ---------------------------------------------------------------- test controls
 
     def dispatch(self, event: str, data: JSONDict, intent: int = 0) -> int:
-        """Push a raw dispatch (``t=event``) to every session having ``intent``; returns how
-        many sessions got it."""
+        """Push a raw dispatch (``t=event``) to every session having ``intent`` whose shard owns
+        ``data["guild_id"]`` (none: shard 0); returns how many sessions got it."""
         return self._dispatch(event, data, intent)
+
+    def shard_sessions(self, shard: tuple[int, int] | None) -> list[GatewaySession]:
+        """The sessions identified as ``shard`` (``(id, count)``; None: unsharded)."""
+        return [s for s in self.sessions.values() if s.shard == shard]
+
+    def events_for(self, event: str, object_id: int) -> list[Dispatched]:
+        """Every session that got ``event`` about ``object_id`` (a message, a guild)."""
+        return [d for d in self.dispatched if d.event == event and d.object_id == object_id]
 
     def request_reconnect(self) -> None:
         """Send op 7 RECONNECT: discord.py closes and RESUMEs on ``resume_gateway_url``."""
@@ -109,6 +132,17 @@ class DiscordGateway(DiscordMessages):
         payload = {"op": _DISPATCH, "t": event, "s": session.seq, "d": data}
         session.log.append(payload)
         del session.log[:-_LOG_LIMIT]
+        guild_id = data.get("guild_id") or (data.get("id") if event == "GUILD_CREATE" else None)
+        record = Dispatched(
+            session.id,
+            session.shard,
+            session.seq,
+            event,
+            _snowflake(guild_id),
+            _snowflake(data.get("id")),
+        )
+        self.dispatched.append(record)
+        del self.dispatched[:-_RECORD_LIMIT]
         if session.connection is not None:
             session.connection.send(payload)
 
@@ -206,15 +240,19 @@ class DiscordGateway(DiscordMessages):
         shard = data.get("shard")
         parsed: tuple[int, int] | None = None
         if shard is not None:
-            if not (isinstance(shard, list) and len(shard) == 2 and 0 <= shard[0] < shard[1]):
+            parsed = _valid_shard(shard)
+            if parsed is None:
                 connection.send(Close(4010, "Invalid shard."))
                 return
-            parsed = (int(shard[0]), int(shard[1]))
-        self.identify = data
         session = GatewaySession(secrets.token_hex(16), intents, parsed, connection=connection)
+        guild_ids = [g for g in self._guilds if session.owns(g)]
+        if len(guild_ids) > self.guilds_per_shard:
+            connection.send(Close(4011, "Sharding required."))
+            return
+        self.identify = data
+        self.session_starts_remaining = max(0, self.session_starts_remaining - 1)
         connection.session = session
         self.sessions[session.id] = session
-        guild_ids = [g for g in self._guilds if session.owns(g)]
         ready: JSONDict = {
             "v": 10,
             "user": self.bot_user,
@@ -314,3 +352,17 @@ class DiscordGateway(DiscordMessages):
             if not self._connections:
                 return
             await asyncio.sleep(0.01)
+
+
+def _valid_shard(shard: Any) -> tuple[int, int] | None:
+    """``[shard_id, shard_count]`` with ``0 <= shard_id < shard_count``, else None (4010)."""
+    if not (isinstance(shard, list) and len(shard) == 2):
+        return None
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in shard):
+        return None
+    shard_id, count = shard
+    return (shard_id, count) if 0 <= shard_id < count else None
+
+
+def _snowflake(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, str)) and str(value).isdigit() else None

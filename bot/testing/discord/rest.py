@@ -155,8 +155,17 @@ class DiscordRest(DiscordInteractions):
         return {"url": self.gateway_url}
 
     async def _get_bot_gateway(self, call: Call) -> Any:
-        limit = {"total": 1000, "remaining": 999, "reset_after": 14_400_000, "max_concurrency": 1}
-        return {"url": self.gateway_url, "shards": 1, "session_start_limit": limit}
+        limit = {
+            "total": 1000,
+            "remaining": self.session_starts_remaining,
+            "reset_after": 14_400_000,
+            "max_concurrency": self.max_concurrency,
+        }
+        return {
+            "url": self.gateway_url,
+            "shards": self.recommended_shards,
+            "session_start_limit": limit,
+        }
 
     # -------------------------------------------------------------------- commands
 

@@ -13,7 +13,7 @@ import argparse
 import asyncio
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -121,12 +121,25 @@ class FakeDiscord(DiscordRest, WatchedFake):
 
     # --------------------------------------------------------------------- waiting
 
-    async def wait_ready(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
-        """Wait until a client identified and READY plus every GUILD_CREATE were sent."""
+    async def wait_ready(
+        self,
+        timeout: float = 5.0,  # noqa: ASYNC109
+        *,
+        shards: Collection[tuple[int, int]] = (),
+    ) -> None:
+        """Wait until a client identified and READY plus every GUILD_CREATE were sent; with
+        ``shards`` (``(id, count)`` pairs), until each of those shards has such a session."""
+
+        def ready(shard: tuple[int, int] | None) -> bool:
+            return any(
+                s.ready and s.connection and (shard is None or s.shard == shard)
+                for s in self.sessions.values()
+            )
+
         await self.wait_until(
-            lambda: any(s.ready and s.connection for s in self.sessions.values()),
+            lambda: all(ready(shard) for shard in shards) if shards else ready(None),
             timeout,
-            what="the bot to connect (IDENTIFY, READY, GUILD_CREATE)",
+            what=f"the bot to connect (IDENTIFY, READY, GUILD_CREATE) shards={list(shards)}",
         )
 
     async def wait_for_message(
@@ -149,7 +162,10 @@ class FakeDiscord(DiscordRest, WatchedFake):
     def summary(self, last: int = 10) -> str:
         """A readable digest of what the bot did, for assertion messages."""
         live = [s for s in self.sessions.values() if s.connection is not None]
-        lines = [f"gateway: {len(live)} connected session(s), identify={self.identify is not None}"]
+        lines = [
+            f"gateway: {len(live)} connected session(s) shards={[s.shard for s in live]},"
+            f" identify={self.identify is not None}"
+        ]
         lines.append(f"bot messages ({len(self.sent)}):")
         for m in self.sent[-last:]:
             lines.append(f"  channel {m['channel_id']} #{m['id']}: {m['content'][:80]!r}")

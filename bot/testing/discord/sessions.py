@@ -1,6 +1,7 @@
 """One gateway websocket and one gateway session of the fake Discord: the ordered send queue
 with the transport compression the client asked for (zlib-stream, zstd-stream or none), the
-session's intents, sequence and RESUME log, and what a session without MESSAGE_CONTENT sees."""
+session's intents, shard, sequence and RESUME log, what a session without MESSAGE_CONTENT
+sees, and the record of which session got which dispatch."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from aiohttp import web
 
 from bot.testing.discord.wire import JSONDict
 
-__all__ = ["Close", "Connection", "GatewaySession", "scrubbed"]
+__all__ = ["Close", "Connection", "Dispatched", "GatewaySession", "scrubbed", "shard_of"]
+
+
+def shard_of(guild_id: int | None, shard_count: int) -> int:
+    """Discord's rule: a guild's events go to shard ``(guild_id >> 22) % shard_count``; DMs
+    and other guild-less events to shard 0."""
+    return 0 if guild_id is None else (guild_id >> 22) % shard_count
 
 
 @dataclass(slots=True)
@@ -74,8 +81,9 @@ class Connection:
 
 @dataclass(slots=True)
 class GatewaySession:
-    """An identified gateway session: its intents, sequence, and the dispatch log replayed
-    on RESUME. ``connection`` is None while the client is away (events still accumulate)."""
+    """An identified gateway session: its intents, shard (``(id, count)``, None when the
+    client identified without one), sequence, and the dispatch log replayed on RESUME.
+    ``connection`` is None while the client is away (events still accumulate)."""
 
     id: str
     intents: int
@@ -86,9 +94,23 @@ class GatewaySession:
     ready: bool = False
 
     def owns(self, guild_id: int | None) -> bool:
-        if guild_id is None or self.shard is None:
+        """Whether this session gets the guild's events (``None``: DMs, guild-less events)."""
+        if self.shard is None:
             return True
-        return (guild_id >> 22) % self.shard[1] == self.shard[0]
+        return shard_of(guild_id, self.shard[1]) == self.shard[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatched:
+    """One dispatch as sent on one session: ``object_id`` is the payload's ``id`` (the
+    message of a MESSAGE_CREATE, the guild of a GUILD_CREATE), ``guild_id`` its guild."""
+
+    session_id: str
+    shard: tuple[int, int] | None
+    seq: int
+    event: str
+    guild_id: int | None
+    object_id: int | None
 
 
 def scrubbed(message: JSONDict) -> JSONDict:
