@@ -76,7 +76,9 @@ def estimate_tokens(text: str) -> int:
 
     ASCII costs a token per 3 chars (real text averages ~4) or per 4-letter piece if that
     is more, so numbers, code and identifiers are not undercounted; other 2-byte chars
-    cost 1, CJK, kana, Hangul and other 3-byte chars 1.5, emoji and other 4-byte chars 3.
+    cost 1, CJK, kana, Hangul and other 3-byte chars 2 (most are one token, but rarer ones such
+    as ぬ or ヲ take two in o200k_base, and a fallback must not undercount), emoji and other
+    4-byte chars 3.
     """
     if not text:
         return 0
@@ -85,7 +87,7 @@ def estimate_tokens(text: str) -> int:
     ascii_chars = len(text.encode("ascii", "ignore"))
     narrow = len(text) - ascii_chars - wide - astral
     ascii_cost = max(ascii_chars / 3, sum(1 for _ in _PIECES.finditer(text)))
-    return math.ceil(ascii_cost + narrow + 1.5 * wide + 3 * astral)
+    return math.ceil(ascii_cost + narrow + 2 * wide + 3 * astral)
 
 
 def _warn_once(reason: str) -> None:
