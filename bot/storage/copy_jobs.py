@@ -12,18 +12,22 @@ SQLAlchemy is synchronous: each call runs in a worker thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from sqlalchemy import URL, Engine, func, inspect, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
 
+from bot.errors import StoreError
 from bot.storage.portable import Row, Table
 from bot.storage.url import StorageURL
 
 __all__ = ["JOBS", "JobsStore", "default_jobs_path"]
+
+_T = TypeVar("_T")
 
 JOBS = Table("apscheduler_jobs", ("id", "next_run_time", "job_state"), key=("id",), identity=False)
 
@@ -49,6 +53,7 @@ class JobsStore:
             assert url.path is not None
             self.path = jobs_path or default_jobs_path(url.path)
             engine_url, schema = URL.create("sqlite", database=str(self.path)), None
+        self._url = url
         self._create = create
         self._ready = False
         # apscheduler's own table definition; its engine connects only when first used.
@@ -60,16 +65,28 @@ class JobsStore:
         return (JOBS,)
 
     async def count(self, table: Table) -> int:
-        return await asyncio.to_thread(self._count)
+        return await self._in_thread(self._count)
 
     async def read(self, table: Table, after: Row | None, limit: int) -> list[Row]:
-        return await asyncio.to_thread(self._read, after, limit)
+        return await self._in_thread(self._read, after, limit)
 
     async def write(self, table: Table, rows: Sequence[Row]) -> int:
-        return await asyncio.to_thread(self._write, rows)
+        return await self._in_thread(self._write, rows)
 
     async def finish(self) -> None:
         return None
+
+    async def _in_thread(self, call: Callable[..., _T], *args: Any) -> _T:
+        """``call`` in a worker thread; a database error as a one-line StoreError that names
+        the database as :meth:`StorageURL.shown` does (SQLAlchemy's text may hold the DSN)."""
+        try:
+            return await asyncio.to_thread(call, *args)
+        except SQLAlchemyError as exc:
+            reason = str(exc).split("\n", 1)[0]
+            password = self._url.password()
+            if password:
+                reason = reason.replace(password, "***")
+            raise StoreError(f"scheduler jobs in {self._url.shown()}: {reason}") from None
 
     def close(self) -> None:
         self._engine.dispose()

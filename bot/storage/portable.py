@@ -86,6 +86,14 @@ TABLES: tuple[Table, ...] = (
         "id owner platform chat_key chat_id thread_id reply_to message_id shown turn_id"
         " created_at updated_at",
     ),
+    # Platform updates replicas take turns at (bot.storage.coordination): the pending ones are
+    # work not done yet, the done ones recognise a redelivery until pruned. The other
+    # coordination tables (leases, rate buckets, flights, breakers) hold seconds of state that
+    # only means something to the processes that wrote it: not copied.
+    _table(
+        "inbox",
+        "id source update_id lane payload attempts owner lease_until error created_at done_at",
+    ),
 )
 
 

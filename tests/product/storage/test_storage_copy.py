@@ -90,6 +90,10 @@ async def seed(url: StorageURL) -> None:
         await store.kv_increment("notes", "count")
         delivery = await store.begin_delivery("telegram", GROUP, "-100", "3", "m1")
         await store.update_delivery(delivery, message_id="42", shown="Sun", turn_id=first)
+        assert await store.inbox_put("telegram", 501, "-100", '{"update_id": 501}')
+        assert await store.inbox_put("telegram", 502, "-100", '{"update_id": 502}')
+        [handled] = await store.inbox_claim("telegram", "worker-1", 30.0, 1)
+        assert await store.inbox_done(handled.id, "worker-1")
     scheduler = Scheduler(jobs_file(url))
     scheduler.at("reminder", "reminders:1", NEVER, {"chat": GROUP, "text": "picnic ☀"})
     scheduler.every("app:retention", "app:retention", timedelta(hours=1))
@@ -147,6 +151,7 @@ async def what_the_bot_reads(store: Storage) -> dict[str, Any]:
         "summary": await store.load_summary(GROUP_CONV),
         "kv": await store.kv_items("notes"),
         "deliveries": await store.deliveries("telegram"),
+        "inbox": await store.inbox_pending("telegram"),
     }  # fmt: skip
 
 
@@ -178,6 +183,9 @@ async def test_sqlite_to_sqlite_keeps_every_row_and_every_answer(
     reads = await reads_of(target)
     assert reads == await reads_of(seeded)
     assert reads["memories"] and reads["cjk"] and reads["turns"]  # the indexes were rebuilt
+    assert reads["inbox"] == 1
+    async with open_storage_url(target) as store:  # a redelivery is recognised after the move
+        assert not await store.inbox_put("telegram", 501, "-100", '{"update_id": 501}')
     # The reminders are the scheduler's again, in the file beside the new database.
     scheduler = Scheduler(jobs_file(target))
     pending = {job.job_id: job.payload for job in scheduler.pending()}
