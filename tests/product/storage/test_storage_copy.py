@@ -347,3 +347,38 @@ async def test_the_command_never_shows_a_password(seeded: StorageURL, tmp_path: 
     assert code == 1
     assert "s3cr3t-pw" not in out + err
     assert "parlour:***@127.0.0.1:1" in err and len(err.splitlines()) == 1
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal(seeded: StorageURL, tmp_path: Path) -> None:
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PARLOUR_"))}
+    target = f"sqlite:///{tmp_path / 'tty.db'}"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "bot", "storage", "copy", f"sqlite:///{seeded.path}", target],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+            check=False,
+        )
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal's other end is closed: all read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    bar = drawn.decode()
+    assert re.search(r"\rturns +\[#{30}\] +\d+/\d+ 100%", bar)
+    assert "\r" not in done.stdout.decode()  # the counts stay clean for a pipe
