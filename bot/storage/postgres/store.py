@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from bot.storage import owners
 from bot.storage.postgres.connection import Database
+from bot.storage.postgres.memories import PostgresMemories
 from bot.storage.postgres.migrations import components_of
 
 
-class PostgresStore:
+class PostgresStore(PostgresMemories):
     """:class:`bot.storage.Storage` in PostgreSQL, safe to share between replicas. Use as
     ``async with PostgresStore(dsn, schema=...)`` (or :func:`bot.storage.open_storage`).
 
