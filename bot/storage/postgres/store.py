@@ -9,6 +9,7 @@ from bot.storage.postgres.deliveries import PostgresDeliveries
 from bot.storage.postgres.history import PostgresHistory
 from bot.storage.postgres.ledger import PostgresKeyValue, PostgresUsage
 from bot.storage.postgres.maintenance import PostgresMaintenance, close_interrupted
+from bot.storage.postgres.memories import PostgresMemories
 from bot.storage.postgres.migrations import components_of
 from bot.storage.postgres.summaries import PostgresSummaries
 from bot.storage.postgres.turns import PostgresTurns
@@ -22,6 +23,7 @@ class PostgresStore(
     PostgresSummaries,
     PostgresDeliveries,
     PostgresMaintenance,
+    PostgresMemories,
     PostgresCoordination,
 ):
     """:class:`bot.storage.Storage` in PostgreSQL, safe to share between replicas. Use as
