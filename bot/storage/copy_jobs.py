@@ -129,10 +129,11 @@ class JobsStore:
         if engine is None or not rows:
             return 0
         dialect: Any = postgresql if engine.dialect.name == "postgresql" else sqlite
-        statement = dialect.insert(self._jobs).on_conflict_do_nothing(index_elements=["id"])
-        values = [dict(zip(JOBS.columns, row, strict=True)) for row in rows]
+        insert = dialect.insert(self._jobs).on_conflict_do_nothing(index_elements=["id"])
+        statement = insert.returning(self._jobs.c.id)  # rowcount is -1 on some drivers
         inserted = 0
         with engine.begin() as conn:
-            for value in values:  # rowcount of an executemany is not reliable on every driver
-                inserted += conn.execute(statement, value).rowcount
+            for row in rows:
+                value = dict(zip(JOBS.columns, row, strict=True))
+                inserted += len(conn.execute(statement, value).all())
         return inserted

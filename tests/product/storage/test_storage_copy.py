@@ -270,7 +270,7 @@ async def test_sqlite_to_postgresql_and_back_keeps_every_row(
     assert await reads_of(middle) == source_reads  # search, windows and usage on PostgreSQL
     assert await reads_of(back) == source_reads
     again = await copy_storage(seeded, middle, force=True)
-    assert all(copied == 0 for copied, _ in counts(again).values())
+    assert {name: copied for name, (copied, _) in counts(again).items() if copied} == {}
     assert await dump(middle) == source_rows
     async with open_storage_url(middle) as store:  # identities moved past the copied ids
         turn = await store.begin_turn(NewTurn(GROUP_CONV, GROUP, "7", "Cy", "next"))
