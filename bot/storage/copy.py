@@ -23,7 +23,9 @@ stop the bot before copying.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +35,7 @@ from bot.errors import ConfigError, StoreError
 from bot.storage import open_storage_url
 from bot.storage.copy_jobs import JobsStore
 from bot.storage.portable import PortableStore, Table, key_of, portable
-from bot.storage.url import StorageURL, parse_storage_url
+from bot.storage.url import StorageURL, parse_storage_url, sqlite_url
 
 if TYPE_CHECKING:
     import asyncpg
@@ -180,6 +182,8 @@ async def _require_source(url: StorageURL) -> None:
         assert url.path is not None
         if not url.path.is_file():
             raise StoreError(f"source {url.shown()} does not exist (no such file)")
+        if not await asyncio.to_thread(_sqlite_has_turns, url.path):
+            raise StoreError(f"source {url.shown()} holds no Parlour tables")
         return
     async with _connection(url) as conn:
         found = await conn.fetchval(
@@ -188,6 +192,20 @@ async def _require_source(url: StorageURL) -> None:
         )
     if found is None:
         raise StoreError(f"source {url.shown()} holds no Parlour tables (check the schema)")
+
+
+def _sqlite_has_turns(path: Path) -> bool:
+    """Read-only: an empty or foreign file must not be migrated into an empty Parlour one."""
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        ) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'turns'"
+            ).fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"cannot read {sqlite_url(path)}: {exc}") from None
+    return found is not None
 
 
 async def _reach(url: StorageURL) -> None:

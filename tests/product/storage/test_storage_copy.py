@@ -234,6 +234,14 @@ async def test_a_missing_source_is_an_error_and_is_not_created(tmp_path: Path) -
     assert not (tmp_path / "copy.db").exists()
 
 
+async def test_a_file_that_is_no_parlour_database_is_refused_untouched(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    with pytest.raises(StoreError, match="holds no Parlour tables"):
+        await copy_storage(sqlite_at(empty), sqlite_at(tmp_path / "copy.db"))
+    assert empty.read_bytes() == b""  # not migrated into an empty Parlour database
+
+
 async def test_source_and_target_must_differ(seeded: StorageURL) -> None:
     with pytest.raises(StoreError, match="same database"):
         await copy_storage(seeded, seeded)
