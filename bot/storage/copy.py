@@ -105,21 +105,23 @@ async def copy_storage(
     await _require_source(source)
     if target.is_postgresql:
         await _reach(target)  # a plain one-line error before the source is even opened
-    async with (
-        _opened(source, source_jobs, create=False) as src,
-        _opened(target, target_jobs, create=True) as dst,
-    ):
-        if not force:
-            await _require_empty(target, dst)
-        counts: list[TableCount] = []
-        for src_part, dst_part in zip(src, dst, strict=True):
-            wanted = {table.name for table in dst_part.tables()}
-            for table in src_part.tables():
-                if table.name in wanted:
-                    counts.append(await _copy_table(table, src_part, dst_part, batch, progress))
-            await dst_part.finish()
-    if progress is not None:
-        progress.finish()
+    counts: list[TableCount] = []
+    try:
+        async with (
+            _opened(source, source_jobs, create=False) as src,
+            _opened(target, target_jobs, create=True) as dst,
+        ):
+            if not force:
+                await _require_empty(target, dst)
+            for src_part, dst_part in zip(src, dst, strict=True):
+                wanted = {table.name for table in dst_part.tables()}
+                for table in src_part.tables():
+                    if table.name in wanted:
+                        counts.append(await _copy_table(table, src_part, dst_part, batch, progress))
+                await dst_part.finish()
+    finally:
+        if progress is not None:
+            progress.finish()  # the bar's line ends before any error is printed
     return CopyReport(source.shown(), target.shown(), tuple(counts))
 
 

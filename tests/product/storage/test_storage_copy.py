@@ -390,3 +390,22 @@ def test_the_progress_bar_is_drawn_on_a_terminal(seeded: StorageURL, tmp_path: P
     bar = drawn.decode()
     assert re.search(r"\rturns +\[#{30}\] +\d+/\d+ 100%", bar)
     assert "\r" not in done.stdout.decode()  # the counts stay clean for a pipe
+
+
+@needs_pg
+async def test_the_command_moves_a_deployment_to_postgresql_showing_no_password(
+    seeded: StorageURL, tmp_path: Path
+) -> None:
+    # The server trusts the loopback: a password in the URL is accepted and never needed.
+    plain = fresh_pg_url()
+    with_password = plain.replace("postgresql://postgres@", "postgresql://postgres:s3cr3t-pw@")
+    assert with_password != plain
+    expected = await dump(seeded)  # opening it here closes the seed's pending turn first
+    code, out, err = await run_cli(
+        "storage", "copy", f"sqlite:///{seeded.path}", with_password, cwd=tmp_path
+    )
+    assert (code, err) == (0, "")
+    assert "s3cr3t-pw" not in out
+    assert f"to {parse_storage_url(with_password).shown()}" in out
+    assert "postgres:***@" in out
+    assert await dump(parse_storage_url(plain)) == expected
