@@ -1,4 +1,4 @@
-"""Command line: ``python -m bot [--config FILE] {chat,run,check-config,history,usage}``.
+"""Command line: ``python -m bot [--config FILE] {chat,run,check-config,history,usage,storage}``.
 
 With no command it runs the platform adapters enabled in config, or the console chat when none
 is. This is the only place that configures logging and installs signal handlers. While you chat
@@ -30,6 +30,7 @@ import yaml
 
 from bot.adapter import Adapter, check_adapter_settings, load_adapter
 from bot.app import App
+from bot.cli_progress import TerminalProgress, counts_table
 from bot.config import Settings, load_settings, secret_values
 from bot.config_report import config_report
 from bot.errors import ConfigError, ParlourError
@@ -37,6 +38,8 @@ from bot.guardrails.budgets import utc_day
 from bot.guardrails.redact import Redactor, configure_logging
 from bot.guardrails.usage import usage_table
 from bot.storage import missing_storage, open_storage
+from bot.storage.copy import DEFAULT_BATCH, copy_storage, parse_copy_url
+from bot.storage.url import StorageURL
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0  # seconds in-flight replies get after SIGTERM/SIGINT before cancellation
@@ -62,7 +65,51 @@ def build_parser() -> argparse.ArgumentParser:
     usage.add_argument("--days", type=int, default=7, help="how many days back (default: 7)")
     usage.add_argument("--chat", help="one chat, e.g. telegram:-100123 (default: every chat)")
     usage.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    _add_storage_parser(sub)
     return parser
+
+
+def _add_storage_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    storage = sub.add_parser("storage", help="move a deployment's data between databases")
+    storage.set_defaults(storage_help=storage.format_help)
+    storage_sub = storage.add_subparsers(dest="storage_command", metavar="{copy}")
+    copy = storage_sub.add_parser(
+        "copy",
+        help="copy every row from one database to another (stop the bot first)",
+        description=(
+            "Copy history, settings, memories, usage, the clear audit, plugin data, deliveries "
+            "and scheduled jobs from SRC_URL to DST_URL (SQLite or PostgreSQL, either way). "
+            "Stop the bot first. The target's tables are created if missing; a target that "
+            "already holds rows is refused unless --force. Running it again copies nothing "
+            "twice. Put a PostgreSQL password in PGPASSWORD or ~/.pgpass rather than the URL."
+        ),
+    )
+    copy.add_argument(
+        "source", metavar="SRC_URL", help="e.g. sqlite:///data/parlour.db (must exist)"
+    )
+    copy.add_argument(
+        "target", metavar="DST_URL", help="e.g. postgresql://parlour@db.internal/parlour"
+    )
+    copy.add_argument(
+        "--force",
+        action="store_true",
+        help="copy into a target that already holds rows: those are kept, the others added",
+    )
+    copy.add_argument(
+        "--batch",
+        type=int,
+        default=DEFAULT_BATCH,
+        help=f"rows per read and per transaction (default: {DEFAULT_BATCH})",
+    )
+    for side in ("source", "target"):
+        copy.add_argument(
+            f"--{side}-jobs",
+            type=Path,
+            metavar="PATH",
+            help=f"the {side}'s scheduler file when it is SQLite "
+            "(default: <db name>.jobs.sqlite beside the database, as storage.jobs_path)",
+        )
+    copy.add_argument("--json", action="store_true", help="the counts as JSON lines")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(args.history_help())
         sys.stderr.write("\nerror: say which: `history list` or `history export KEY`\n")
         return 2
+    if args.command == "storage":
+        return _storage(args)
     _search_working_directory()
     redactor = Redactor()
     try:
@@ -86,6 +135,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _storage(args: argparse.Namespace) -> int:
+    """``storage copy``: needs no config (both databases are on the command line), so a
+    deployment can be moved without its config file at hand."""
+    if args.storage_command is None:
+        sys.stderr.write(args.storage_help())
+        sys.stderr.write("\nerror: say which: `storage copy SRC_URL DST_URL`\n")
+        return 2
+    redactor = Redactor()
+    try:
+        source = parse_copy_url(args.source, "source")
+        target = parse_copy_url(args.target, "target")
+        redactor.add([p for p in (source.password(), target.password()) if p])
+        configure_logging("WARNING", redactor)
+        return asyncio.run(_storage_copy(args, source, target))
+    except ConfigError as exc:
+        print(f"error: {redactor(str(exc))}", file=sys.stderr)  # noqa: T201
+        return 2
+    except (ParlourError, OSError) as exc:
+        print(f"error: {redactor(str(exc))}", file=sys.stderr)  # noqa: T201
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _storage_copy(args: argparse.Namespace, source: StorageURL, target: StorageURL) -> int:
+    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    report = await copy_storage(
+        source,
+        target,
+        force=args.force,
+        batch=args.batch,
+        progress=progress,
+        source_jobs=args.source_jobs,
+        target_jobs=args.target_jobs,
+    )
+    if args.json:
+        for count in report.tables:
+            record = {
+                "table": count.table,
+                "copied": count.copied,
+                "already_there": count.already_there,
+            }
+            sys.stdout.write(json.dumps(record) + "\n")
+    else:
+        sys.stdout.write(counts_table(report))
+    return 0
 
 
 def _search_working_directory() -> None:
