@@ -124,8 +124,7 @@ class App:
             )
             await self._service.start()
             self._commands = Commands(self._service)
-            jobs = self.settings.storage.effective_jobs_path
-            self.scheduler = Scheduler(jobs, name=f"parlour:{jobs.resolve()}")
+            self.scheduler = self._open_scheduler(self._store)
             self.plugins = PluginManager(
                 self.tools,
                 self._commands,
@@ -160,6 +159,16 @@ class App:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    def _open_scheduler(self, store: Storage) -> Scheduler:
+        """Jobs beside the history: their own SQLite file, or the shared PostgreSQL database,
+        where replicas fire them one leader at a time (:mod:`bot.scheduler`)."""
+        url = self.settings.storage.effective_url
+        if url.is_postgresql:
+            leases = store if store.replicas else None
+            return Scheduler(url, name=f"parlour:{url.shown()}", leases=leases)
+        jobs = self.settings.storage.effective_jobs_path
+        return Scheduler(jobs, name=f"parlour:{jobs.resolve()}")
 
     def _schedule_housekeeping(self, scheduler: Scheduler) -> None:
         scheduler.register(HOUSEKEEPING_JOB, self._housekeeping)
