@@ -21,14 +21,19 @@ from typing import Any
 import psycopg
 import pytest
 
+from bot.app import App
+from bot.errors import StoreError
 from bot.scheduler import Scheduler
 from bot.storage import Storage, open_storage_url
 from bot.storage.url import StorageURL, parse_storage_url
+from bot.testing.fake_llm import FakeLLM, reply, tool_calls
+from tests.conftest import make_settings, private
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
 
 pytestmark = pytest.mark.skipif(pg_base_url() is None, reason=HOW_TO_RUN)
 
 LEASE = 3.0  # seconds: renewed every 0.6 s, so failover is quick enough to test
+PASSWORD = "s3cr3t-Pa55word"  # never to be shown
 SETTLE = 2.5  # seconds: more than two renewal ticks and two polls, for "nothing else fired"
 
 
@@ -187,7 +192,9 @@ REPLICA = textwrap.dedent(
     """
     import asyncio, sys
     from datetime import UTC, datetime, timedelta
-    from bot.scheduler import Scheduler
+    from bot.app import App
+from bot.errors import StoreError
+from bot.scheduler import Scheduler
     from bot.storage import open_storage_url
     from bot.storage.url import parse_storage_url
 
@@ -274,3 +281,58 @@ async def test_kill_9_of_the_leader_before_the_job_is_due_the_follower_fires_it_
             if replica.proc.returncode is None:
                 replica.proc.kill()
                 await replica.proc.wait()
+
+
+# ------------------------------------------------------------------------ the app on PostgreSQL
+
+
+async def test_the_app_on_postgresql_writes_no_sqlite_file(
+    fake_llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jobs, reminders and everything else go to the database: a read-only or ephemeral working
+    directory is enough for a replica."""
+    monkeypatch.chdir(tmp_path)  # where relative defaults (data/...) would land
+    url = fresh_pg_url()
+    settings = make_settings(
+        fake_llm,
+        tmp_path,
+        storage={"url": url},
+        memory={"enabled": False},  # long-term memory on PostgreSQL is another part's
+        plugins=["plugins.reminders"],
+    )
+    fake_llm.script(
+        tool_calls(("set_reminder", {"text": "stretch", "in_minutes": 0.01})), reply("Will do.")
+    )
+    posted: list[str] = []
+
+    class Chat:
+        async def send_text(self, chat_id: str, thread_id: str | None, text: str) -> None:
+            posted.append(text)
+
+    async with App(settings) as app:
+        app.outbound.register("telegram", Chat())
+        await app.service.chat(private(), "remind me in a moment to stretch")
+        await until(lambda: posted != [], "the reminder")
+        assert app.scheduler is not None and app.scheduler.is_leader
+        assert await app.store.lease_holder("scheduler") == app.scheduler.owner
+    assert posted == ["⏰ Alice, you asked me to remind you: stretch"]
+    assert stored_jobs(parse_storage_url(url)) == ["parlour:housekeeping"]
+    assert files_under(tmp_path) == []
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+async def test_a_job_store_error_names_the_database_without_its_password(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    where = parse_storage_url(f"postgresql://postgres:{PASSWORD}@127.0.0.1:1/test?schema=x")
+    sched = Scheduler(where, name="unreachable")
+    with pytest.raises(StoreError) as raised:
+        sched.pending()  # opens the store: nothing listens on port 1
+    message = str(raised.value)
+    assert message.startswith("scheduler job store postgresql://postgres:***@127.0.0.1:1/test")
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    assert PASSWORD not in message and PASSWORD not in caplog.text
+    await sched.shutdown()
