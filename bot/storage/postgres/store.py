@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.storage import owners
 from bot.storage.postgres.connection import Database
+from bot.storage.postgres.coordination import PostgresCoordination
 from bot.storage.postgres.deliveries import PostgresDeliveries
 from bot.storage.postgres.history import PostgresHistory
 from bot.storage.postgres.ledger import PostgresKeyValue, PostgresUsage
@@ -21,6 +22,7 @@ class PostgresStore(
     PostgresSummaries,
     PostgresDeliveries,
     PostgresMaintenance,
+    PostgresCoordination,
 ):
     """:class:`bot.storage.Storage` in PostgreSQL, safe to share between replicas. Use as
     ``async with PostgresStore(dsn, schema=...)`` (or :func:`bot.storage.open_storage`).
