@@ -192,9 +192,7 @@ REPLICA = textwrap.dedent(
     """
     import asyncio, sys
     from datetime import UTC, datetime, timedelta
-    from bot.app import App
-from bot.errors import StoreError
-from bot.scheduler import Scheduler
+    from bot.scheduler import Scheduler
     from bot.storage import open_storage_url
     from bot.storage.url import parse_storage_url
 
