@@ -26,6 +26,7 @@ from bot.memory.store import MemoryStore
 from bot.plugins import PluginManager, ToolRegistry
 from bot.scheduler import Scheduler
 from bot.storage import Storage, open_storage
+from bot.storage.owners import new_owner
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +172,8 @@ class App:
         url = self.settings.storage.effective_url
         if url.is_postgresql:
             leases = store if store.replicas else None
-            return Scheduler(url, name=f"parlour:{url.shown()}", leases=leases)
+            owner = new_owner()  # one name per replica: two apps in one process (tests) both run
+            return Scheduler(url, name=f"parlour:{owner}", leases=leases, owner=owner)
         jobs = self.settings.storage.effective_jobs_path
         return Scheduler(jobs, name=f"parlour:{jobs.resolve()}")
 

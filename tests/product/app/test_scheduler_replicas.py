@@ -318,6 +318,52 @@ async def test_the_app_on_postgresql_writes_no_sqlite_file(
     assert files_under(tmp_path) == []
 
 
+class Posts:
+    """A replica's platform adapter: what the bot posted on its own, by replica."""
+
+    def __init__(self, replica: str, into: list[tuple[str, str]]) -> None:
+        self.replica, self.into = replica, into
+
+    async def send_text(self, chat_id: str, thread_id: str | None, text: str) -> None:
+        self.into.append((self.replica, text))
+
+
+async def test_two_apps_a_reminder_fires_once_and_survives_its_leader_stopping(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        fake_llm,
+        tmp_path,
+        storage={"url": fresh_pg_url()},
+        memory={"enabled": False},
+        plugins=["plugins.reminders"],
+    )
+    posts: list[tuple[str, str]] = []
+    fake_llm.script(
+        tool_calls(("set_reminder", {"text": "stretch", "in_minutes": 0.01})),
+        reply("Will do."),
+        tool_calls(("set_reminder", {"text": "drink water", "in_minutes": 0.05})),
+        reply("Will do."),
+    )
+    async with App(settings) as a, App(settings) as b:
+        a.outbound.register("telegram", Posts("a", posts))
+        b.outbound.register("telegram", Posts("b", posts))
+        assert a.scheduler is not None and b.scheduler is not None
+        assert (a.scheduler.is_leader, b.scheduler.is_leader) == (True, False)
+        await b.service.chat(private(), "remind me in a moment to stretch")  # set on b
+        await until(lambda: posts != [], "the first reminder")
+        await a.service.chat(private(), "remind me in 3 s to drink water")  # set on a
+        await a.aclose()  # the leader stops before it is due: b takes over
+        await until(lambda: len(posts) >= 2, "the second reminder", timeout=20)
+        await asyncio.sleep(SETTLE)
+        assert b.scheduler.is_leader
+        assert await b.store.kv_items("reminders", "reminder:") == []
+    assert posts == [
+        ("a", "⏰ Alice, you asked me to remind you: stretch"),
+        ("b", "⏰ Alice, you asked me to remind you: drink water"),
+    ]
+
+
 def files_under(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
