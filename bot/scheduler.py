@@ -29,8 +29,9 @@ claimed, just before its handler starts. So a reminder fires once with any numbe
 and once when its leader is killed *before* it was due (the next leader finds it in the store
 and fires it, late by up to ``lease_seconds`` plus a tick). A leader killed *while* a handler
 runs (between the claim and the handler's end) has already removed the run: nobody retries it
-(at most once at that instant). The reminders plugin keeps its own record until the message is
-sent, so the next start of any replica schedules such a reminder again.
+(at most once at that instant). The reminders plugin keeps its own record, marked in flight,
+until the message is sent: the next start of any replica sends such a reminder once the mark is
+ten minutes old (see :mod:`plugins.reminders`).
 
 Handlers (``async def handler(job_id, payload)``) should be registered before ``start()`` so jobs
 due at start find them. Each run is our own task: a slow handler holds up no other, an exception

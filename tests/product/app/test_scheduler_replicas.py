@@ -364,6 +364,51 @@ async def test_two_apps_a_reminder_fires_once_and_survives_its_leader_stopping(
     ]
 
 
+class HeldPosts(Posts):
+    """Posts once ``release`` is set: a send that takes its time."""
+
+    def __init__(self, replica: str, into: list[tuple[str, str]]) -> None:
+        super().__init__(replica, into)
+        self.sending, self.release = asyncio.Event(), asyncio.Event()
+
+    async def send_text(self, chat_id: str, thread_id: str | None, text: str) -> None:
+        self.sending.set()
+        await self.release.wait()
+        await super().send_text(chat_id, thread_id, text)
+
+
+async def test_a_replica_starting_while_a_reminder_is_sent_does_not_send_it_again(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        fake_llm,
+        tmp_path,
+        storage={"url": fresh_pg_url()},
+        memory={"enabled": False},
+        plugins=["plugins.reminders"],
+    )
+    posts: list[tuple[str, str]] = []
+    held = HeldPosts("a", posts)
+    fake_llm.script(
+        tool_calls(("set_reminder", {"text": "stretch", "in_minutes": 0.01})), reply("Will do.")
+    )
+    async with App(settings) as a:
+        a.outbound.register("telegram", held)
+        await a.service.chat(private(), "remind me in a moment to stretch")
+        await asyncio.wait_for(held.sending.wait(), 10)  # fired: its job left the table
+        async with App(settings) as c:  # schedules every stored reminder again at its start
+            c.outbound.register("telegram", Posts("c", posts))
+            assert c.scheduler is not None
+            await asyncio.sleep(SETTLE)  # the leader polls the table meanwhile
+            (again,) = c.scheduler.pending("reminders.fire")  # for when a cut-short run is over
+            assert again.next_run > datetime.now(UTC) + timedelta(minutes=9)
+            held.release.set()
+            await until(lambda: posts != [], "the reminder")
+            await asyncio.sleep(SETTLE)
+            assert await c.store.kv_items("reminders", "reminder:") == []
+    assert posts == [("a", "⏰ Alice, you asked me to remind you: stretch")]
+
+
 def files_under(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
