@@ -173,7 +173,10 @@ class App:
         if url.is_postgresql:
             leases = store if store.replicas else None
             owner = new_owner()  # one name per replica: two apps in one process (tests) both run
-            return Scheduler(url, name=f"parlour:{owner}", leases=leases, owner=owner)
+            seconds = self.settings.storage.scheduler_lease_seconds
+            return Scheduler(
+                url, name=f"parlour:{owner}", leases=leases, owner=owner, lease_seconds=seconds
+            )
         jobs = self.settings.storage.effective_jobs_path
         return Scheduler(jobs, name=f"parlour:{jobs.resolve()}")
 
