@@ -2,7 +2,8 @@
 
 Two schedulers on one fresh schema, each with its own store instance (as two processes have),
 leasing through the database; then two real processes, the leader killed with SIGKILL before the
-job is due; then the app on PostgreSQL, which must leave no SQLite file behind.
+job is due; then apps with the reminders plugin: two replicas, a replica starting mid-send, and
+one app that must leave no SQLite file behind.
 """
 
 from __future__ import annotations
