@@ -26,6 +26,7 @@ from bot.memory.store import MemoryStore
 from bot.plugins import PluginManager, ToolRegistry
 from bot.scheduler import Scheduler
 from bot.storage import Storage, open_storage
+from bot.storage.owners import new_owner
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,9 @@ class App:
         self._store = open_storage(self.settings)
         await self._store.open()
         try:
-            self._llm = LLMClient(self.settings.llm, sleep=self._retry_sleep)
+            # replicas share limits and breakers through the database; one process keeps its own
+            shared = self._store if self._store.replicas else None
+            self._llm = LLMClient(self.settings.llm, sleep=self._retry_sleep, shared=shared)
             memory = self._memory
             if self.settings.memory.enabled:
                 if self.settings.memory.embeddings.model is not None:
@@ -111,7 +114,9 @@ class App:
                     own = self.settings.llm.model_copy(
                         update={"model": self.settings.memory.summary_model}
                     )
-                    summary_llm = self._summary_llm = LLMClient(own, sleep=self._retry_sleep)
+                    summary_llm = self._summary_llm = LLMClient(
+                        own, sleep=self._retry_sleep, shared=shared
+                    )
                 self.compactor = Compactor(self.settings, self._store, summary_llm, self.memories)
             self._service = ChatService(
                 self.settings,
@@ -121,11 +126,11 @@ class App:
                 tools=self._tools if self._tools is not None else self.tools,
                 admins=self.admins,
                 compactor=self.compactor,
+                shared_limits=shared,
             )
             await self._service.start()
             self._commands = Commands(self._service)
-            jobs = self.settings.storage.effective_jobs_path
-            self.scheduler = Scheduler(jobs, name=f"parlour:{jobs.resolve()}")
+            self.scheduler = self._open_scheduler(self._store)
             self.plugins = PluginManager(
                 self.tools,
                 self._commands,
@@ -160,6 +165,20 @@ class App:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    def _open_scheduler(self, store: Storage) -> Scheduler:
+        """Jobs beside the history: their own SQLite file, or the shared PostgreSQL database,
+        where replicas fire them one leader at a time (:mod:`bot.scheduler`)."""
+        url = self.settings.storage.effective_url
+        if url.is_postgresql:
+            leases = store if store.replicas else None
+            owner = new_owner()  # one name per replica: two apps in one process (tests) both run
+            seconds = self.settings.storage.scheduler_lease_seconds
+            return Scheduler(
+                url, name=f"parlour:{owner}", leases=leases, owner=owner, lease_seconds=seconds
+            )
+        jobs = self.settings.storage.effective_jobs_path
+        return Scheduler(jobs, name=f"parlour:{jobs.resolve()}")
 
     def _schedule_housekeeping(self, scheduler: Scheduler) -> None:
         scheduler.register(HOUSEKEEPING_JOB, self._housekeeping)

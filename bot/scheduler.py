@@ -1,16 +1,37 @@
 """The bot's scheduler: plugins schedule work for later, and it survives restarts.
 
-apscheduler 3 (``AsyncIOScheduler``, ``SQLAlchemyJobStore``) with three decisions:
+apscheduler 3 (``AsyncIOScheduler``, ``SQLAlchemyJobStore``) with these decisions:
 
-* **Its own SQLite file** (``data/jobs.sqlite``, beside the history database): the job store is
-  synchronous and runs on the event loop, so it must never wait on the history database's locks.
+* **Where jobs live** (:mod:`bot.scheduling.jobstore`): on SQLite, the scheduler's own file
+  (``storage.jobs_path``, beside the history database; the store is synchronous and runs on the
+  event loop, so it must never wait on the history database's locks). On PostgreSQL, the bot's
+  own database (``apscheduler_jobs`` in the ``?schema=``): every replica opens it, so any of them
+  can schedule, list and cancel, and no local file is written.
+* **One leader fires** (:mod:`bot.scheduling.leader`): given a :class:`~bot.storage.coordination.
+  Leases` (the app's store), only the replica holding the ``scheduler`` lease fires; the others
+  stay paused and try to take the lease on every renewal tick (a fifth of ``lease_seconds``). A
+  leader whose renewal fails or is refused pauses at once, and one whose lease ran short stops
+  before the database could give it to anyone else. The leader looks at the store every
+  ``poll_seconds`` for jobs other replicas added. Without ``leases`` (one process) it always fires.
+* **A run is claimed before it fires** (a conditional delete or update of its row): even two
+  processes that both believed they led could not fire one run twice.
 * **Jobs reference ids, not live objects.** Every stored job calls ``"bot.scheduler:_fire"`` with
-  plain data ``(scheduler name, kind, job id, payload)``; ``_fire`` finds the live
-  :class:`Scheduler` by name and starts the handler registered for ``kind``. Nothing pickled
-  points at a plugin or a connection, so jobs outlive the process and code changes. A run whose
-  kind has no handler (plugin not loaded) is logged and dropped.
-* **A job that fell due while the bot was down runs at start**: ``misfire_grace_time=None`` (run
-  however late) and ``coalesce=True`` (missed runs of a repeating job run once).
+  plain data ``(scheduler name, kind, job id, payload)``; the scheduler that claims a run starts
+  the handler registered for ``kind`` (``_fire`` routes by name when called directly). Nothing
+  pickled points at a plugin or a connection, so jobs outlive the process and code changes. A run
+  whose kind has no handler (plugin not loaded) is logged and dropped.
+* **A job that fell due while the bot was down runs at start** (on the leader):
+  ``misfire_grace_time=None`` (run however late) and ``coalesce=True`` (missed runs of a
+  repeating job run once).
+
+**Exactly once, and where it stops.** A one-off run is removed from the store when it is
+claimed, just before its handler starts. So a reminder fires once with any number of replicas,
+and once when its leader is killed *before* it was due (the next leader finds it in the store
+and fires it, late by up to ``lease_seconds`` plus a tick). A leader killed *while* a handler
+runs (between the claim and the handler's end) has already removed the run: nobody retries it
+(at most once at that instant). The reminders plugin keeps its own record, marked in flight,
+until the message is sent: the next start of any replica sends such a reminder once the mark is
+ten minutes old (see :mod:`plugins.reminders`).
 
 Handlers (``async def handler(job_id, payload)``) should be registered before ``start()`` so jobs
 due at start find them. Each run is our own task: a slow handler holds up no other, an exception
@@ -18,8 +39,8 @@ is logged with the job id, shutdown cancels and awaits what still runs. Jobs can
 listed and cancelled before ``start()`` (that opens the store; nothing fires until start). Job
 ids are global to the store, so callers namespace them (``"reminders:42"``); an existing id is
 replaced. Payloads go through JSON when scheduled, so handlers see the same data before and after
-a restart. A one-off leaves the store when it fires: a handler cut short by shutdown is not
-retried (at most once). Use it on the event loop's thread, with the loop running.
+a restart. A handler cut short by shutdown is not retried (at most once). Use it on the event
+loop's thread, with the loop running.
 
 Maintenance (retention) is the app's to wire: ``every(kind, "app:retention", timedelta(hours=1))``
 at each start-up. Re-declaring a repeating job with the same interval keeps its next run, so
@@ -29,29 +50,33 @@ restarts don't postpone it and a run missed while down still runs at start.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Self
 
-from apscheduler.executors.base import BaseExecutor, run_job
 from apscheduler.jobstores.base import JobLookupError
-from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
-from apscheduler.schedulers import SchedulerNotRunningError
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
+from apscheduler.schedulers.base import STATE_RUNNING
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy import URL, create_engine
+
+from bot.scheduling.jobstore import job_store_errors, open_job_store, redacted
+from bot.scheduling.leader import DEFAULT_LEASE_SECONDS, Leadership
+from bot.scheduling.runner import Runner
+from bot.storage.coordination import Leases
+from bot.storage.owners import new_owner
+from bot.storage.url import StorageURL
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 DEFAULT_PATH = Path("data/jobs.sqlite")
+DEFAULT_POLL_SECONDS = 1.0
 _FIRE = "bot.scheduler:_fire"  # what every stored job calls; keep it importable under this name
 _live: dict[str, Scheduler] = {}  # started schedulers by name, for _fire
 
@@ -75,55 +100,48 @@ def _fire(scheduler_name: str, kind: str, job_id: str, payload: dict[str, Any]) 
     scheduler._dispatch(kind, job_id, payload)
 
 
-class _InlineExecutor(BaseExecutor):  # type: ignore[misc]
-    """Runs ``_fire`` where apscheduler processes due jobs, on the event loop.
+class Scheduler:
+    """Persistent one-off and repeating jobs, dispatched by kind to registered async handlers.
 
-    ``_fire`` only starts a task, so nothing needs a thread pool (the default for plain functions)
-    or an apscheduler task that shutdown could cancel after a one-off job left the store but
-    before its handler started.
+    ``where``: the jobs file (SQLite), or the PostgreSQL ``storage.url``. ``leases``: share the
+    store with other processes, firing only while holding the lease (see the module doc).
     """
 
-    def submit_job(self, job: Any, run_times: list[datetime]) -> None:
-        self._do_submit_job(job, run_times)
-
-    def _do_submit_job(self, job: Any, run_times: list[datetime]) -> None:
-        for event in run_job(job, job._jobstore_alias, run_times, self._logger.name):
-            self._scheduler._dispatch_event(event)
-
-
-class _AsyncIOScheduler(AsyncIOScheduler):  # type: ignore[misc]
-    def _process_jobs(self) -> float | None:
-        if self.state == STATE_STOPPED:  # a wakeup queued before shutdown
-            return None
-        try:
-            wait: float | None = super()._process_jobs()
-        except Exception:  # a store error while updating jobs would otherwise stop the timer
-            log.exception(
-                "scheduler: job store error; retrying in %ss", self.jobstore_retry_interval
-            )
-            return float(self.jobstore_retry_interval)
-        return wait
-
-    def shutdown(self, wait: bool = True) -> None:
-        # AsyncIOScheduler defers this with call_soon_threadsafe; we are on the loop, so stop now:
-        # when Scheduler.shutdown returns, no job will fire and the store is closed.
-        if not self.running:
-            raise SchedulerNotRunningError
-        BaseScheduler.shutdown(self, wait)
-        self._stop_timer()
-        self._eventloop = None
-
-
-class Scheduler:
-    """Persistent one-off and repeating jobs, dispatched by kind to registered async handlers."""
-
-    def __init__(self, path: str | Path, *, name: str = "parlour") -> None:
-        self.path = Path(path)
+    def __init__(
+        self,
+        where: str | Path | StorageURL,
+        *,
+        name: str = "parlour",
+        leases: Leases | None = None,
+        owner: str | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        poll_seconds: float = DEFAULT_POLL_SECONDS,
+    ) -> None:
+        self.where = where if isinstance(where, StorageURL) else StorageURL("sqlite", Path(where))
         self.name = name  # stored in every job: keep it stable across restarts
+        self.owner = owner or new_owner()
+        self.leadership = (
+            None if leases is None else Leadership(leases, self.owner, lease_seconds=lease_seconds)
+        )
+        self._poll_seconds = poll_seconds
         self._handlers: dict[str, Handler] = {}
         self._aps: Any = None  # the apscheduler, once the store is open
         self._started = self._closed = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._lease_loop: asyncio.Task[None] | None = None
+
+    @property
+    def path(self) -> Path:
+        """The jobs file (SQLite only)."""
+        if self.where.path is None:
+            raise AttributeError("a scheduler on PostgreSQL has no jobs file")
+        return self.where.path
+
+    @property
+    def is_leader(self) -> bool:
+        """True when this process fires jobs now (always, without leases, once started)."""
+        aps = self._aps
+        return aps is not None and self._started and aps.state == STATE_RUNNING
 
     def register(self, kind: str, handler: Handler) -> None:
         """Route jobs of ``kind`` to ``handler(job_id, payload)``; replaces an earlier one."""
@@ -134,7 +152,7 @@ class Scheduler:
         self._handlers.pop(kind, None)
 
     async def start(self) -> None:
-        """Open the store if need be and start firing; jobs already due run promptly."""
+        """Open the store if need be and start firing (the leader); due jobs run promptly."""
         if self._started or self._closed:
             raise RuntimeError("a scheduler starts once")
         if self.name in _live:
@@ -142,10 +160,19 @@ class Scheduler:
         aps = self._open()
         _live[self.name] = self
         self._started = True
-        aps.resume()  # due jobs run on the next turn of the loop
+        if self.leadership is None:
+            aps.resume()  # due jobs run on the next turn of the loop
+            return
+        await self._follow_lease()  # the first try now: a lone replica fires at once
+        self._lease_loop = asyncio.get_running_loop().create_task(
+            self._keep_lease(), name=f"scheduler lease {self.owner}"
+        )
 
     async def shutdown(self) -> None:
-        """Stop firing, close the store, cancel and await running handlers. Idempotent."""
+        """Stop firing, give up the lease, close the store, cancel and await running handlers.
+
+        Idempotent.
+        """
         if self._closed:
             return
         self._closed = True
@@ -155,6 +182,11 @@ class Scheduler:
         try:
             if aps is not None:
                 aps.shutdown(wait=False)  # also disposes the store's engine
+            if self._lease_loop is not None:
+                self._lease_loop.cancel()
+                await asyncio.gather(self._lease_loop, return_exceptions=True)
+            if self.leadership is not None and self._started:
+                await self.leadership.release()  # after the last fire: a follower takes over
         finally:
             current = asyncio.current_task()
             tasks = [task for task in self._tasks if task is not current]
@@ -197,7 +229,8 @@ class Scheduler:
         if first is not None:
             _require_aware(first, "first")
         trigger = IntervalTrigger(seconds=interval.total_seconds(), start_date=first, timezone=UTC)
-        old = self._open().get_job(job_id)
+        with self._store_errors():
+            old = self._open().get_job(job_id)
         same = (
             old is not None
             and isinstance(old.trigger, IntervalTrigger)
@@ -209,7 +242,8 @@ class Scheduler:
     def cancel(self, job_id: str) -> bool:
         """Unschedule ``job_id``; False if there is no such job. A running handler is left be."""
         try:
-            self._open().remove_job(job_id)
+            with self._store_errors():
+                self._open().remove_job(job_id)
         except JobLookupError:
             return False
         return True
@@ -217,7 +251,9 @@ class Scheduler:
     def pending(self, kind: str | None = None) -> list[ScheduledJob]:
         """Scheduled jobs (of ``kind``), soonest first."""
         jobs = []
-        for job in self._open().get_jobs():
+        with self._store_errors():
+            stored = self._open().get_jobs()
+        for job in stored:
             if job.func_ref != _FIRE or job.next_run_time is None:
                 continue
             _, job_kind, job_id, payload = job.args
@@ -230,21 +266,55 @@ class Scheduler:
         if self._closed:
             raise RuntimeError("the scheduler is shut down")
         if self._aps is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            engine = create_engine(URL.create("sqlite", database=str(self.path)))
-            aps = _AsyncIOScheduler(
-                jobstores={"default": SQLAlchemyJobStore(engine=engine)},
-                executors={"default": _InlineExecutor()},
-                job_defaults={"misfire_grace_time": None, "coalesce": True},
-                timezone=UTC,
-            )
-            try:
-                aps.start(paused=True)  # binds the running loop, creates the table
-            except BaseException:
-                engine.dispose()
-                raise
+            with self._store_errors():
+                store = open_job_store(self.where)
+                shared = self.leadership is not None
+                aps = Runner(
+                    store,
+                    self._dispatch_run,
+                    may_fire=self._may_fire,
+                    poll_seconds=self._poll_seconds if shared else None,
+                    describe_error=lambda exc: redacted(exc, self.where),
+                )
+                try:
+                    aps.start(paused=True)  # binds the running loop, creates the table
+                except BaseException:
+                    store.engine.dispose()
+                    raise
             self._aps = aps
         return self._aps
+
+    @contextlib.contextmanager
+    def _store_errors(self) -> Iterator[None]:
+        """On PostgreSQL, database errors without the password (SQLite's pass as they are)."""
+        if not self.where.is_postgresql:
+            yield
+            return
+        with job_store_errors(self.where):
+            yield
+
+    def _may_fire(self) -> bool:
+        return self.leadership is None or self.leadership.may_fire()
+
+    async def _follow_lease(self) -> None:
+        """Renew or take the lease, and pause or resume firing to match."""
+        assert self.leadership is not None
+        leading = await self.leadership.renew()
+        aps = self._aps
+        if aps is None or self._closed:
+            return
+        if leading and aps.state != STATE_RUNNING:
+            log.info("scheduler: %s leads and fires jobs", self.owner)
+            aps.resume()
+        elif not leading and aps.state == STATE_RUNNING:
+            log.warning("scheduler: %s lost the lead; paused", self.owner)
+            aps.pause()
+
+    async def _keep_lease(self) -> None:
+        assert self.leadership is not None
+        while True:
+            await asyncio.sleep(self.leadership.renew_seconds)
+            await self._follow_lease()
 
     def _add(
         self, kind: str, job_id: str, trigger: Any, payload: dict[str, Any] | None, next_run: Any
@@ -253,15 +323,24 @@ class Scheduler:
             raise ValueError("kind and job_id must be non-empty")
         data = json.loads(json.dumps(payload or {}))  # JSON-able, and the caller's dict is theirs
         keep = {} if next_run is None else {"next_run_time": next_run}  # None would mean paused
-        self._open().add_job(
-            _FIRE,
-            trigger,
-            args=(self.name, kind, job_id, data),
-            id=job_id,
-            name=job_id,
-            replace_existing=True,
-            **keep,
-        )
+        with self._store_errors():
+            self._open().add_job(
+                _FIRE,
+                trigger,
+                args=(self.name, kind, job_id, data),
+                id=job_id,
+                name=job_id,
+                replace_existing=True,
+                **keep,
+            )
+
+    def _dispatch_run(self, job: Any, run_times: list[datetime]) -> None:
+        """A claimed run, whichever replica scheduled it: start its handler here."""
+        if job.func_ref != _FIRE or len(job.args) != 4:
+            log.warning("job %s: not one of ours (%s); dropped", job.id, job.func_ref)
+            return
+        _, kind, job_id, payload = job.args
+        self._dispatch(kind, job_id, payload)
 
     def _dispatch(self, kind: str, job_id: str, payload: dict[str, Any]) -> None:
         handler = self._handlers.get(kind)

@@ -5,6 +5,11 @@ in the plugin's own store (the source of truth) and schedules a job that refers 
 the time, the bot posts in the same chat and thread, addressing the user by name. Reminders
 survive restarts: at start every stored reminder is scheduled again, and one that fell due
 while the bot was down fires at once. Users list and cancel their own reminders.
+
+With replicas, a reminder being sent is marked (``firing_since``) until it is done: a replica that
+starts meanwhile schedules it again (it reads every stored reminder), and that second run must
+not post it twice. A mark older than ``IN_FLIGHT`` is a run cut short (its process died): the
+next start schedules the reminder for when the mark goes stale, so it is still sent.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ JOB_KIND = "reminders.fire"
 MAX_AHEAD = timedelta(days=366)
 RETRY_DELAY = timedelta(minutes=5)
 MAX_ATTEMPTS = 12  # an hour of retries while the chat's platform is not connected
+IN_FLIGHT = timedelta(minutes=10)  # longer than any send with its retries
 
 
 class Settings(BaseModel):
@@ -50,6 +56,7 @@ class Reminder(BaseModel):
     text: str
     due: datetime
     attempts: int = 0
+    firing_since: datetime | None = None  # being sent (by any replica) since then
 
 
 @tool(timeout=10)
@@ -150,17 +157,27 @@ async def setup(plugin: Plugin) -> None:
     async def fire(job_id: str, payload: dict[str, Any]) -> None:
         reminder = await _load(store, int(payload["id"]))
         if reminder is None:
-            return  # cancelled after the job was queued
+            return  # cancelled after the job was queued, or sent by an earlier run
+        now = datetime.now(UTC)
+        if reminder.firing_since is not None and now - reminder.firing_since < IN_FLIGHT:
+            return  # another run is sending it (scheduled again by a replica's start)
         if not plugin.outbound.can_send(reminder.platform):
             # That platform's adapter is not running here (a console session on the same
             # data): keep the reminder for when it is, without using up its attempts.
             later = reminder.model_copy(update={"due": datetime.now(UTC) + RETRY_DELAY})
             await _save_and_schedule(store, scheduler, later)
             return
+        marked = reminder.model_copy(update={"firing_since": now})
+        await store.set(_key(reminder.id), marked.model_dump(mode="json"))
         text = f"⏰ {reminder.user_name}, you asked me to remind you: {reminder.text}"
-        sent = await plugin.outbound.send(
-            reminder.platform, reminder.chat_id, reminder.thread_id, text
-        )
+        try:
+            sent = await plugin.outbound.send(
+                reminder.platform, reminder.chat_id, reminder.thread_id, text
+            )
+        except asyncio.CancelledError:  # shutdown: unmarked, the next start sends it at once
+            if await _load(store, reminder.id) is not None:
+                await store.set(_key(reminder.id), reminder.model_dump(mode="json"))
+            raise
         if sent or reminder.attempts + 1 >= MAX_ATTEMPTS:
             await store.delete(_key(reminder.id))
             if not sent:
@@ -169,7 +186,11 @@ async def setup(plugin: Plugin) -> None:
         if await _load(store, reminder.id) is None:
             return  # cancelled while we were trying
         retry = reminder.model_copy(
-            update={"attempts": reminder.attempts + 1, "due": datetime.now(UTC) + RETRY_DELAY}
+            update={
+                "attempts": reminder.attempts + 1,
+                "due": datetime.now(UTC) + RETRY_DELAY,
+                "firing_since": None,
+            }
         )
         await _save_and_schedule(store, scheduler, retry)
 
@@ -192,7 +213,10 @@ async def _save_and_schedule(
 def _schedule(scheduler: Scheduler | None, reminder: Reminder) -> None:
     if scheduler is None:
         raise RuntimeError("reminders need the scheduler")
-    scheduler.at(JOB_KIND, _job_id(reminder.id), reminder.due, {"id": reminder.id})
+    due = reminder.due
+    if reminder.firing_since is not None:  # in flight, or cut short: once that run is surely over
+        due = max(due, reminder.firing_since + IN_FLIGHT)
+    scheduler.at(JOB_KIND, _job_id(reminder.id), due, {"id": reminder.id})
 
 
 async def _all(store: PluginStore) -> list[Reminder]:

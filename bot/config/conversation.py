@@ -55,6 +55,15 @@ class StorageSettings(Section):
     jobs_path: Path | None = Field(
         None, description="scheduler's own SQLite file; default: <db name>.jobs.sqlite beside it"
     )
+    scheduler_lease_seconds: float = Field(
+        15.0,
+        ge=3,
+        le=600,
+        description=(
+            "PostgreSQL: how long the scheduler leader's lease lasts; another replica takes over"
+            " this long after the leader dies (renewed every fifth of it)"
+        ),
+    )
 
     @field_validator("url")
     @classmethod

@@ -151,3 +151,65 @@ async def test_parallel_reminders_get_their_own_ids_and_groups_see_only_theirs(
         fake_llm.script(tool_calls(("list_reminders", {})), reply("none here"))
         await app.service.chat(group(), "@bot my reminders?")
         assert tool_result(fake_llm) == "The user has no pending reminders here (2 in other chats)."
+
+
+class HeldRecorder(Recorder):
+    """A send that never finishes by itself (the process stops while it is under way)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sending = asyncio.Event()
+
+    async def send_text(self, chat_id: str, thread_id: str | None, text: str) -> None:
+        self.sending.set()
+        await asyncio.Event().wait()
+
+
+async def test_a_reminder_whose_send_was_cut_by_shutdown_is_sent_at_the_next_start(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script(
+        tool_calls(("set_reminder", {"text": "stretch", "in_minutes": 0.01})), reply("ok")
+    )
+    held = HeldRecorder()
+    async with make_app(**REMINDERS) as app:
+        app.outbound.register("telegram", held)
+        await app.service.chat(private(), "remind me in a moment to stretch")
+        await asyncio.wait_for(held.sending.wait(), 5)
+    recorder = Recorder()
+    async with make_app(**REMINDERS) as app:  # not marked as in flight: sent at once
+        app.outbound.register("telegram", recorder)
+        await recorder.wait(timeout=3)
+    assert recorder.posts[0][2].endswith("stretch")
+
+
+async def test_a_reminder_marked_in_flight_waits_until_that_run_is_surely_over(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    """A mark left by a process that died mid-send (or a run still sending elsewhere)."""
+    now = datetime.now(UTC)
+    record = {
+        "platform": "telegram",
+        "chat_id": "1",
+        "thread_id": None,
+        "user_id": "1",
+        "user_name": "Alice",
+        "due": (now - timedelta(minutes=20)).isoformat(),
+    }
+    async with make_app(**REMINDERS) as app:
+        stale = now - timedelta(minutes=11)  # that process is long gone
+        recent = now - timedelta(minutes=1)  # may still be sending
+        for n, text, since in ((1, "stale", stale), (2, "recent", recent)):
+            value = {**record, "id": n, "text": text, "firing_since": since.isoformat()}
+            await app.store.kv_set("reminders", f"reminder:{n:010d}", value)
+    recorder = Recorder()
+    async with make_app(**REMINDERS) as app:
+        app.outbound.register("telegram", recorder)
+        await recorder.wait(timeout=3)
+        assert app.scheduler is not None
+        (waiting,) = app.scheduler.pending("reminders.fire")
+        assert waiting.job_id == "reminders:2"
+        assert waiting.next_run == recent + timedelta(minutes=10)
+    assert [text for _, _, text, _ in recorder.posts] == [
+        "⏰ Alice, you asked me to remind you: stale"
+    ]
