@@ -83,8 +83,12 @@ class StorageSettings(Section):
 
     @property
     def effective_jobs_path(self) -> Path:
-        """One jobs file per history database: two bots in one folder never share jobs."""
-        return self.jobs_path or self.path.with_name(f"{self.path.stem}.jobs.sqlite")
+        """One jobs file per history database: two bots in one folder never share jobs. The
+        database is ``storage.url``'s SQLite file when set (``storage copy`` finds it the same
+        way), else ``storage.path``. Unused on PostgreSQL: jobs live in that database."""
+        url = self.effective_url
+        database = url.path if url.path is not None else self.path
+        return self.jobs_path or database.with_name(f"{database.stem}.jobs.sqlite")
 
 
 class LoggingSettings(Section):

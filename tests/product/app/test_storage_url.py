@@ -86,3 +86,8 @@ async def test_check_config_masks_a_password_from_the_environment(tmp_path: Path
     assert code == 0, output
     assert "db.example:5432/parlour" in output
     assert PASSWORD not in output
+
+
+def test_the_jobs_file_sits_beside_the_database_the_url_names(tmp_path: Path) -> None:
+    settings = settings_from_mapping({"storage": {"url": f"sqlite:///{tmp_path}/bot/main.db"}})
+    assert settings.storage.effective_jobs_path == tmp_path / "bot" / "main.jobs.sqlite"
