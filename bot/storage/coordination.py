@@ -30,6 +30,7 @@ __all__ = [
     "Leases",
     "RateDecision",
     "SharedLimits",
+    "bucket_decision",
 ]
 
 # An update claimed this many times without being finished is given up (logged, marked done with
@@ -62,7 +63,8 @@ class Inbox(Protocol):
     - **Leases expire.** An item whose lease ran out (its owner died) is claimable again, by any
       owner. :meth:`inbox_renew` extends every lease ``owner`` holds; :meth:`inbox_done` finishes
       an item only for the owner that holds it (False otherwise: the lease was lost and another
-      owner may be running it).
+      owner may be running it). A lease that ran out but that nobody has claimed since is still
+      its owner's to finish or renew (nobody else can be running it); a released one is not.
     - Claims are oldest lane-head first (by ``id``), at most ``limit``, ``source`` only.
     """
 
@@ -127,6 +129,9 @@ class RateDecision:
 class BreakerState:
     failures: int  # provider-side failures in a row
     open_until: float  # database clock (seconds since the epoch); in the past: closed
+    # Seconds it stays open from now, by the database clock (0: closed or cooled down), so that
+    # a replica whose own clock differs from the database's can still time its cooldown.
+    open_for: float = 0.0
 
 
 class SharedLimits(Protocol):
@@ -142,6 +147,8 @@ class SharedLimits(Protocol):
     - :meth:`breaker_failure` / :meth:`breaker_success` / :meth:`breaker_state`: a shared count
       of consecutive failures; the failure that reaches ``threshold`` opens the breaker for
       ``open_seconds`` (and restarts the count); a success closes it and zeroes the count.
+      A breaker nobody has failed (or that a success closed) reads ``BreakerState(0, 0.0)``; one
+      that opened and cooled down without a success since keeps its ``open_until`` in the past.
     - :meth:`prune_limits` forgets buckets that have refilled and claims that expired.
     """
 
@@ -164,3 +171,11 @@ class SharedLimits(Protocol):
     async def prune_limits(self) -> int:
         """Forget refilled buckets and expired claims; returns how many rows went."""
         ...
+
+
+def bucket_decision(tokens: float, refusals: int, per_second: float) -> RateDecision:
+    """What a bucket left with ``tokens`` after ``refusals`` refusals in a row means."""
+    if refusals == 0:
+        return RateDecision(allowed=True, retry_after=0.0, first_refusal=False)
+    wait = (1.0 - tokens) / per_second if per_second > 0 else float("inf")
+    return RateDecision(allowed=False, retry_after=max(0.0, wait), first_refusal=refusals == 1)

@@ -376,6 +376,57 @@ MIGRATIONS: tuple[str, ...] = (
         FROM memories AS m WHERE m.id = memories_fts.rowid)
     WHERE rowid > 0;
     """,
+    # 12: what replicas sharing the file agree on (bot.storage.coordination): the inbox of
+    # platform updates (unique per source and update id, leased to one owner at a time), named
+    # leases, and the shared limits (token buckets, requests in flight, circuit breakers). Times
+    # are seconds since the epoch by the database's clock.
+    """
+    CREATE TABLE inbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        source TEXT NOT NULL,
+        update_id INTEGER NOT NULL,
+        lane TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        owner TEXT,
+        lease_until REAL,
+        error TEXT,
+        created_at REAL NOT NULL,
+        done_at REAL,
+        UNIQUE (source, update_id)
+    );
+    CREATE INDEX inbox_lanes ON inbox (source, lane, update_id) WHERE done_at IS NULL;
+    CREATE INDEX inbox_by_owner ON inbox (owner) WHERE done_at IS NULL;
+    CREATE INDEX inbox_done ON inbox (done_at) WHERE done_at IS NOT NULL;
+
+    CREATE TABLE leases (
+        name TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        until REAL NOT NULL
+    );
+
+    CREATE TABLE rate_buckets (
+        key TEXT PRIMARY KEY,
+        tokens REAL NOT NULL,
+        updated REAL NOT NULL,
+        per_second REAL NOT NULL,
+        burst INTEGER NOT NULL,
+        refusals INTEGER NOT NULL DEFAULT 0
+    );
+
+    CREATE TABLE flights (
+        key TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        until REAL NOT NULL,
+        refusals INTEGER NOT NULL DEFAULT 0
+    );
+
+    CREATE TABLE breakers (
+        name TEXT PRIMARY KEY,
+        failures INTEGER NOT NULL,
+        open_until REAL NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

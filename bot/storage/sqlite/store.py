@@ -8,6 +8,7 @@ from pathlib import Path
 from bot.errors import StoreError
 from bot.storage import owners
 from bot.storage.sqlite.connection import Database
+from bot.storage.sqlite.coordination import SQLiteCoordination
 from bot.storage.sqlite.deliveries import SQLiteDeliveries
 from bot.storage.sqlite.history import SQLiteHistory
 from bot.storage.sqlite.ledger import SQLiteKeyValue, SQLiteUsage
@@ -28,6 +29,7 @@ class SQLiteStore(
     SQLiteSummaries,
     SQLiteDeliveries,
     SQLiteMaintenance,
+    SQLiteCoordination,
 ):
     """:class:`bot.storage.Storage` in one SQLite file. Use as ``async with SQLiteStore(path)``
     (or :func:`bot.storage.open_storage`)."""
