@@ -112,6 +112,7 @@ class TelegramAdapter:
         self.worker: InboxWorker | None = None
         self.owner = new_owner()  # this replica, in the inbox and the leases
         self._stopped = asyncio.Event()
+        self.ready = asyncio.Event()  # taking updates: polling, or webhook served and set
         self._inflight: set[asyncio.Task[Any]] = set()
         self.barriers = ChatBarriers()
         self.deliveries = DeliveryLog(app.store)
@@ -203,6 +204,7 @@ class TelegramAdapter:
         )
         await lease.acquire()  # a second poller of this token stops here, saying who polls
         keeping = asyncio.ensure_future(lease.keep(self._stopped.set))
+        self.ready.set()
         try:
             await self._poll_updates()
         finally:
@@ -271,6 +273,7 @@ class TelegramAdapter:
                     allowed_updates=ALLOWED_UPDATES,
                     drop_pending_updates=hook.drop_pending_updates,
                 )
+                self.ready.set()
                 await self._stopped.wait()
             finally:
                 await self.webhook.stop()
