@@ -205,7 +205,7 @@ class InboxWorker:
         else:
             log.warning(
                 "inbox %s: update %d finished after its lease was lost (another replica may "
-                "have run it too); raise telegram.lease_seconds if handlers stall that long",
+                "have run it too); raise the lease if handlers stall that long",
                 self.source,
                 item.update_id,
             )

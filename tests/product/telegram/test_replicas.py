@@ -16,11 +16,13 @@ import contextlib
 import itertools
 import json
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 import pytest
@@ -370,3 +372,67 @@ async def test_a_poison_update_is_given_up_and_its_chat_goes_on(
     [given_up] = [r for r in caplog.records if "given up" in r.getMessage()]
     assert "update 1 " in given_up.getMessage()
     assert "xyzzy" not in caplog.text  # ids in the log, never the content
+
+
+async def test_a_poller_that_loses_its_lease_stops_with_an_error(
+    fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path, storage: dict[str, Any]
+) -> None:
+    tg = fake_telegram
+    polling = {**POLLING, "poller_lease_seconds": 3.0}
+    async with replica(fake_llm, tg, tmp_path, storage, 0, polling) as poller:
+        name = f"telegram:poller:{tg.bot_id}"
+        store = poller.app.store
+        # Its database stalled past the lease, and another process took the token over.
+        await store.release_lease(name, poller.adapter.owner)
+        assert await store.acquire_lease(name, "otherhost:99:cafe", 60.0)
+        done, _ = await asyncio.wait({poller.task}, timeout=10)
+        assert done, "polling went on without the lease"
+        with pytest.raises(ConfigError, match=r"poller lease went to another process"):
+            poller.task.result()
+        polls = sum(c.method == "getUpdates" for c in tg.calls)
+        await asyncio.sleep(1.5)  # longer than polling_timeout: a poll still running would show
+        assert sum(c.method == "getUpdates" for c in tg.calls) == polls
+        assert await store.lease_holder(name) == "otherhost:99:cafe"
+
+
+async def rename_inbox(storage: dict[str, Any], old: str, new: str) -> None:
+    """Take the inbox table away (or back) behind the store's back: a database that fails."""
+    if "url" not in storage:
+        with contextlib.closing(sqlite3.connect(storage["path"])) as db:
+            db.execute(f"ALTER TABLE {old} RENAME TO {new}")
+            db.commit()
+        return
+    import asyncpg
+
+    url = storage["url"]
+    schema = parse_qs(urlsplit(url).query)["schema"][0]
+    conn = await asyncpg.connect(url.split("?", 1)[0])
+    try:
+        await conn.execute(f'ALTER TABLE "{schema}".{old} RENAME TO {new}')
+    finally:
+        await conn.close()
+
+
+async def test_an_update_that_cannot_be_stored_gets_500_and_comes_again(
+    fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path, storage: dict[str, Any]
+) -> None:
+    tg = fake_telegram
+    tg.webhook_retry_delays = (0.5, 1.0, 2.0, 4.0)
+    alice = tg.user(7, "Alice")
+    chat = tg.private_chat(alice)
+    port = free_port()
+    async with (
+        balancer([port]) as lb,
+        replica(fake_llm, tg, tmp_path, storage, 0, webhook_section(lb, port)),
+    ):
+        await rename_inbox(storage, "inbox", "inbox_away")
+        tg.send(chat, alice, "kept for later")
+        await tg.wait_until(lambda: 500 in tg.webhook_statuses, timeout=10)
+        assert tg.messages(chat["id"]) == []  # not acknowledged, so not answered either
+        await rename_inbox(storage, "inbox_away", "inbox")
+        [answer] = await tg.wait_for_message(chat["id"], timeout=15)
+        await tg.wait_idle(quiet=0.3)
+    assert answer["text"] == "echo: kept for later"
+    statuses = tg.webhook_statuses
+    assert statuses[0] == 500 and statuses[-1] == 200
+    assert len(fake_llm.chat_requests) == 1
