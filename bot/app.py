@@ -90,7 +90,9 @@ class App:
         self._store = open_storage(self.settings)
         await self._store.open()
         try:
-            self._llm = LLMClient(self.settings.llm, sleep=self._retry_sleep)
+            # replicas share limits and breakers through the database; one process keeps its own
+            shared = self._store if self._store.replicas else None
+            self._llm = LLMClient(self.settings.llm, sleep=self._retry_sleep, shared=shared)
             memory = self._memory
             if self.settings.memory.enabled:
                 if self.settings.memory.embeddings.model is not None:
@@ -111,7 +113,9 @@ class App:
                     own = self.settings.llm.model_copy(
                         update={"model": self.settings.memory.summary_model}
                     )
-                    summary_llm = self._summary_llm = LLMClient(own, sleep=self._retry_sleep)
+                    summary_llm = self._summary_llm = LLMClient(
+                        own, sleep=self._retry_sleep, shared=shared
+                    )
                 self.compactor = Compactor(self.settings, self._store, summary_llm, self.memories)
             self._service = ChatService(
                 self.settings,
@@ -121,6 +125,7 @@ class App:
                 tools=self._tools if self._tools is not None else self.tools,
                 admins=self.admins,
                 compactor=self.compactor,
+                shared_limits=shared,
             )
             await self._service.start()
             self._commands = Commands(self._service)

@@ -7,7 +7,10 @@ A chat without access is told once a day ("ignored politely"), a spent budget on
 minutes per user and reason, never with every message. Each model call then waits for one of
 ``limits.max_concurrent_llm_calls`` (:class:`LLMSlots`).
 
-The rules themselves live in ``bot.guardrails``; this module applies them to a turn.
+The rules themselves live in ``bot.guardrails``; this module applies them to a turn. With
+replicas (``store.replicas``) the rate, the flights and the budgets are read from the database
+every time (:mod:`bot.guardrails.shared_limits`); those checks await, so a conversation's messages
+pass them one at a time, in arrival order, before they queue for the conversation's lock.
 """
 
 from __future__ import annotations
@@ -15,33 +18,63 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager
 
 from bot.config import LimitSettings, Settings
 from bot.context import ChatContext
+from bot.conversation.locks import KeyedLocks
 from bot.errors import UserFacingError
 from bot.guardrails.access import AccessDeniedError, AccessPolicy
 from bot.guardrails.admins import AdminPolicy
-from bot.guardrails.budgets import Budgets, BudgetSpentError
+from bot.guardrails.budgets import REREAD, Budgets, BudgetSpentError
 from bot.guardrails.rate_limit import InFlight, MessageRateLimiter, Once
 from bot.guardrails.sanitise import clean_text
+from bot.guardrails.shared_limits import (
+    FLIGHT_MARGIN,
+    LocalUserLimits,
+    SharedUserLimits,
+    UserLimits,
+)
 from bot.history.store import HistoryStore
+from bot.storage.coordination import SharedLimits
 
 __all__ = ["Admission", "LLMSlots", "input_limit", "rate_key"]
 
 
 class Admission:
-    def __init__(self, settings: Settings, store: HistoryStore, admins: AdminPolicy) -> None:
+    """``shared``: the database's limits, when replicas share it (None: this process's memory)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: HistoryStore,
+        admins: AdminPolicy,
+        *,
+        shared: SharedLimits | None = None,
+    ) -> None:
         limits = settings.limits
         self.access = AccessPolicy(settings, admins)
-        self.budgets = Budgets(limits, store, self.access)
+        # Other replicas book tokens too: a figure this process remembers would miss theirs.
+        self.budgets = Budgets(limits, store, self.access, reread=REREAD if shared is None else 0)
         self.max_input_chars = input_limit(settings)
-        self._rate = MessageRateLimiter(limits.messages_per_minute, limits.burst)
-        self._in_flight = InFlight(limits.one_in_flight)
+        self.user_limits: UserLimits
+        if shared is None:
+            self.user_limits = LocalUserLimits(
+                MessageRateLimiter(limits.messages_per_minute, limits.burst),
+                InFlight(limits.one_in_flight),
+            )
+        else:
+            self.user_limits = SharedUserLimits(
+                shared,
+                limits.messages_per_minute,
+                limits.burst,
+                one_in_flight=limits.one_in_flight,
+                flight_seconds=settings.llm.deadline + FLIGHT_MARGIN,
+            )
+        self._arrivals = KeyedLocks()
         self._refused_chats = Once(every=86400)
         self._told_spent = Once(every=600)
 
-    def admit(self, ctx: ChatContext) -> None:
+    async def admit(self, ctx: ChatContext) -> None:
         """Access, then the message rate; raises ``AccessDeniedError`` or ``RateLimitedError``."""
         try:
             self.access.check(ctx)
@@ -49,7 +82,28 @@ class Admission:
             exc.notify = self._refused_chats.first(ctx.chat_key)
             raise
         if not self.access.exempt(ctx):
-            self._rate.take(rate_key(ctx))
+            await self.user_limits.take(rate_key(ctx))
+
+    @contextlib.asynccontextmanager
+    async def admitted(self, ctx: ChatContext, key: str, text: str) -> AsyncIterator[str]:
+        """A message to conversation ``key`` through access, rate, text and one in flight, in
+        arrival order; yields the text to answer while the request counts as in flight.
+
+        Enter the conversation's lock right inside it, with no await in between: that keeps the
+        messages of one conversation in the order they arrived.
+        """
+        async with contextlib.AsyncExitStack() as flight:
+            async with self._arrivals.hold(key):
+                await self.admit(ctx)  # first: a flood of anything meets the rate
+                text = self.message_text(text)
+                if not self.access.exempt(ctx):  # admins are exempt from one in flight
+                    await flight.enter_async_context(self.user_limits.hold(f"{key}|{ctx.user_id}"))
+            yield text
+
+    async def arrive(self, key: str) -> None:
+        """Wait for the messages of ``key`` that arrived earlier to pass :meth:`admitted`."""
+        async with self._arrivals.hold(key):
+            pass
 
     def message_text(self, text: str) -> str:
         """The message to answer, cleaned; a ``UserFacingError`` if empty or too long."""
@@ -64,13 +118,6 @@ class Admission:
                 f"{limit}). Please send something shorter.",
             )
         return text
-
-    def in_flight(self, ctx: ChatContext, key: str) -> AbstractContextManager[None]:
-        """One request in flight per user per conversation (admins are exempt); entering it
-        raises ``StillAnsweringError`` while another is."""
-        if self.access.exempt(ctx):
-            return contextlib.nullcontext()
-        return self._in_flight.hold(f"{key}|{ctx.user_id}")
 
     async def check_budgets(self, ctx: ChatContext) -> None:
         """In the conversation's lock, so the turn before has counted its own tokens."""

@@ -121,7 +121,7 @@ class Commands:
 
     async def handle(self, ctx: ChatContext, name: str, args: str = "") -> CommandResult:
         try:
-            self.service.admit_command(ctx)  # a flood of commands costs replies, too
+            await self.service.admit_command(ctx)  # a flood of commands costs replies, too
         except UserFacingError as exc:  # no access, or too fast
             return CommandResult(exc.chat_text, ok=False, private=True, notify=exc.notify)
         handler = self._handlers.get(name.lower())

@@ -43,6 +43,7 @@ from bot.llm.client import LLMClient
 from bot.llm.tokens import TokenCounter, get_counter
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
+from bot.storage.coordination import SharedLimits
 
 __all__ = [
     "ChatEvent",
@@ -75,6 +76,7 @@ class ChatService:
         max_tool_rounds: int = 5,
         admins: AdminPolicy | None = None,
         compactor: Compactor | None = None,
+        shared_limits: SharedLimits | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -84,7 +86,7 @@ class ChatService:
         self.counter = counter or get_counter(llm.model)
         self.compactor = compactor  # memory.summarize: a summary in every prompt
         self.admins = admins or AdminPolicy(settings)  # who is an admin: bot.guardrails.admins
-        self.admission = Admission(settings, store, self.admins)
+        self.admission = Admission(settings, store, self.admins, shared=shared_limits)
         self.access = self.admission.access
         self.budgets = self.admission.budgets
         self._locks = KeyedLocks()
@@ -150,44 +152,41 @@ class ChatService:
         """
         return self._turn(ctx, text, streaming=True, split=split)
 
-    def admit_command(self, ctx: ChatContext) -> None:
+    async def admit_command(self, ctx: ChatContext) -> None:
         """A command meets the same access check and message rate as a message (each costs
         a reply); raises ``AccessDeniedError`` or ``RateLimitedError``."""
-        self.admission.admit(ctx)
+        await self.admission.admit(ctx)
 
     async def _turn(
         self, ctx: ChatContext, text: str, *, streaming: bool, split: SplitReply | None
     ) -> AsyncGenerator[ChatEvent, None]:
-        self.admission.admit(ctx)  # first: a flood of anything meets the rate
-        text = self.admission.message_text(text)
-        key = self.conversation_key(ctx)  # no await before the lock: arrival order holds
-        with self.admission.in_flight(ctx, key):  # checked before anything is stored
-            async with self._locks.hold(key):
-                await self.admission.check_budgets(ctx)
-                self.llm.check_available()  # the provider is known to be down: nothing stored
-                tools = self.tools.definitions(ctx) if self.tools else []
-                history = await self.store.load_window(key, self.settings.history.max_turns)
-                overheard = await self.overheard.recent(ctx, key)
-                prompt = await self._prompt(ctx, key, text, history, overheard, tools)
-                turn = PendingTurn(self.store, self.budgets, ctx, key, text, overheard)
-                bill = Bill()  # every model call's tokens, booked even when the turn fails later
-                answer = Answer()
-                try:
-                    run = self._loop.run(ctx, prompt, tools, bill, answer, streaming=streaming)
-                    async for event in run:
-                        yield event
-                    if split is not None:
-                        await answer.fit(split, self.settings.limits.max_reply_messages)
-                    final = answer.final
-                    turn_id = await turn.complete(answer.messages, bill.total, final.model)
-                    if self.compactor is not None:
-                        self.compactor.turn_done(ctx, key)  # background: never delays this reply
-                except BaseException as exc:
-                    await turn.fail(exc, bill.total)
-                    raise
-                reply = Reply(
-                    final.text, turn_id, key, bill.total, final.model, final.finish_reason
-                )
+        key = self.conversation_key(ctx)  # no await before admission: arrival order holds
+        # access, rate, text, one in flight: checked before anything is stored; the lock is
+        # entered right after, so messages queue for it in the order they arrived
+        async with self.admission.admitted(ctx, key, text) as text, self._locks.hold(key):
+            await self.admission.check_budgets(ctx)
+            await self.llm.check_available()  # known to be down: nothing stored
+            tools = self.tools.definitions(ctx) if self.tools else []
+            history = await self.store.load_window(key, self.settings.history.max_turns)
+            overheard = await self.overheard.recent(ctx, key)
+            prompt = await self._prompt(ctx, key, text, history, overheard, tools)
+            turn = PendingTurn(self.store, self.budgets, ctx, key, text, overheard)
+            bill = Bill()  # every model call's tokens, booked even when the turn fails later
+            answer = Answer()
+            try:
+                run = self._loop.run(ctx, prompt, tools, bill, answer, streaming=streaming)
+                async for event in run:
+                    yield event
+                if split is not None:
+                    await answer.fit(split, self.settings.limits.max_reply_messages)
+                final = answer.final
+                turn_id = await turn.complete(answer.messages, bill.total, final.model)
+                if self.compactor is not None:
+                    self.compactor.turn_done(ctx, key)  # background: never delays this reply
+            except BaseException as exc:
+                await turn.fail(exc, bill.total)
+                raise
+            reply = Reply(final.text, turn_id, key, bill.total, final.model, final.finish_reason)
         yield Done(reply)  # after the lock is released: a consumer may stop here
 
     async def _prompt(
@@ -246,7 +245,8 @@ class ChatService:
         if kept is None or not self.access.allows(ctx):
             return False
         key = self.conversation_key(ctx)
-        async with self._locks.hold(key):  # in arrival order with the conversation's turns
+        await self.admission.arrive(key)  # in arrival order with the conversation's turns
+        async with self._locks.hold(key):
             await self.overheard.record(ctx, key, kept)
         return True
 

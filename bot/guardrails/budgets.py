@@ -3,8 +3,10 @@
 The usage ledger (:class:`bot.storage.usage.UsageLedger`) is the truth. Reading it before every
 turn would cost three queries, so what was spent today is read once per key and then kept
 current in memory as this process's turns complete; a re-read every ``REREAD`` seconds picks up
-other processes sharing the database (the console next to the bot). Budgets are checked before
-a turn against what earlier turns booked: turns already running when one runs out still finish.
+other processes sharing the database (the console next to the bot). Replicas (a shared
+PostgreSQL database) book each other's turns all the time: there every check reads the ledger.
+Budgets are checked before a turn against what earlier turns booked: turns already running
+when one runs out still finish.
 """
 
 from __future__ import annotations
@@ -38,10 +40,19 @@ class BudgetSpentError(UserFacingError):
 
 
 class Budgets:
-    def __init__(self, limits: LimitSettings, store: UsageLedger, access: AccessPolicy) -> None:
+    def __init__(
+        self,
+        limits: LimitSettings,
+        store: UsageLedger,
+        access: AccessPolicy,
+        *,
+        reread: float = REREAD,
+    ) -> None:
+        """``reread``: seconds a figure read from the ledger is trusted (0 with replicas)."""
         self.limits = limits
         self.store = store
         self.access = access
+        self.reread = reread
         self._spent: dict[str, tuple[str, float, int]] = {}  # key -> (day, read at, tokens)
         self._sweep_at = _SWEEP
         self._booking = 0  # ledger writes in progress in this process
@@ -116,7 +127,7 @@ class Budgets:
     async def _figure(self, key: str, read: Callable[[str], Awaitable[int]], fresh: bool) -> int:
         today, now = utc_day(), time.monotonic()
         known = self._spent.get(key)
-        if not fresh and known is not None and known[0] == today and now - known[1] < REREAD:
+        if not fresh and known is not None and known[0] == today and now - known[1] < self.reread:
             return known[2]
         booked, busy = self._booked, self._booking
         tokens = await read(today)
@@ -124,10 +135,10 @@ class Budgets:
         if busy or self._booking or booked != self._booked:
             # A turn was written while the ledger was read: the figure may or may not hold
             # it. Use it this once (off by one turn at most); the next check reads again.
-            read_at = -REREAD
+            read_at = now - self.reread  # not trusted
         if len(self._spent) >= self._sweep_at:
             self._spent = {
-                k: v for k, v in self._spent.items() if v[0] == today and now - v[1] < REREAD
+                k: v for k, v in self._spent.items() if v[0] == today and now - v[1] < self.reread
             }
             self._sweep_at = max(_SWEEP, 2 * len(self._spent))
         self._spent[key] = (today, read_at, tokens)

@@ -5,7 +5,8 @@ Both are checked before a message is stored or queued for the model, so a floodi
 neither tokens nor history rows. The first refusal of a burst is said out loud; the rest of the
 same burst are refused quietly (a reply per spam message would itself be spam, and the platform's
 own flood control would throttle the bot for everyone). Nothing here awaits: checks happen in
-arrival order.
+arrival order. Replicas sharing a database keep the same limits there instead
+(:mod:`bot.guardrails.shared_limits`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,19 @@ class RateLimitedError(UserFacingError):
     def __init__(self, message: str, *, chat_text: str, retry_after: float, notify: bool) -> None:
         super().__init__(message, chat_text=chat_text, notify=notify)
         self.retry_after = retry_after
+
+
+def rate_limited(key: str, per_minute: float, wait: int, *, first: bool) -> RateLimitedError:
+    """The refusal of one message of ``key`` (said out loud only when ``first``), wherever the
+    bucket lives (here, or shared: :mod:`bot.guardrails.shared_limits`)."""
+    return RateLimitedError(
+        f"rate limited key={key} retry_after={wait}s",
+        chat_text=f"You're sending messages faster than I can answer (the limit is "
+        f"{per_minute:g} a minute). I'll skip your messages here for about {wait} "
+        "seconds; please send that one again then.",
+        retry_after=wait,
+        notify=first,
+    )
 
 
 class StillAnsweringError(UserFacingError):
@@ -80,14 +94,7 @@ class MessageRateLimiter:
         wait = math.ceil((1.0 - bucket.tokens) / rate)
         first = not bucket.warned
         bucket.warned = True
-        raise RateLimitedError(
-            f"rate limited key={key} retry_after={wait}s",
-            chat_text=f"You're sending messages faster than I can answer (the limit is "
-            f"{self.per_minute:g} a minute). I'll skip your messages here for about {wait} "
-            "seconds; please send that one again then.",
-            retry_after=wait,
-            notify=first,
-        )
+        raise rate_limited(key, self.per_minute, wait, first=first)
 
     def __len__(self) -> int:
         return len(self._buckets)

@@ -10,6 +10,11 @@ answers. Only those provider-side failures open it: anyone can send a message, s
 message's content can cause -- a 4xx about the request (400, 404, 413, 422, ...), an error
 raised on our side before anything was sent (text that cannot be encoded) -- must cost that
 message alone, never everyone's service. Busy (429) and quota errors leave it shut too.
+
+Replicas sharing a database (``shared``) share each endpoint's breaker: a failure one of them
+sees opens it for all (:class:`bot.storage.coordination.SharedLimits`), and each learns the
+shared state with one read per request (:meth:`CircuitBreaker.refresh`), not per token. After a
+shared cooldown each replica sends its own one probe.
 """
 
 from __future__ import annotations
@@ -20,8 +25,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from bot.errors import LLMError, LLMUnavailableError
+from bot.storage.coordination import BreakerState, SharedLimits
 
 log = logging.getLogger(__name__)
+
+REFRESH_EVERY = 1.0  # seconds a shared state read is reused (the calls of one request)
 
 
 def counts_as_down(error: LLMError) -> bool:
@@ -34,14 +42,35 @@ def counts_as_down(error: LLMError) -> bool:
 
 
 class CircuitBreaker:
+    """``shared``: the database's breaker of the same ``name``, when replicas share one."""
+
     def __init__(
-        self, cooldown: float, name: str = "LLM", *, clock: Callable[[], float] = time.monotonic
+        self,
+        cooldown: float,
+        name: str = "LLM",
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        shared: SharedLimits | None = None,
     ) -> None:
         self.cooldown = cooldown
         self.name = name
         self.clock = clock
+        self.shared = shared if cooldown > 0 else None
         self._open_until = 0.0
         self._probing = False
+        self._read_at: float | None = None  # when the shared state was last read
+        self._shared_open = False  # the last shared state read or written was not closed
+
+    async def refresh(self, *, force: bool = False) -> None:
+        """Learn what the other replicas saw (one read; reused for ``REFRESH_EVERY`` seconds
+        unless ``force``). Without ``shared`` there is nothing to learn."""
+        if self.shared is None:
+            return
+        now = self.clock()
+        if not force and self._read_at is not None and now - self._read_at < REFRESH_EVERY:
+            return
+        self._read_at = now
+        self._adopt(await self.shared.breaker_state(self._key))
 
     @property
     def is_open(self) -> bool:
@@ -66,22 +95,44 @@ class CircuitBreaker:
             if probe:
                 self._probing = False
 
-    def failed(self) -> None:
+    async def failed(self) -> None:
         if self.cooldown <= 0:
             return
         if not self._open_until:
             log.warning("%s unavailable: skipping it for %.0fs", self.name, self.cooldown)
         self._open_until = self.clock() + self.cooldown
+        if self.shared is not None:  # threshold 1: like this process's own, the first opens it
+            self._adopt(await self.shared.breaker_failure(self._key, 1, self.cooldown))
 
-    def judge(self, error: LLMError) -> None:
+    async def judge(self, error: LLMError) -> None:
         """After a call failed with ``error``: open on the endpoint's own failures, close on any
         other answer from it, and ignore an error that never reached it (no status)."""
         if counts_as_down(error):
-            self.failed()
+            await self.failed()
         elif error.status is not None:
-            self.succeeded()  # it answered, if only to say no
+            await self.succeeded()  # it answered, if only to say no
 
-    def succeeded(self) -> None:
+    async def succeeded(self) -> None:
         if self._open_until:
             log.info("%s answering again", self.name)
         self._open_until = 0.0
+        if self.shared is not None and self._shared_open:  # no write while all is well
+            self._shared_open = False
+            await self.shared.breaker_success(self._key)
+
+    @property
+    def _key(self) -> str:
+        return f"llm:{self.name}"
+
+    def _adopt(self, state: BreakerState) -> None:
+        """Take the shared state as ours: open (for as long as the database says), cooled
+        down (the next call probes), or closed."""
+        now = self.clock()
+        self._shared_open = bool(state.open_until or state.failures)
+        if state.open_for > 0:
+            self._open_until = now + state.open_for
+        elif state.open_until:
+            self._open_until = min(self._open_until, now) or now  # cooled down: probe
+        elif self._open_until:
+            log.info("%s answering again (another replica saw it)", self.name)
+            self._open_until = 0.0

@@ -23,6 +23,7 @@ from bot.errors import LLMBadRequestError, LLMError, LLMUnavailableError
 from bot.guardrails.sanitise import clean_json
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry, classify
+from bot.storage.coordination import SharedLimits
 from bot.storage.values import Usage
 
 log = logging.getLogger(__name__)
@@ -80,13 +81,18 @@ class Endpoint:
     """One configured provider: its SDK client and model."""
 
     def __init__(
-        self, settings: EndpointSettings, *, timeout: float, cooldown: float = 0.0
+        self,
+        settings: EndpointSettings,
+        *,
+        timeout: float,
+        cooldown: float = 0.0,
+        shared: SharedLimits | None = None,
     ) -> None:
         key = settings.api_key.get_secret_value() if settings.api_key else None
         self.model = settings.model
         self.base_url = settings.effective_base_url
         self.name = f"{safe_url(self.base_url)} ({self.model})"
-        self.breaker = CircuitBreaker(cooldown, self.name)
+        self.breaker = CircuitBreaker(cooldown, self.name, shared=shared)
         self.uses_completion_tokens = "api.openai.com" in self.base_url
         self.client = openai.AsyncOpenAI(
             api_key=key or _NO_KEY,
@@ -137,14 +143,23 @@ class Endpoint:
 
 
 class LLMClient:
-    """Primary endpoint plus ordered fallbacks, each behind the one retry layer."""
+    """Primary endpoint plus ordered fallbacks, each behind the one retry layer.
 
-    def __init__(self, settings: LLMSettings, *, sleep: Sleep | None = None) -> None:
+    ``shared``: where replicas share the endpoints' circuit breakers (None: in this process)."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        sleep: Sleep | None = None,
+        shared: SharedLimits | None = None,
+    ) -> None:
         self.settings = settings
         self.policy = RetryPolicy(**settings.retry.model_dump())
-        cooldown = settings.circuit_breaker
-        self.endpoints = [Endpoint(settings, timeout=settings.timeout, cooldown=cooldown)] + [
-            Endpoint(fb, timeout=settings.timeout, cooldown=cooldown) for fb in settings.fallbacks
+        timeout, cooldown = settings.timeout, settings.circuit_breaker
+        self.endpoints = [
+            Endpoint(each, timeout=timeout, cooldown=cooldown, shared=shared)
+            for each in (settings, *settings.fallbacks)
         ]
         self._sleep: Sleep = asyncio.sleep if sleep is None else sleep
 
@@ -187,7 +202,7 @@ class LLMClient:
             async for item in _assemble(chunks, endpoint):
                 yield item
         except LLMError as exc:
-            endpoint.breaker.judge(exc)  # it opened the stream, then broke off
+            await endpoint.breaker.judge(exc)  # it opened the stream, then broke off
             raise
 
     async def _send(
@@ -205,6 +220,8 @@ class LLMClient:
         skipped (``llm.circuit_breaker``); with none left the caller is told at once."""
         loop = asyncio.get_running_loop()
         end = loop.time() + self.settings.deadline
+        for each in self.endpoints:
+            await each.breaker.refresh()  # what other replicas saw, once per request
         candidates = [e for e in self.endpoints if e.breaker.admits()]
         if not candidates:
             raise LLMUnavailableError("every LLM endpoint is down; failing fast")
@@ -237,15 +254,15 @@ class LLMClient:
                                 call, self.policy, endpoint=endpoint.name, sleep=self._sleep
                             )
                     except TimeoutError:
-                        endpoint.breaker.failed()
+                        await endpoint.breaker.failed()
                         raise LLMUnavailableError(
                             f"{endpoint.name}: no answer within its {share:.1f}s of "
                             f"llm.deadline={self.settings.deadline:g}s"
                         ) from None
                     except LLMError as exc:
-                        endpoint.breaker.judge(exc)  # only the provider's own failures open it
+                        await endpoint.breaker.judge(exc)  # only the provider's failures open it
                         raise
-                    endpoint.breaker.succeeded()
+                    await endpoint.breaker.succeeded()
                     return endpoint, result
             except LLMBadRequestError:
                 raise  # the request itself is wrong; another provider won't fix it
@@ -255,8 +272,11 @@ class LLMClient:
         assert last is not None
         raise last
 
-    def check_available(self) -> None:
-        """Raise ``LLMUnavailableError`` at once when every endpoint is known to be down."""
+    async def check_available(self) -> None:
+        """Raise ``LLMUnavailableError`` at once when every endpoint is known to be down (by
+        any replica)."""
+        for each in self.endpoints:
+            await each.breaker.refresh(force=True)
         if not any(e.breaker.admits() for e in self.endpoints):
             raise LLMUnavailableError("every LLM endpoint is down; failing fast")
 

@@ -21,12 +21,12 @@ import logging
 import socket
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
 from bot.errors import StoreError
+from bot.storage.postgres.locks import advisory_key
 from bot.storage.postgres.migrations import Component, create_schema, migrate
 from bot.storage.url import StorageURL
 
@@ -76,6 +76,7 @@ class Database:
         self._url = StorageURL("postgresql", dsn=dsn, schema=schema)
         self._dsn, self.pool_size = _pool_size(dsn)
         self._schema = schema
+        self._current_schema = schema or "public"  # as the server resolves it, once open
         self._pool: asyncpg.Pool | None = None
 
     @property
@@ -85,8 +86,12 @@ class Database:
 
     @property
     def schema(self) -> str:
-        """The schema every table lives in."""
-        return self._schema or "public"
+        """The schema every table lives in (without ``?schema=``: the server's default)."""
+        return self._current_schema
+
+    def lock_key(self, purpose: str) -> int:
+        """:func:`advisory_key` of ``purpose`` in this schema."""
+        return advisory_key(self.schema, purpose)
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -108,7 +113,7 @@ class Database:
             async with self._pool.acquire() as conn:
                 if self._schema:
                     await create_schema(conn, self._schema)
-                await migrate(conn, components)
+                self._current_schema = await migrate(conn, components)
                 # DDL may have changed what cached statements return; start afresh.
                 await conn.reload_schema_state()
         except _UNREACHABLE as exc:
@@ -158,7 +163,3 @@ class Database:
         if password:
             text = text.replace(password, "***").replace(quote(password, safe=""), "***")
         return text
-
-
-def row_dict(row: asyncpg.Record) -> dict[str, Any]:
-    return dict(row.items())

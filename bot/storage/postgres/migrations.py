@@ -26,13 +26,13 @@ from collections.abc import Iterable, Sequence
 import asyncpg
 
 from bot.errors import StoreError
+from bot.storage.postgres.locks import advisory_key
 
 __all__ = [
     "CORE",
     "Component",
     "components_of",
     "create_schema",
-    "lock_key_sql",
     "migrate",
 ]
 
@@ -212,14 +212,7 @@ CORE_STEPS: tuple[str, ...] = (
 
 CORE: Component = ("core", CORE_STEPS)
 
-# The advisory lock every migration of one schema takes (several bots share one database, each
-# in its own schema: they must not wait for each other, nor skip each other's steps).
-_LOCK_PREFIX = "parlour.migrate:"
-
-
-def lock_key_sql(schema_param: str) -> str:
-    """SQL for the advisory lock key of the schema named by the parameter ``schema_param``."""
-    return f"hashtextextended('{_LOCK_PREFIX}' || {schema_param}, 0)"
+MIGRATE_LOCK = "migrate"  # the purpose of the advisory lock every step takes (locks.py)
 
 
 def components_of(cls: type) -> list[Component]:
@@ -236,12 +229,12 @@ async def create_schema(conn: asyncpg.Connection, schema: str) -> None:
     """``CREATE SCHEMA`` if missing; two processes doing it at once both succeed (a plain
     ``IF NOT EXISTS`` can still fail on the catalog's unique index when both create)."""
     async with conn.transaction():
-        await conn.execute(f"SELECT pg_advisory_xact_lock({lock_key_sql('$1::text')})", schema)
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", advisory_key(schema, MIGRATE_LOCK))
         await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
 
 
-async def migrate(conn: asyncpg.Connection, components: Iterable[Component]) -> None:
-    """Bring every component up to date in the connection's current schema."""
+async def migrate(conn: asyncpg.Connection, components: Iterable[Component]) -> str:
+    """Bring every component up to date in the connection's current schema; returns its name."""
     schema = await conn.fetchval("SELECT current_schema()")
     if schema is None:
         raise StoreError("PostgreSQL: no schema to create the tables in (check search_path)")
@@ -255,6 +248,7 @@ async def migrate(conn: asyncpg.Connection, components: Iterable[Component]) -> 
                 applied[-1],
                 schema,
             )
+    return str(schema)
 
 
 async def _migrate_component(
@@ -263,7 +257,9 @@ async def _migrate_component(
     applied: list[int] = []
     for number in range(len(steps)):
         async with conn.transaction():
-            await conn.execute(f"SELECT pg_advisory_xact_lock({lock_key_sql('$1::text')})", schema)
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1)", advisory_key(schema, MIGRATE_LOCK)
+            )
             await conn.execute(
                 "CREATE TABLE IF NOT EXISTS parlour_schema "
                 "(component TEXT PRIMARY KEY, version INT NOT NULL)"

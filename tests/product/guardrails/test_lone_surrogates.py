@@ -102,27 +102,27 @@ def status_error(status: int) -> openai.APIStatusError:
     ],
     ids=lambda value: type(value).__name__ if isinstance(value, Exception) else str(value),
 )
-def test_only_provider_side_failures_open_the_breaker(exc: Exception, down: bool) -> None:
+async def test_only_provider_side_failures_open_the_breaker(exc: Exception, down: bool) -> None:
     error, _ = classify(exc, endpoint="primary")
     assert counts_as_down(error) is down
     breaker = CircuitBreaker(15, "primary")
     with breaker.attempt():
-        breaker.judge(error)
+        await breaker.judge(error)
     assert breaker.is_open is down
 
 
-def test_an_error_raised_before_sending_proves_nothing_to_a_probing_breaker() -> None:
+async def test_an_error_raised_before_sending_proves_nothing_to_a_probing_breaker() -> None:
     now = [0.0]
     breaker = CircuitBreaker(15, "primary", clock=lambda: now[0])
-    breaker.failed()
+    await breaker.failed()
     now[0] = 16.0  # the cooldown is over: the next call probes
     local, _ = classify(TypeError("not JSON serializable"), endpoint="primary")
     with breaker.attempt():
-        breaker.judge(local)  # the request never left this process
+        await breaker.judge(local)  # the request never left this process
     with breaker.attempt():
         assert not breaker.admits()  # still a probe: everyone else is still told
         answered, _ = classify(status_error(404), endpoint="primary")
-        breaker.judge(answered)  # it answered, whatever it said: up
+        await breaker.judge(answered)  # it answered, whatever it said: up
     with breaker.attempt():
         assert breaker.admits()  # closed: no probing any more
 

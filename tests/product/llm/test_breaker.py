@@ -12,11 +12,11 @@ from bot.testing.fake_llm import FakeLLM, error, hang, rate_limited
 from tests.conftest import AppFactory, group
 
 
-def test_opens_after_a_failure_and_lets_one_probe_through_after_the_cooldown() -> None:
+async def test_opens_after_a_failure_and_lets_one_probe_through_after_the_cooldown() -> None:
     now = [0.0]
     breaker = CircuitBreaker(15, "primary", clock=lambda: now[0])
     with breaker.attempt():
-        breaker.failed()
+        await breaker.failed()
     with pytest.raises(LLMUnavailableError) as fast, breaker.attempt():
         pass
     assert "primary: down, failing fast" in str(fast.value)
@@ -24,14 +24,14 @@ def test_opens_after_a_failure_and_lets_one_probe_through_after_the_cooldown() -
     now[0] = 15.5
     with breaker.attempt():  # the probe...
         assert not breaker.admits()  # ...while it runs, everyone else is still told
-        breaker.failed()
+        await breaker.failed()
     assert breaker.is_open
     now[0] = 31
     with breaker.attempt():
-        breaker.succeeded()
+        await breaker.succeeded()
     assert breaker.admits()
     off = CircuitBreaker(0)
-    off.failed()
+    await off.failed()
     assert off.admits()
 
 
@@ -48,7 +48,7 @@ async def test_users_after_an_outage_are_told_at_once_and_nothing_is_stored(
         assert "failing fast" in str(fast.value)
         assert len(fake_llm.chat_requests) == 4  # told without a request...
         assert (await app.store.stats("telegram:-200")).turns_stored == 0  # ...or a stored turn
-        app.service.llm.endpoints[0].breaker.succeeded()  # as if a probe came back
+        await app.service.llm.endpoints[0].breaker.succeeded()  # as if a probe came back
         await app.service.chat(group("2", "Bob", chat="-200"), "back?")
 
 

@@ -1,0 +1,123 @@
+"""The per-user limits behind one small seam: in process memory, or in the shared database.
+
+One process on a SQLite file keeps its token buckets and requests in flight in memory
+(:mod:`bot.guardrails.rate_limit`). Replicas sharing a PostgreSQL database (``store.replicas``)
+must agree on them, or a flood spread over N replicas would cost N bursts: there they live in
+the database (:class:`bot.storage.coordination.SharedLimits`), one statement per check. Both
+say the same things to the user: the first refusal of a burst out loud, the rest quiet; a
+second request while one is in flight refused, told once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import math
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Protocol
+
+from bot.guardrails.rate_limit import (
+    InFlight,
+    MessageRateLimiter,
+    StillAnsweringError,
+    rate_limited,
+)
+from bot.storage import owners
+from bot.storage.coordination import SharedLimits
+
+__all__ = ["FLIGHT_MARGIN", "LocalUserLimits", "SharedUserLimits", "UserLimits"]
+
+log = logging.getLogger(__name__)
+
+# A flight outlives the model's deadline by this much before another replica may assume that
+# the one holding it died.
+FLIGHT_MARGIN = 30.0
+_PRUNE_EVERY = 1024  # checks between sweeps of refilled buckets and expired flights
+
+
+class UserLimits(Protocol):
+    async def take(self, key: str) -> None:
+        """Spend one message of ``key``'s allowance or raise ``RateLimitedError``."""
+        ...
+
+    def hold(self, key: str) -> AbstractAsyncContextManager[None]:
+        """While a request of ``key`` is answered; entering raises ``StillAnsweringError``
+        while another one is."""
+        ...
+
+
+class LocalUserLimits:
+    """This process's memory (one process per database). Nothing awaits inside, so checks
+    happen in arrival order."""
+
+    def __init__(self, rate: MessageRateLimiter, in_flight: InFlight) -> None:
+        self.rate = rate
+        self.in_flight = in_flight
+
+    async def take(self, key: str) -> None:
+        self.rate.take(key)
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        with self.in_flight.hold(key):
+            yield
+
+
+class SharedUserLimits:
+    """The database's buckets and flights, shared by every replica.
+
+    A flight is claimed under an owner of its own (this instance plus a counter) and released
+    on every way out of the request, cancellation included; if the replica dies it expires
+    after ``flight_seconds``.
+    """
+
+    def __init__(
+        self,
+        limits: SharedLimits,
+        per_minute: float | None,
+        burst: int,
+        *,
+        one_in_flight: bool,
+        flight_seconds: float,
+    ) -> None:
+        self.limits = limits
+        self.per_minute = per_minute
+        self.burst = max(1, burst)
+        self.one_in_flight = one_in_flight
+        self.flight_seconds = flight_seconds
+        self._owner = owners.new_owner()
+        self._claims = itertools.count(1)
+        self._checks = 0
+
+    async def take(self, key: str) -> None:
+        if self.per_minute is None:
+            return
+        await self._maybe_prune()
+        decision = await self.limits.take_token(f"rate:{key}", self.per_minute, self.burst)
+        if not decision.allowed:
+            wait = max(1, math.ceil(decision.retry_after))
+            raise rate_limited(key, self.per_minute, wait, first=decision.first_refusal)
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        if not self.one_in_flight:
+            yield
+            return
+        flight, owner = f"flight:{key}", f"{self._owner}#{next(self._claims)}"
+        claimed, first = await self.limits.claim_flight(flight, owner, self.flight_seconds)
+        if not claimed:
+            raise StillAnsweringError(f"still answering key={key}", notify=first)
+        try:
+            yield
+        finally:
+            # Shielded: a cancelled request still gives its claim back rather than leaving the
+            # user refused until it expires.
+            await asyncio.shield(self.limits.release_flight(flight, owner))
+
+    async def _maybe_prune(self) -> None:
+        self._checks += 1
+        if self._checks % _PRUNE_EVERY == 0:
+            gone = await self.limits.prune_limits()
+            log.debug("shared limits pruned rows=%d", gone)
