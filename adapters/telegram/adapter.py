@@ -258,6 +258,7 @@ class TelegramAdapter:
             path=hook.path,
             host=hook.listen_host,
             port=hook.listen_port,
+            health=self._health,
         )
         await self.worker.start()
         try:
@@ -294,6 +295,12 @@ class TelegramAdapter:
         if stored and self.worker is not None:
             self.worker.wake()
         return stored
+
+    async def _health(self) -> dict[str, object]:
+        """For the load balancer: the backlog all replicas share, and this one's share."""
+        pending = await self.app.store.inbox_pending(self.inbox_source)
+        running = self.worker.running if self.worker is not None else 0
+        return {"pending": pending, "running": running}
 
     async def _run_update(self, item: InboxItem) -> None:
         """One update from the inbox, to the end: returns once the answer is delivered (the

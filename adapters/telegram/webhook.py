@@ -9,6 +9,9 @@ the database, whichever replica later runs it. When it cannot be stored we answe
 Telegram delivers it again. A redelivery (Telegram retries an update whose answer it missed, to
 any replica behind the load balancer) is recognised by the database and acknowledged without
 running twice. Nothing here runs an update or remembers one.
+
+``GET /healthz`` on the same listener is for the load balancer: 200 with the inbox's backlog
+while the database answers, 503 when it does not (this replica could not store an update).
 """
 
 from __future__ import annotations
@@ -24,15 +27,27 @@ log = logging.getLogger(__name__)
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
+HEALTH_PATH = "/healthz"
+
 # (update_id, the update as posted, its JSON text) -> True if stored, False if a redelivery.
 UpdateAcceptor = Callable[[int, dict[str, object], str], Awaitable[bool]]
+# What the health check reports (it raises when the database cannot be reached).
+HealthProbe = Callable[[], Awaitable[dict[str, object]]]
 
 
 class WebhookServer:
     def __init__(
-        self, accept: UpdateAcceptor, *, secret: str, path: str, host: str, port: int
+        self,
+        accept: UpdateAcceptor,
+        *,
+        secret: str,
+        path: str,
+        host: str,
+        port: int,
+        health: HealthProbe | None = None,
     ) -> None:
         self.accept = accept
+        self.health = health
         self.secret = secret
         self.path = path
         self.host = host
@@ -42,6 +57,8 @@ class WebhookServer:
     async def start(self) -> None:
         app = web.Application(client_max_size=4 * 1024 * 1024)
         app.router.add_post(self.path, self._receive)
+        if self.health is not None and self.path != HEALTH_PATH:
+            app.router.add_get(HEALTH_PATH, self._health)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -79,3 +96,12 @@ class WebhookServer:
         if not stored:
             log.info("webhook: update %d is a redelivery, acknowledged", update_id)
         return web.json_response({"ok": True})
+
+    async def _health(self, request: web.Request) -> web.Response:
+        assert self.health is not None
+        try:
+            report = await self.health()
+        except Exception as exc:
+            log.warning("webhook health: the database does not answer: %s", type(exc).__name__)
+            return web.json_response({"ok": False, "error": type(exc).__name__}, status=503)
+        return web.json_response({"ok": True, **report})

@@ -165,6 +165,7 @@ async def replica(
         tmp_path,
         storage={**storage, "jobs_path": str(tmp_path / f"jobs-{index}.sqlite")},
         telegram=telegram_section(tg, **telegram),
+        memory={"enabled": False},  # long-term memory has nothing to do with who runs an update
     )
     async with App(settings) as app:
         adapter = TelegramAdapter(app)
@@ -306,7 +307,7 @@ async def dead_replica(
     fake: FakeLLM, tmp_path: Path, storage: dict[str, Any]
 ) -> AsyncIterator[Storage]:
     """The shared store, as a replica that is about to die left it (open, then gone)."""
-    store = open_storage(make_settings(fake, tmp_path, storage=storage))
+    store = open_storage(make_settings(fake, tmp_path, storage=storage, memory={"enabled": False}))
     await store.open()
     try:
         yield store
@@ -413,6 +414,15 @@ async def rename_inbox(storage: dict[str, Any], old: str, new: str) -> None:
         await conn.close()
 
 
+async def health(port: int) -> tuple[int, dict[str, Any]]:
+    """What a load balancer's health check gets from a replica."""
+    async with (
+        aiohttp.ClientSession() as client,
+        client.get(f"http://127.0.0.1:{port}/healthz") as answer,
+    ):
+        return answer.status, await answer.json()
+
+
 async def test_an_update_that_cannot_be_stored_gets_500_and_comes_again(
     fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path, storage: dict[str, Any]
 ) -> None:
@@ -425,13 +435,17 @@ async def test_an_update_that_cannot_be_stored_gets_500_and_comes_again(
         balancer([port]) as lb,
         replica(fake_llm, tg, tmp_path, storage, 0, webhook_section(lb, port)),
     ):
+        assert await health(port) == (200, {"ok": True, "pending": 0, "running": 0})
         await rename_inbox(storage, "inbox", "inbox_away")
         tg.send(chat, alice, "kept for later")
         await tg.wait_until(lambda: 500 in tg.webhook_statuses, timeout=10)
         assert tg.messages(chat["id"]) == []  # not acknowledged, so not answered either
+        status, _ = await health(port)
+        assert status == 503  # the load balancer takes this replica out
         await rename_inbox(storage, "inbox_away", "inbox")
         [answer] = await tg.wait_for_message(chat["id"], timeout=15)
         await tg.wait_idle(quiet=0.3)
+        assert await health(port) == (200, {"ok": True, "pending": 0, "running": 0})
     assert answer["text"] == "echo: kept for later"
     statuses = tg.webhook_statuses
     assert statuses[0] == 500 and statuses[-1] == 200
