@@ -61,6 +61,7 @@ from bot.conversation.preview import EditThrottle
 from bot.errors import ConfigError
 from bot.history.deliveries import DeliveryLog
 from bot.inbox import InboxWorker
+from bot.storage import owners
 from bot.storage.coordination import InboxItem
 from bot.storage.owners import new_owner
 
@@ -130,6 +131,7 @@ class TelegramAdapter:
 
     async def run(self) -> None:
         self.app.outbound.register("telegram", self)
+        owners.register(self.owner)  # alive: nobody in this process takes its leases over
         try:
             if not await self._start():
                 return
@@ -141,6 +143,7 @@ class TelegramAdapter:
             if self._inflight:  # replies being written finish, even if polling crashed
                 await asyncio.gather(*self._inflight, return_exceptions=True)
             self.app.outbound.unregister("telegram", self)
+            owners.unregister(self.owner)
             await self.bot.session.close()
 
     async def stop(self) -> None:

@@ -9,7 +9,8 @@ Replicas never call ``deleteWebhook``.
 Long polling has one consumer per bot token (Telegram ends a second ``getUpdates`` with 409,
 and the two then steal updates from each other): the poller holds ``telegram:poller:<bot
 id>``, renewed every third of its length; a second process refuses to start, saying who polls,
-and a poller that loses its lease stops.
+and a poller that loses its lease stops. A holder that is certainly dead (same host, its pid
+gone: :func:`bot.storage.owners.is_dead`) is not waited for.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Callable, Sequence
 from aiogram import Bot
 
 from bot.errors import ConfigError
-from bot.storage import Storage
+from bot.storage import Storage, owners
 
 __all__ = ["PollerLease", "ensure_webhook"]
 
@@ -103,9 +104,17 @@ class PollerLease:
         """Hold the lease, or raise :class:`ConfigError` naming the process that holds it."""
         if await self.store.acquire_lease(self.name, self.owner, self.seconds):
             return
-        holder = _process(await self.store.lease_holder(self.name))
+        holder = await self.store.lease_holder(self.name)
+        if holder is not None and owners.is_dead(holder):
+            # Killed a moment ago on this host (kill -9, a container restart): no need to wait
+            # for its lease to run out.
+            await self.store.release_lease(self.name, holder)
+            if await self.store.acquire_lease(self.name, self.owner, self.seconds):
+                log.info("telegram: poller lease of %s (gone) taken over", _process(holder))
+                return
+            holder = await self.store.lease_holder(self.name)
         raise ConfigError(
-            f"another process ({holder}) is already long-polling this bot token; run one "
+            f"another process ({_process(holder)}) is already long-polling this bot token; run one "
             "poller, or use webhook mode for several replicas (telegram.mode: webhook)"
         )
 

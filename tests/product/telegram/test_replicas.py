@@ -16,6 +16,8 @@ import contextlib
 import itertools
 import json
 import logging
+import os
+import socket
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -450,3 +452,21 @@ async def test_an_update_that_cannot_be_stored_gets_500_and_comes_again(
     statuses = tg.webhook_statuses
     assert statuses[0] == 500 and statuses[-1] == 200
     assert len(fake_llm.chat_requests) == 1
+
+
+async def test_a_poller_killed_a_moment_ago_on_this_host_is_not_waited_for(
+    fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path, storage: dict[str, Any]
+) -> None:
+    tg = fake_telegram
+    name = f"telegram:poller:{tg.bot_id}"
+    # A process of this host (this pid, an instance no longer open: a container restarted)
+    # held the lease for another minute when it was killed.
+    gone = f"{socket.gethostname()}:{os.getpid()}:0000dead"
+    async with dead_replica(fake_llm, tmp_path, storage) as store:
+        assert await store.acquire_lease(name, gone, 60.0)
+    async with replica(fake_llm, tg, tmp_path, storage, 0, POLLING) as poller:
+        assert await poller.app.store.lease_holder(name) == poller.adapter.owner
+        alice = tg.user(7, "Alice")
+        tg.send(tg.private_chat(alice), alice, "back already")
+        [answer] = await tg.wait_for_message(alice["id"])
+        assert answer["text"] == "echo: back already"
