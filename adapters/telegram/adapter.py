@@ -63,7 +63,6 @@ from bot.history.deliveries import DeliveryLog
 from bot.inbox import InboxWorker
 from bot.storage import owners
 from bot.storage.coordination import InboxItem
-from bot.storage.owners import new_owner
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +110,7 @@ class TelegramAdapter:
         self.me: User | None = None
         self.webhook: WebhookServer | None = None
         self.worker: InboxWorker | None = None
-        self.owner = new_owner()  # this replica, in the inbox and the leases
+        self.owner = owners.new_owner()  # this replica, in the inbox and the leases
         self._stopped = asyncio.Event()
         self.ready = asyncio.Event()  # taking updates: polling, or webhook served and set
         self._inflight: set[asyncio.Task[Any]] = set()
