@@ -33,8 +33,8 @@ from bot.testing.fake_telegram import FakeTelegram
 from tests.drills.test_drills import TOKEN, BotProcess, free_port
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
 from tests.product.app.test_cli import SECRET, env_for
-from tests.product.telegram.test_replicas import PATH, RoundRobin, balancer
 from tests.secret_scan import find_secrets
+from tests.telegram_balancer import PATH, RoundRobin, balancer
 
 pytestmark = pytest.mark.slow  # two interpreters starting: ~40 s each drill here
 

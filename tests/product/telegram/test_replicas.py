@@ -13,24 +13,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import logging
 import os
 import socket
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from adapters.telegram.adapter import TelegramAdapter
+from adapters.telegram.lanes import NO_CHAT_LANE, update_lane
 from bot.app import App
 from bot.errors import ConfigError
 from bot.storage import Storage, open_storage
@@ -39,100 +38,11 @@ from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import make_settings
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
+from tests.telegram_balancer import PATH, RoundRobin, balancer
 from tests.telegram_harness import free_port, telegram_section
 
 SECRET = "replica-secret-token"
 POLLING = {"polling_timeout": 1, "stream": False}
-PATH = "/hook"
-
-
-@dataclass
-class Forwarded:
-    """One POST the balancer passed on: to which replica, and what it answered."""
-
-    update_id: int
-    replica: int
-    status: int | None  # None: the replica refused the connection
-    lost: bool = False  # the answer was dropped on its way back to Telegram
-
-
-@dataclass
-class RoundRobin:
-    """A load balancer in front of the replicas' webhook ports.
-
-    Each POST goes to the next replica in turn; one that refuses the connection is skipped
-    (nginx's ``proxy_next_upstream``). For an update id in ``lose`` the replica's 200 is dropped
-    on the way back (502 to Telegram, as when a connection breaks after the replica answered),
-    so Telegram delivers that update again, and the retry reaches the other replica.
-    """
-
-    ports: Sequence[int]
-    lose: set[int] = field(default_factory=set)
-    forwarded: list[Forwarded] = field(default_factory=list)
-    port: int = 0
-    _turn: itertools.count[int] = field(default_factory=itertools.count)
-    _runner: web.AppRunner | None = None
-    _client: aiohttp.ClientSession | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}{PATH}"
-
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_post(PATH, self._forward)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
-        self.port = int(self._runner.addresses[0][1])
-        self._client = aiohttp.ClientSession()
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-        if self._client is not None:
-            await self._client.close()
-
-    async def _forward(self, request: web.Request) -> web.Response:
-        assert self._client is not None
-        body = await request.read()
-        update_id = int((await request.json())["update_id"])
-        headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-telegram")}
-        headers["Content-Type"] = "application/json"
-        for _ in self.ports:
-            replica = next(self._turn) % len(self.ports)
-            url = f"http://127.0.0.1:{self.ports[replica]}{PATH}"
-            try:
-                async with self._client.post(url, data=body, headers=headers) as answer:
-                    status, text = answer.status, await answer.read()
-            except aiohttp.ClientConnectionError:
-                self.forwarded.append(Forwarded(update_id, replica, None))
-                continue
-            lost = status == 200 and update_id in self.lose
-            self.forwarded.append(Forwarded(update_id, replica, status, lost))
-            if lost:
-                self.lose.discard(update_id)
-                return web.Response(status=502, text="Bad Gateway")
-            return web.Response(status=status, body=text, content_type="application/json")
-        return web.Response(status=502, text="Bad Gateway")
-
-    def redelivered(self) -> dict[int, list[int]]:
-        """Update id -> the replicas that answered it 200, for updates posted more than once."""
-        answered: dict[int, list[int]] = {}
-        for post in self.forwarded:
-            if post.status == 200:
-                answered.setdefault(post.update_id, []).append(post.replica)
-        return {update: replicas for update, replicas in answered.items() if len(replicas) > 1}
-
-
-@asynccontextmanager
-async def balancer(ports: Sequence[int]) -> AsyncIterator[RoundRobin]:
-    lb = RoundRobin(ports)
-    await lb.start()
-    try:
-        yield lb
-    finally:
-        await lb.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -470,3 +380,22 @@ async def test_a_poller_killed_a_moment_ago_on_this_host_is_not_waited_for(
         tg.send(tg.private_chat(alice), alice, "back already")
         [answer] = await tg.wait_for_message(alice["id"])
         assert answer["text"] == "echo: back already"
+
+
+@pytest.mark.parametrize(
+    ("update", "lane"),
+    [
+        ({"update_id": 1, "message": {"chat": {"id": -100}}}, "-100"),
+        ({"update_id": 2, "edited_message": {"chat": {"id": 7}}}, "7"),
+        ({"update_id": 3, "channel_post": {"chat": {"id": -1009}}}, "-1009"),
+        # "this group became a supergroup" runs with the supergroup's own messages
+        ({"update_id": 4, "message": {"chat": {"id": -5}, "migrate_to_chat_id": -1005}}, "-1005"),
+        ({"update_id": 5, "message": {"chat": {"id": -1005}, "migrate_from_chat_id": -5}}, "-1005"),
+        ({"update_id": 6, "callback_query": {"message": {"chat": {"id": 42}}}}, "42"),
+        ({"update_id": 7, "my_chat_member": {"chat": {"id": -3}}}, "-3"),
+        ({"update_id": 8, "inline_query": {"from": {"id": 9}}}, NO_CHAT_LANE),
+        ({"update_id": 9, "message": {"chat": {"id": True}}}, NO_CHAT_LANE),
+    ],
+)
+def test_an_update_runs_in_its_chats_lane(update: dict[str, Any], lane: str) -> None:
+    assert update_lane(update) == lane
