@@ -399,3 +399,23 @@ async def test_a_poller_killed_a_moment_ago_on_this_host_is_not_waited_for(
 )
 def test_an_update_runs_in_its_chats_lane(update: dict[str, Any], lane: str) -> None:
     assert update_lane(update) == lane
+
+
+async def test_a_replica_stopping_finishes_the_update_it_runs(
+    fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path, storage: dict[str, Any]
+) -> None:
+    tg = fake_telegram
+    fake_llm.latency = 1.0
+    alice = tg.user(7, "Alice")
+    chat = tg.private_chat(alice)
+    port = free_port()
+    async with (
+        balancer([port]) as lb,
+        replica(fake_llm, tg, tmp_path, storage, 0, webhook_section(lb, port)) as one,
+    ):
+        tg.send(chat, alice, "answer before you go")
+        await tg.wait_until(lambda: bool(fake_llm.chat_requests), timeout=10)
+        await one.adapter.stop()  # SIGTERM mid-turn
+        await asyncio.wait_for(asyncio.gather(one.task), 15)
+        assert [m["text"] for m in tg.messages(chat["id"])] == ["echo: answer before you go"]
+        assert await one.app.store.inbox_pending(one.adapter.inbox_source) == 0
