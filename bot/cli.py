@@ -339,7 +339,12 @@ async def _serve(settings: Settings, names: list[str]) -> int:
                     loop.remove_signal_handler(sig)
         failed = False
         for adapter, result in zip(adapters, results, strict=True):
-            if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+            if isinstance(result, ConfigError):  # a sentence for the operator, no traceback
+                log.error("adapter %s stopped: %s", adapter.name, result)
+                failed = True
+            elif isinstance(result, BaseException) and not isinstance(
+                result, asyncio.CancelledError
+            ):
                 log.error("adapter %s stopped with an error", adapter.name, exc_info=result)
                 failed = True
         return 1 if failed else 0

@@ -1,13 +1,19 @@
 """The Telegram adapter: aiogram 3 in, ChatService in the middle, formatted replies out.
 
 Lifecycle: ``run`` checks the token with ``getMe``, says what privacy mode lets the bot see,
-registers the command menus, then long-polls (after ``deleteWebhook``) or serves a webhook until
-``stop``. Our entry point owns signals (``handle_signals=False``); on ``stop`` no new updates
-are taken and the replies already being written finish before ``run`` returns. An update that
-aiogram cannot parse is logged and skipped, in both modes (:mod:`adapters.telegram.updates`).
+registers the command menus, then long-polls (after ``deleteWebhook``, holding the one poller's
+lease) or serves a webhook until ``stop``. Our entry point owns signals
+(``handle_signals=False``); on ``stop`` no new updates are taken and the replies already being
+written finish before ``run`` returns. An update that aiogram cannot parse is logged and
+skipped, in both modes (:mod:`adapters.telegram.updates`).
 
-Arrival order: per-update handler tasks reach ``ChatService`` without awaiting anything first,
-so the conversation lock is queued for in the order Telegram delivered the messages.
+Webhook mode is the scale-out mode: each POST is stored in the inbox before it is acknowledged,
+and the inbox worker (:mod:`bot.inbox`) runs it on whichever replica claims its chat's lane,
+one update of a chat at a time, in ``update_id`` order (:mod:`adapters.telegram.lanes`);
+``setWebhook`` is called by one replica only (:mod:`adapters.telegram.replicas`).
+
+Arrival order (polling): per-update handler tasks reach ``ChatService`` without awaiting
+anything first, so the conversation lock is queued for in the order Telegram delivered them.
 
 Delivery: the service stores the answer before it is sent. A reply Telegram refuses past the
 retry layer (``flood.py``, bounded by ``delivery_deadline``) is recorded undelivered; each reply
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from dataclasses import replace
 from typing import Any
@@ -37,10 +44,12 @@ from adapters.telegram.admins import AdminCache
 from adapters.telegram.barrier import ChatBarriers
 from adapters.telegram.commands import TelegramCommands
 from adapters.telegram.flood import FloodRetry, Sleep
+from adapters.telegram.lanes import update_lane
 from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
 from adapters.telegram.output import Outbox, Target
 from adapters.telegram.recovery import recover
+from adapters.telegram.replicas import PollerLease, ensure_webhook
 from adapters.telegram.reply import TelegramReplies
 from adapters.telegram.settings import TelegramSettings, telegram_settings
 from adapters.telegram.triggers import Action, decide
@@ -51,6 +60,9 @@ from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
 from bot.errors import ConfigError
 from bot.history.deliveries import DeliveryLog
+from bot.inbox import InboxWorker
+from bot.storage import owners
+from bot.storage.coordination import InboxItem
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +109,10 @@ class TelegramAdapter:
         )
         self.me: User | None = None
         self.webhook: WebhookServer | None = None
+        self.worker: InboxWorker | None = None
+        self.owner = owners.new_owner()  # this replica, in the inbox and the leases
         self._stopped = asyncio.Event()
+        self.ready = asyncio.Event()  # taking updates: polling, or webhook served and set
         self._inflight: set[asyncio.Task[Any]] = set()
         self.barriers = ChatBarriers()
         self.deliveries = DeliveryLog(app.store)
@@ -115,6 +130,7 @@ class TelegramAdapter:
 
     async def run(self) -> None:
         self.app.outbound.register("telegram", self)
+        owners.register(self.owner)  # alive: nobody in this process takes its leases over
         try:
             if not await self._start():
                 return
@@ -126,6 +142,7 @@ class TelegramAdapter:
             if self._inflight:  # replies being written finish, even if polling crashed
                 await asyncio.gather(*self._inflight, return_exceptions=True)
             self.app.outbound.unregister("telegram", self)
+            owners.unregister(self.owner)
             await self.bot.session.close()
 
     async def stop(self) -> None:
@@ -183,6 +200,23 @@ class TelegramAdapter:
         return _PRIVACY_NOTE
 
     async def _poll(self) -> None:
+        assert self.me is not None, "polling starts after getMe"
+        lease = PollerLease(
+            self.app.store, self.me.id, self.owner, self.config.poller_lease_seconds
+        )
+        await lease.acquire()  # a second poller of this token stops here, saying who polls
+        keeping = asyncio.ensure_future(lease.keep(self._stopped.set))
+        self.ready.set()
+        try:
+            await self._poll_updates()
+        finally:
+            keeping.cancel()
+            await asyncio.gather(keeping, return_exceptions=True)
+            await lease.release()
+        if lease.lost is not None:
+            raise lease.lost
+
+    async def _poll_updates(self) -> None:
         try:
             await self.bot.delete_webhook(drop_pending_updates=False)
         except AiogramError as exc:  # polling still works if no webhook was ever set
@@ -208,32 +242,75 @@ class TelegramAdapter:
                 polling.cancel()
 
     async def _serve_webhook(self) -> None:
+        """Updates are stored before 200 (:mod:`~adapters.telegram.webhook`) and run by the
+        inbox worker, on whichever replica claims their chat's lane (:mod:`bot.inbox`)."""
         hook = self.config.webhook
-        assert hook.url is not None, "validated in settings"
+        assert hook.url is not None and self.me is not None, "validated; after getMe"
+        self.worker = InboxWorker(
+            self.app.store,
+            self.inbox_source,
+            self._run_update,
+            lease_seconds=hook.lease_seconds,
+            owner=self.owner,
+        )
+        secret = self.config.webhook_secret()
         self.webhook = WebhookServer(
-            self._feed,
-            secret=hook.secret(),
+            self._accept,
+            secret=secret,
             path=hook.path,
             host=hook.listen_host,
             port=hook.listen_port,
+            health=self._health,
         )
-        await self.webhook.start()
+        await self.worker.start()
         try:
-            await self.bot.set_webhook(
-                url=hook.url,
-                secret_token=hook.secret(),
-                allowed_updates=ALLOWED_UPDATES,
-                drop_pending_updates=hook.drop_pending_updates,
-            )
-            await self._stopped.wait()
+            await self.webhook.start()
+            try:
+                await ensure_webhook(
+                    self.bot,
+                    self.app.store,
+                    bot_id=self.me.id,
+                    owner=self.owner,
+                    url=hook.url,
+                    secret=secret,
+                    allowed_updates=ALLOWED_UPDATES,
+                    drop_pending_updates=hook.drop_pending_updates,
+                )
+                self.ready.set()
+                await self._stopped.wait()
+            finally:
+                await self.webhook.stop()
         finally:
-            await self.webhook.stop()
+            await self.worker.stop()  # what runs finishes; the rest goes to other replicas
 
-    async def _feed(self, raw: dict[str, object]) -> None:
+    @property
+    def inbox_source(self) -> str:
+        """Per bot: two bots sharing one database never mix their update ids."""
+        assert self.me is not None, "after getMe"
+        return f"telegram:{self.me.id}"
+
+    async def _accept(self, update_id: int, raw: dict[str, object], text: str) -> bool:
+        """Store a posted update (before Telegram gets its 200); False for a redelivery."""
+        stored = await self.app.store.inbox_put(
+            self.inbox_source, update_id, update_lane(raw), text
+        )
+        if stored and self.worker is not None:
+            self.worker.wake()
+        return stored
+
+    async def _health(self) -> dict[str, object]:
+        """For the load balancer: the backlog all replicas share, and this one's share."""
+        pending = await self.app.store.inbox_pending(self.inbox_source)
+        running = self.worker.running if self.worker is not None else 0
+        return {"pending": pending, "running": running}
+
+    async def _run_update(self, item: InboxItem) -> None:
+        """One update from the inbox, to the end: returns once the answer is delivered (the
+        handlers await the whole reply), so the worker may mark it done."""
         try:
-            update = Update.model_validate(raw, context={"bot": self.bot})
+            update = Update.model_validate(json.loads(item.payload), context={"bot": self.bot})
         except ValueError as exc:
-            log.error("telegram webhook: update %s does not parse: %s", raw.get("update_id"), exc)
+            log.error("telegram webhook: update %s does not parse: %s", item.update_id, exc)
             return
         await self.dispatcher.feed_update(self.bot, update)
 

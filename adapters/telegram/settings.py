@@ -6,8 +6,9 @@ field (``telegram.webhook.url: ...``) instead of surfacing as a failed request l
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
-import secrets
 from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
@@ -35,15 +36,28 @@ class GroupTrigger(_Section):
 
 
 class WebhookSettings(_Section):
-    url: str | None = Field(None, description="public HTTPS URL Telegram posts updates to")
+    url: str | None = Field(
+        None,
+        description="public HTTPS URL Telegram posts updates to (with replicas: the load "
+        "balancer's, the same on every replica)",
+    )
     secret_token: SecretStr | None = Field(
-        None, description="X-Telegram-Bot-Api-Secret-Token; a random one is made when unset"
+        None,
+        description="X-Telegram-Bot-Api-Secret-Token; when unset, one derived from the bot "
+        "token (the same on every replica)",
     )
     listen_host: str = Field("0.0.0.0", description="address the webhook server binds")
     listen_port: int = Field(8080, ge=0, le=65535, description="port the webhook server binds")
     path: str = Field("/telegram/webhook", description="URL path the webhook server answers")
     drop_pending_updates: bool = Field(
         False, description="webhook mode: drop updates Telegram queued while the bot was away"
+    )
+    lease_seconds: float = Field(
+        10.0,
+        ge=1.0,
+        le=600.0,
+        description="how long a replica's claim on an update lasts unrenewed (renewed every "
+        "third of it while it runs): a dead replica's updates move to another within this",
     )
 
     @model_validator(mode="after")
@@ -57,14 +71,6 @@ class WebhookSettings(_Section):
         if not self.path.startswith("/"):
             raise ValueError("path must start with /")
         return self
-
-    def secret(self) -> str:
-        if self.secret_token is not None:
-            return self.secret_token.get_secret_value()
-        return _GENERATED_SECRET
-
-
-_GENERATED_SECRET = secrets.token_urlsafe(32)
 
 
 class TelegramSettings(_Section):
@@ -93,6 +99,13 @@ class TelegramSettings(_Section):
         "(429s, 5xx, network errors) before the reply is stored as undelivered",
     )
     polling_timeout: int = Field(30, ge=1, le=50, description="getUpdates long-poll seconds")
+    poller_lease_seconds: float = Field(
+        15.0,
+        ge=3.0,
+        le=600.0,
+        description="polling mode: how long the one poller's lease on this bot token lasts "
+        "unrenewed; a second poller is refused while it is held",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -109,6 +122,13 @@ class TelegramSettings(_Section):
 
     def trigger_for(self, chat_id: int | str) -> GroupTrigger:
         return self.chats.get(str(chat_id), self.group_trigger)
+
+    def webhook_secret(self) -> str:
+        """The configured secret, else one derived from the token (same on every replica)."""
+        if self.webhook.secret_token is not None:
+            return self.webhook.secret_token.get_secret_value()
+        key = self.bot_token.encode()
+        return hmac.new(key, b"parlour telegram webhook", hashlib.sha256).hexdigest()
 
     @property
     def bot_token(self) -> str:

@@ -1,19 +1,24 @@
-"""Webhook mode: Telegram POSTs each update to our aiohttp server.
+"""Webhook mode: Telegram POSTs each update to our aiohttp server, and we answer only once the
+update is durable.
 
 Telegram signs nothing; it echoes the ``secret_token`` given to ``setWebhook`` in the
 ``X-Telegram-Bot-Api-Secret-Token`` header, so that header is compared in constant time and a
-mismatch gets 401. Telegram redelivers an update it thinks failed (a slow answer, a restart), so
-recently seen ``update_id``s are remembered and a repeat is acknowledged without running twice.
-The update is handled in the background and 200 returned at once: Telegram waits for nobody.
+mismatch gets 401. The update is then handed to ``accept`` (the adapter stores it in the inbox,
+:mod:`bot.inbox`) and 200 is answered only after that returned: an acknowledged update is in
+the database, whichever replica later runs it. When it cannot be stored we answer 500, so
+Telegram delivers it again. A redelivery (Telegram retries an update whose answer it missed, to
+any replica behind the load balancer) is recognised by the database and acknowledged without
+running twice. Nothing here runs an update or remembers one.
+
+``GET /healthz`` on the same listener is for the load balancer: 200 with the inbox's backlog
+while the database answers, 503 when it does not (this replica could not store an update).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -21,27 +26,39 @@ from aiohttp import web
 log = logging.getLogger(__name__)
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
-_REMEMBERED_UPDATES = 10_000
 
-UpdateHandler = Callable[[dict[str, object]], Awaitable[None]]
+HEALTH_PATH = "/healthz"
+
+# (update_id, the update as posted, its JSON text) -> True if stored, False if a redelivery.
+UpdateAcceptor = Callable[[int, dict[str, object], str], Awaitable[bool]]
+# What the health check reports (it raises when the database cannot be reached).
+HealthProbe = Callable[[], Awaitable[dict[str, object]]]
 
 
 class WebhookServer:
     def __init__(
-        self, handle: UpdateHandler, *, secret: str, path: str, host: str, port: int
+        self,
+        accept: UpdateAcceptor,
+        *,
+        secret: str,
+        path: str,
+        host: str,
+        port: int,
+        health: HealthProbe | None = None,
     ) -> None:
-        self.handle = handle
+        self.accept = accept
+        self.health = health
         self.secret = secret
         self.path = path
         self.host = host
         self.port = port
-        self._seen: OrderedDict[int, None] = OrderedDict()
-        self._tasks: set[asyncio.Task[None]] = set()
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
         app = web.Application(client_max_size=4 * 1024 * 1024)
         app.router.add_post(self.path, self._receive)
+        if self.health is not None and self.path != HEALTH_PATH:
+            app.router.add_get(HEALTH_PATH, self._health)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -51,12 +68,10 @@ class WebhookServer:
         log.info("telegram webhook listening on %s:%d%s", self.host, self.port, self.path)
 
     async def stop(self) -> None:
-        """Stop accepting updates; updates already accepted finish."""
+        """Stop accepting updates (the ones accepted are in the inbox already)."""
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _receive(self, request: web.Request) -> web.Response:
         given = request.headers.get(SECRET_HEADER, "")
@@ -64,17 +79,29 @@ class WebhookServer:
             log.warning("webhook: wrong or missing secret token from %s", request.remote)
             return web.json_response({"ok": False, "description": "Unauthorized"}, status=401)
         try:
-            update = json.loads(await request.read())
+            text = (await request.read()).decode()
+            update = json.loads(text)
             update_id = int(update["update_id"])
         except (ValueError, KeyError, TypeError):
             return web.json_response({"ok": False, "description": "Bad Request"}, status=400)
-        if update_id in self._seen:
-            log.info("webhook: duplicate update %d ignored", update_id)
-            return web.json_response({"ok": True})
-        self._seen[update_id] = None
-        while len(self._seen) > _REMEMBERED_UPDATES:
-            self._seen.popitem(last=False)
-        task = asyncio.ensure_future(self.handle(update))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if not isinstance(update, dict):
+            return web.json_response({"ok": False, "description": "Bad Request"}, status=400)
+        try:
+            stored = await self.accept(update_id, update, text)
+        except Exception:
+            log.exception(
+                "webhook: update %d not stored; Telegram will deliver it again", update_id
+            )
+            return web.json_response({"ok": False, "description": "Not stored"}, status=500)
+        if not stored:
+            log.info("webhook: update %d is a redelivery, acknowledged", update_id)
         return web.json_response({"ok": True})
+
+    async def _health(self, request: web.Request) -> web.Response:
+        assert self.health is not None
+        try:
+            report = await self.health()
+        except Exception as exc:
+            log.warning("webhook health: the database does not answer: %s", type(exc).__name__)
+            return web.json_response({"ok": False, "error": type(exc).__name__}, status=503)
+        return web.json_response({"ok": True, **report})

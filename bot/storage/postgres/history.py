@@ -10,7 +10,12 @@ from typing import Any
 
 from bot.context import Scope
 from bot.storage.postgres.part import Part
-from bot.storage.postgres.turns import TURN_ORDER_LOCK, clean_text, turn_messages
+from bot.storage.postgres.turns import (
+    TURN_ORDER_LOCK,
+    clean_text,
+    in_conversation,
+    turn_messages,
+)
 from bot.storage.values import ChatPreferences, ClearResult, HistoryStats
 
 log = logging.getLogger(__name__)
@@ -120,8 +125,8 @@ class PostgresHistory(Part):
             async with self._db.acquire() as conn:
                 rows = await conn.fetch(
                     "SELECT id, user_id, user_name, status, user_text, answer, created_at,"
-                    " completed_at FROM turns WHERE conv_key = $1 AND id > $2 ORDER BY id"
-                    " LIMIT $3",
+                    f" completed_at FROM turns WHERE {in_conversation('$2')}"
+                    " ORDER BY conv_key, id LIMIT $3",
                     conversation_key,
                     after,
                     _EXPORT_PAGE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from bot.storage.postgres.part import Part
-from bot.storage.postgres.turns import clean_text, stored_turn
+from bot.storage.postgres.turns import clean_text, in_conversation, stored_turn
 from bot.storage.values import StoredTurn, Summary
 
 
@@ -61,8 +61,8 @@ class PostgresSummaries(Part):
         async with self._db.acquire() as conn:
             rows = await conn.fetch(
                 "SELECT id, user_id, user_name, status, user_text, answer FROM turns"
-                " WHERE conv_key = $1 AND id > $2 AND id < $3 AND status <> 'pending'"
-                " ORDER BY id",
+                f" WHERE {in_conversation('$2', '$3')} AND status <> 'pending'"
+                " ORDER BY conv_key, id",
                 conversation_key,
                 after,
                 before,

@@ -29,22 +29,37 @@ from bot.storage.values import NO_USAGE, NewTurn, Overheard, StoredTurn, TurnSta
 
 TURN_ORDER_LOCK = "turn-order"  # see the module doc; bot.storage.postgres.locks
 
+# Every query over one conversation's turns bounds the pair (conv_key, id) on both sides, as
+# row comparisons: only the (conv_key, id) index can serve those. With ``conv_key = $1 AND
+# id > $2`` the planner may walk the primary key backwards and filter on conv_key -- cheap for
+# a conversation that holds many of the newest rows, but O(history) once it has gone quiet
+# while other chats went on (51 ms at 2*10^5 rows, against 0.2 ms; docs/notes-pg-core.md).
+LAST_ID = "9223372036854775807"
+
+
+def in_conversation(after: str, before: str = LAST_ID) -> str:
+    """SQL for: a row of conversation ``$1`` with ``after < id < before``, in the form only
+    the (conv_key, id) index serves."""
+    return f"(conv_key, id) > ($1, {after}) AND (conv_key, id) < ($1, {before})"
+
+
 # The newest N turns after the last reset, with the overheard context rows among them (those do
-# not count toward N). Walks the (conv_key, id) index backwards: O(window), whatever the size.
-WINDOW_SQL = """
+# not count toward N): two walks of the (conv_key, id) index of O(window) rows each, whatever
+# the size of the table or of the conversation.
+WINDOW_SQL = f"""
 WITH after AS (
     SELECT coalesce((SELECT after_turn_id FROM resets WHERE conv_key = $1), 0) AS id
 ),
 oldest AS (
     SELECT coalesce(
-        (SELECT id FROM turns WHERE conv_key = $1 AND id > (SELECT id FROM after)
-            AND status <> 'context' ORDER BY id DESC LIMIT 1 OFFSET $2 - 1),
+        (SELECT id FROM turns WHERE {in_conversation("(SELECT id FROM after)")}
+            AND status <> 'context' ORDER BY conv_key DESC, id DESC LIMIT 1 OFFSET $2 - 1),
         (SELECT id FROM after) + 1
     ) AS id
 )
 SELECT id, user_id, user_name, status, user_text, answer FROM turns
-WHERE conv_key = $1 AND id >= (SELECT id FROM oldest) AND id > (SELECT id FROM after)
-ORDER BY id
+WHERE {in_conversation("(SELECT id FROM oldest) - 1")}
+ORDER BY conv_key, id
 """
 
 # One statement: the lock (CTE) is taken before the identity hands out the id, and held until
