@@ -246,6 +246,30 @@ async def test_a_schema_newer_than_the_code_is_refused(url: str) -> None:
     assert parse_storage_url(url).schema in str(refused.value)
 
 
+async def test_a_role_confined_to_its_schema_opens_it(url: str) -> None:
+    """A role that may not create schemas starts in the one its administrator made for it, and
+    is told plainly when there is none."""
+    schema = parse_storage_url(url).schema
+    role = f"{schema}_role"
+    admin = await raw(url)
+    try:
+        await admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        await admin.execute(f'CREATE SCHEMA "{schema}" AUTHORIZATION "{role}"')
+        confined = with_password(url, user=role)
+        async with open_storage_url(confined) as store:
+            turn_id = await store.begin_turn(turn())
+            assert await store.turn_exists(turn_id)
+        elsewhere = confined.replace(f"schema={schema}", f"schema={schema}_other")
+        with pytest.raises(StoreError, match="permission denied") as refused:
+            async with open_storage_url(elsewhere):
+                pass
+        assert PASSWORD not in str(refused.value)
+    finally:
+        await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+        await admin.close()
+
+
 @pytest.mark.parametrize(
     "why",
     ["refused", "no database", "no role"],
