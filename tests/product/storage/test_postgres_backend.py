@@ -139,6 +139,32 @@ async def test_two_schemas_of_one_database_never_see_each_other() -> None:
         assert await two.begin_turn(turn("tg:1", "in two")) == first == 1
 
 
+async def test_turn_ids_become_visible_in_the_order_they_were_handed_out(url: str) -> None:
+    """Two instances (as two replicas) begin turns at once while a reader watches: every
+    snapshot holds ids 1..max with no gap, so no reader (nor a reset's cut) ever sees a turn
+    that a smaller, still invisible id will later precede."""
+    seen: list[tuple[int, int]] = []
+    async with store_at(url) as one, store_at(url) as two, store_at(url) as reader:
+        done = asyncio.Event()
+
+        async def watch() -> None:
+            async with reader._db.acquire() as conn:
+                while not done.is_set():
+                    row = await conn.fetchrow("SELECT count(*), coalesce(max(id), 0) FROM turns")
+                    assert row is not None
+                    seen.append((int(row[0]), int(row[1])))
+
+        watcher = asyncio.ensure_future(watch())
+        ids = await asyncio.gather(
+            *(store.begin_turn(turn(f"tg:{i}")) for i in range(150) for store in (one, two))
+        )
+        done.set()
+        await watcher
+    assert sorted(ids) == list(range(1, 301))
+    assert len(seen) > 10
+    assert all(count == top for count, top in seen), [s for s in seen if s[0] != s[1]][:5]
+
+
 # Opens the same fresh schema as its twin, once both are ready, with a component of its own
 # whose steps are not idempotent (a second run fails, a skipped one leaves a row missing).
 _OPENER = textwrap.dedent(
