@@ -23,8 +23,10 @@ import pytest
 from bot.errors import StoreError
 from bot.storage import open_storage_url
 from bot.storage.postgres import PostgresStore
+from bot.storage.postgres.history import EXPORT_PAGE, EXPORT_SQL
 from bot.storage.postgres.migrations import CORE_STEPS
-from bot.storage.postgres.turns import WINDOW_SQL
+from bot.storage.postgres.summaries import BETWEEN_PAGE, BETWEEN_SQL
+from bot.storage.postgres.turns import LAST_ID, window_page
 from bot.storage.url import parse_storage_url
 from bot.storage.values import NewTurn, Usage
 from tests import postgres_support
@@ -137,6 +139,32 @@ async def test_two_schemas_of_one_database_never_see_each_other() -> None:
         assert await two.begin_turn(turn("tg:1", "in two")) == first == 1
 
 
+async def test_turn_ids_become_visible_in_the_order_they_were_handed_out(url: str) -> None:
+    """Two instances (as two replicas) begin turns at once while a reader watches: every
+    snapshot holds ids 1..max with no gap, so no reader (nor a reset's cut) ever sees a turn
+    that a smaller, still invisible id will later precede."""
+    seen: list[tuple[int, int]] = []
+    async with store_at(url) as one, store_at(url) as two, store_at(url) as reader:
+        done = asyncio.Event()
+
+        async def watch() -> None:
+            async with reader._db.acquire() as conn:
+                while not done.is_set():
+                    row = await conn.fetchrow("SELECT count(*), coalesce(max(id), 0) FROM turns")
+                    assert row is not None
+                    seen.append((int(row[0]), int(row[1])))
+
+        watcher = asyncio.ensure_future(watch())
+        ids = await asyncio.gather(
+            *(store.begin_turn(turn(f"tg:{i}")) for i in range(150) for store in (one, two))
+        )
+        done.set()
+        await watcher
+    assert sorted(ids) == list(range(1, 301))
+    assert len(seen) > 10
+    assert all(count == top for count, top in seen), [s for s in seen if s[0] != s[1]][:5]
+
+
 # Opens the same fresh schema as its twin, once both are ready, with a component of its own
 # whose steps are not idempotent (a second run fails, a skipped one leaves a row missing).
 _OPENER = textwrap.dedent(
@@ -244,6 +272,30 @@ async def test_a_schema_newer_than_the_code_is_refused(url: str) -> None:
     assert parse_storage_url(url).schema in str(refused.value)
 
 
+async def test_a_role_confined_to_its_schema_opens_it(url: str) -> None:
+    """A role that may not create schemas starts in the one its administrator made for it, and
+    is told plainly when there is none."""
+    schema = parse_storage_url(url).schema
+    role = f"{schema}_role"
+    admin = await raw(url)
+    try:
+        await admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        await admin.execute(f'CREATE SCHEMA "{schema}" AUTHORIZATION "{role}"')
+        confined = with_password(url, user=role)
+        async with open_storage_url(confined) as store:
+            turn_id = await store.begin_turn(turn())
+            assert await store.turn_exists(turn_id)
+        elsewhere = confined.replace(f"schema={schema}", f"schema={schema}_other")
+        with pytest.raises(StoreError, match="permission denied") as refused:
+            async with open_storage_url(elsewhere):
+                pass
+        assert PASSWORD not in str(refused.value)
+    finally:
+        await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+        await admin.close()
+
+
 @pytest.mark.parametrize(
     "why",
     ["refused", "no database", "no role"],
@@ -302,51 +354,74 @@ async def test_the_pool_holds_at_most_pool_size_connections_in_the_schema(url: s
         store_at(url + "&pool_size=0")
 
 
-async def test_connections_the_server_dropped_are_replaced(url: str) -> None:
+async def test_connections_the_server_dropped_are_replaced(store: PostgresStore, url: str) -> None:
     """A server restart or failover closes every pooled connection: the next calls reconnect."""
-    name = f"parlour_drop_{parse_storage_url(url).schema}"
-    async with store_at(f"{url}&application_name={name}") as store:
-        await asyncio.gather(*(store.begin_turn(turn()) for _ in range(5)))
-        conn = await raw(url)
-        try:
-            query = "FROM pg_stat_activity WHERE application_name = $1"
-            assert await conn.fetchval(f"SELECT count(pg_terminate_backend(pid)) {query}", name)
-            for _ in range(1000):  # until the server has closed every one
-                if not await conn.fetchval(f"SELECT count(*) {query}", name):
-                    break
-                await asyncio.sleep(0.01)
-        finally:
-            await conn.close()
-        await asyncio.gather(*(store.begin_turn(turn(text="after")) for _ in range(5)))
-        window = await store.load_window("tg:1", 20)
+    await asyncio.gather(*(store.begin_turn(turn()) for _ in range(5)))
+    pool = store._db.pool
+    held = [await pool.acquire() for _ in range(pool.get_size())]  # every open connection
+    gone = asyncio.Event()
+    closed: list[object] = []
+
+    def lost(conn: object) -> None:
+        closed.append(conn)
+        if len(closed) == len(held):
+            gone.set()
+
+    for conn in held:
+        conn.add_termination_listener(lost)
+    pids = [conn.get_server_pid() for conn in held]
+    for conn in held:
+        await pool.release(conn)
+    server = await raw(url)
+    try:
+        await server.execute("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", pids)
+    finally:
+        await server.close()
+    await asyncio.wait_for(gone.wait(), timeout=30)  # our side has seen every one close
+    await asyncio.gather(*(store.begin_turn(turn(text="after")) for _ in range(5)))
+    window = await store.load_window("tg:1", 20)
     assert [t.messages[0]["content"] for t in window] == ["hi"] * 5 + ["after"] * 5
 
 
-async def test_the_window_query_reads_the_window_not_the_history(store: PostgresStore) -> None:
-    """What the plan really touches for a window of 50 in a conversation of 5*10^4 turns that
-    then went quiet while 10^5 turns of other chats arrived (docs/notes-pg-core.md has the
-    figures at 10^6 and 10^7): the (conv_key, id) index, about 50 rows of it, never a scan of
-    the table nor a walk of the primary key through the newer chats."""
+@pytest.mark.parametrize("generic", [False, True], ids=["custom plan", "generic plan"])
+async def test_conversation_reads_walk_the_conversation_not_the_history(
+    store: PostgresStore, generic: bool
+) -> None:
+    """What the plans really touch in a conversation of 5*10^4 turns that then went quiet while
+    5*10^4 turns of other chats arrived (docs/notes-pg-core.md has 10^6 and 10^7): the
+    (conv_key, id) index, about one page of it -- never a scan of the table, nor a walk of the
+    primary key through the newer chats' rows."""
+    statements = {  # statement -> its arguments and its page
+        window_page(50): (("tg:quiet", LAST_ID), 50),
+        EXPORT_SQL: (("tg:quiet", 0, LAST_ID), EXPORT_PAGE),
+        BETWEEN_SQL: (("tg:quiet", 0, LAST_ID), BETWEEN_PAGE),
+    }
     async with store._db.acquire() as conn:
         await conn.execute(
             "INSERT INTO turns (conv_key, chat_key, user_id, user_text, status, answer,"
             " created_at) SELECT k, k, 'u', 'q' || n, 'answered', '[]', n FROM"
             " generate_series(1, 150000) AS n, LATERAL (SELECT CASE"
-            " WHEN n <= 100000 AND n % 2 = 0 THEN 'tg:long' ELSE 'tg:' || (n % 999) END) AS c(k)"
+            " WHEN n <= 100000 AND n % 2 = 0 THEN 'tg:quiet' ELSE 'tg:' || (n % 999) END)"
+            " AS c(k)"
         )
         await conn.execute("ANALYZE turns")
-        [(plan,)] = await conn.fetch(
-            "EXPLAIN (ANALYZE, FORMAT JSON) "
-            + WINDOW_SQL.replace("$1", "'tg:long'").replace("$2", "50")
-        )
-    nodes = list(_plan_nodes(json.loads(plan)[0]["Plan"]))
-    scans = [n for n in nodes if "Scan" in n["Node Type"] and "CTE" not in n["Node Type"]]
-    on_turns = [n for n in scans if n.get("Index Name", "").startswith("turns_")]
-    assert {n["Index Name"] for n in on_turns} == {"turns_by_conversation"}, nodes
-    assert not [n for n in scans if n["Node Type"] == "Seq Scan"], nodes
-    touched = sum(n["Actual Rows"] + n.get("Rows Removed by Filter", 0) for n in on_turns)
-    assert touched <= 4 * 50, touched
-    window = await store.load_window("tg:long", 50)
+        mode = "force_generic_plan" if generic else "force_custom_plan"
+        await conn.execute(f"SET plan_cache_mode = {mode}")
+        for number, (sql, (args, page)) in enumerate(statements.items()):
+            await conn.execute(f"PREPARE probe{number} AS {sql}")
+            literals = ", ".join(f"'{a}'" if isinstance(a, str) else str(a) for a in args)
+            [(plan,)] = await conn.fetch(
+                f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE probe{number} ({literals})"
+            )
+            nodes = list(_plan_nodes(json.loads(plan)[0]["Plan"]))
+            scans = [n for n in nodes if n["Node Type"].endswith("Scan")]
+            on_turns = [n for n in scans if n.get("Index Name", "").startswith("turns")]
+            assert {n["Index Name"] for n in on_turns} == {"turns_by_conversation"}, nodes
+            assert not [n for n in scans if n["Node Type"] == "Seq Scan"], nodes
+            touched = sum(n["Actual Rows"] + n.get("Rows Removed by Filter", 0) for n in on_turns)
+            assert touched <= page, (sql, touched)
+        await conn.execute("RESET plan_cache_mode")
+    window = await store.load_window("tg:quiet", 50)
     assert [t.messages[0]["content"] for t in window][-1] == "q100000"
     assert len(window) == 50
 
