@@ -69,7 +69,7 @@ def make_settings(fake: FakeLLM, tmp_path: Path, **sections: Any) -> Settings:
             "circuit_breaker": 0,
         },
         "storage": (
-            {"url": postgres_support.fresh_pg_url()}
+            {"url": postgres_support.schema_url_for(tmp_path)}
             if postgres_support.e2e_on_postgres()
             else {"path": str(tmp_path / "parlour.db")}
         ),

@@ -43,6 +43,18 @@ def fresh_pg_url() -> str:
     return f"{base}{joiner}schema={RUN_PREFIX}{secrets.token_hex(4)}"
 
 
+_by_test_dir: dict[str, str] = {}
+
+
+def schema_url_for(tmp_path: object) -> str:
+    """One schema per test (keyed by its ``tmp_path``): an app reopened in the same test
+    ("after a restart") finds what the first one stored, as it would in one SQLite file."""
+    key = str(tmp_path)
+    if key not in _by_test_dir:
+        _by_test_dir[key] = fresh_pg_url()
+    return _by_test_dir[key]
+
+
 def drop_session_schemas() -> None:
     """Drop every schema this session created (called once, at the session's end)."""
     base = pg_base_url()

@@ -25,6 +25,7 @@ from bot.errors import ConfigError
 
 __all__ = ["StorageURL", "parse_storage_url", "sqlite_url"]
 
+_OURS = frozenset({"pool_size"})  # Parlour's own query parameters, read by the backend
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -76,7 +77,9 @@ class StorageURL:
             return f"sqlite:///{self.path}"
         assert self.dsn is not None
         parts = urlsplit(self.dsn)
-        return urlunsplit(("postgresql+psycopg", *parts[1:]))
+        # libpq refuses parameters it does not know: ours (pool_size) stay with asyncpg
+        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k not in _OURS])
+        return urlunsplit(("postgresql+psycopg", parts.netloc, parts.path, query, ""))
 
 
 def sqlite_url(path: str | Path) -> str:

@@ -35,6 +35,8 @@ def test_postgresql_urls_keep_their_parameters_and_take_a_schema() -> None:
         "postgresql://bot:***@db.example:6432/parlour?sslmode=require&schema=tenant_7"
     )
     assert url.sqlalchemy_url().startswith("postgresql+psycopg://bot:")
+    pooled = parse_storage_url("postgresql://db.example/parlour?pool_size=4&sslmode=require")
+    assert pooled.sqlalchemy_url() == "postgresql+psycopg://db.example/parlour?sslmode=require"
 
 
 @pytest.mark.parametrize(
