@@ -11,7 +11,8 @@ tokens and avgdl the index's mean. SQLite's index also holds 16 background rows 
 (migration 4, smoothing for tiny indexes) and counts each row's scope tokens into D
 (:mod:`bot.storage.sqlite.scopes`); so here N and the total length come from
 ``search_totals`` plus those 16 rows, D is ``search_len`` (which counts the scope tokens), n(p)
-is a count over the GIN index (cost: the term's postings, as FTS5's own count), and tf is the
+is one lookup in ``search_df`` (counting the postings through the heap cost ~10 ms a common
+term at 10^5 rows), and tf is the
 number of positions of the lexeme in the row's ``tsvector``. Each query term is one phrase, as
 each quoted term is to FTS5 (two terms with one stem count twice there, and here).
 
@@ -49,7 +50,8 @@ weight AS MATERIALIZED (
     FROM (SELECT lexeme, count(*) AS phrases FROM phrase GROUP BY lexeme) AS x
     CROSS JOIN totals
     CROSS JOIN LATERAL (
-        SELECT count(*)::float8 AS hits FROM {table} WHERE search @@ search_lexeme(x.lexeme)
+        SELECT coalesce(sum(docs), 0)::float8 AS hits FROM search_df
+        WHERE tbl = '{table}' AND lexeme = x.lexeme
     ) AS c
 ),
 wanted AS MATERIALIZED (
