@@ -13,11 +13,11 @@ takes its index entry with it and nothing the core writes needs to know about se
   tokens (1 for a turn or a chat-wide memory, 2 for a member's or a private one), so scores
   match SQLite's;
 * ``search_df`` -- how many indexed rows hold each lexeme (BM25's n), kept by the same writes
-  and triggers;
+  and triggers, always in lexeme order (writers of one lexeme queue; they never deadlock);
 * ``search_totals`` -- BM25's corpus statistics (rows indexed, their total length) as
   append-only deltas: indexing adds, a statement-level trigger subtracts deleted rows, and
-  indexers fold the rows into one. Appending means no writer ever waits for another on a hot
-  counter row (a big ``/clear`` would otherwise hold up every replica's indexing);
+  indexers fold the rows into one. Appending means no writer waits for another on one hot
+  counter row;
 * GIN indexes without ``fastupdate`` (a pending list makes every search scan it), partial
   indexes of the rows not yet indexed, and one for a user's private memories.
 
