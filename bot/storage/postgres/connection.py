@@ -7,8 +7,14 @@ What the parts of the backend (and the memory search and coordination mixins) us
 * ``acquire()`` -- one pooled connection (autocommit: each statement is its own transaction);
 * ``transaction()`` -- one pooled connection inside ``BEGIN`` ... ``COMMIT`` (``ROLLBACK`` on
   any error or cancellation);
-* ``schema`` -- the schema's name (``public`` unless ``?schema=``), e.g. to key advisory locks:
-  several bots may share one database, each in its own schema.
+* ``schema`` -- the schema's name (``public`` unless ``?schema=``);
+* ``lock_key(purpose)`` -- a ``pg_advisory_*lock`` key for ``purpose`` *in this schema*
+  (:mod:`bot.storage.postgres.locks`): several bots may share one database, each in its own
+  schema, and must not wait for one another.
+
+The pool holds up to ``?pool_size=N`` connections (default :data:`DEFAULT_POOL_SIZE`), opened
+as needed. A connection the server closed while idle (a restart, a failover) is replaced on the
+next acquire once asyncpg has seen it close.
 
 A connection refused, an authentication failure or a missing database raises
 :class:`~bot.errors.StoreError` naming the URL as :meth:`StorageURL.shown` prints it: the
@@ -17,6 +23,7 @@ password never reaches an error or a log line.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from collections.abc import AsyncIterator, Iterable
@@ -36,6 +43,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_POOL_SIZE = 10  # connections per process; ``?pool_size=N`` in the URL overrides it
 _CONNECT_TIMEOUT = 10.0  # seconds, per connection attempt
+_CLOSE_TIMEOUT = 10.0  # seconds for busy connections to finish at close
 
 # What asyncpg raises when the server cannot be used at all, as opposed to a failed query.
 _UNREACHABLE: tuple[type[BaseException], ...] = (
@@ -124,9 +132,15 @@ class Database:
             raise
 
     async def close(self) -> None:
+        """Close every connection; one still busy after ``_CLOSE_TIMEOUT`` is cut off."""
         pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        if pool is None:
+            return
+        try:
+            await asyncio.wait_for(pool.close(), _CLOSE_TIMEOUT)
+        except TimeoutError:
+            log.warning("storage: connections still busy at close, terminated url=%s", self.shown)
+            pool.terminate()
 
     @asynccontextmanager
     async def acquire(self) -> AsyncIterator[asyncpg.Connection]:

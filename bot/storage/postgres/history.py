@@ -10,12 +10,22 @@ from typing import Any
 
 from bot.context import Scope
 from bot.storage.postgres.part import Part
-from bot.storage.postgres.turns import TURN_ORDER_LOCK, clean_text, turn_messages
+from bot.storage.postgres.turns import (
+    LAST_ID,
+    TURN_ORDER_LOCK,
+    clean_text,
+    conversation_page,
+    turn_messages,
+)
 from bot.storage.values import ChatPreferences, ClearResult, HistoryStats
 
 log = logging.getLogger(__name__)
 
-_EXPORT_PAGE = 500  # turns per query: an export never holds a connection while it is consumed
+EXPORT_PAGE = 500  # turns per query: an export never holds a connection while it is consumed
+EXPORT_SQL = conversation_page(
+    "id, user_id, user_name, status, user_text, answer, created_at, completed_at",
+    limit=EXPORT_PAGE,
+)
 
 
 class PostgresHistory(Part):
@@ -118,14 +128,7 @@ class PostgresHistory(Part):
         after = 0
         while True:
             async with self._db.acquire() as conn:
-                rows = await conn.fetch(
-                    "SELECT id, user_id, user_name, status, user_text, answer, created_at,"
-                    " completed_at FROM turns WHERE conv_key = $1 AND id > $2 ORDER BY id"
-                    " LIMIT $3",
-                    conversation_key,
-                    after,
-                    _EXPORT_PAGE,
-                )
+                rows = await conn.fetch(EXPORT_SQL, conversation_key, after, LAST_ID)
             for row in rows:
                 for seq, message in enumerate(turn_messages(row["user_text"], row["answer"])):
                     record: dict[str, Any] = {
@@ -139,7 +142,7 @@ class PostgresHistory(Part):
                         record["user_id"] = row["user_id"]
                         record["user_name"] = row["user_name"]
                     yield record
-            if len(rows) < _EXPORT_PAGE:
+            if len(rows) < EXPORT_PAGE:
                 return
             after = int(rows[-1]["id"])
 

@@ -226,11 +226,14 @@ def components_of(cls: type) -> list[Component]:
 
 
 async def create_schema(conn: asyncpg.Connection, schema: str) -> None:
-    """``CREATE SCHEMA`` if missing; two processes doing it at once both succeed (a plain
-    ``IF NOT EXISTS`` can still fail on the catalog's unique index when both create)."""
+    """Create the schema if missing. Under the lock, since two processes creating it at once
+    can fail on the catalog's unique index even with ``IF NOT EXISTS``; looked up first, since
+    ``CREATE SCHEMA`` needs the CREATE privilege on the database even when the schema exists
+    (a role confined to a schema its administrator made must still start)."""
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", advisory_key(schema, MIGRATE_LOCK))
-        await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        if await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema) is None:
+            await conn.execute(f'CREATE SCHEMA "{schema}"')
 
 
 async def migrate(conn: asyncpg.Connection, components: Iterable[Component]) -> str:

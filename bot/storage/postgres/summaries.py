@@ -5,8 +5,13 @@ from __future__ import annotations
 import time
 
 from bot.storage.postgres.part import Part
-from bot.storage.postgres.turns import clean_text, stored_turn
+from bot.storage.postgres.turns import clean_text, conversation_page, stored_turn
 from bot.storage.values import StoredTurn, Summary
+
+BETWEEN_PAGE = 200
+BETWEEN_SQL = conversation_page(
+    "id, user_id, user_name, status, user_text, answer", limit=BETWEEN_PAGE
+)
 
 
 class PostgresSummaries(Part):
@@ -58,13 +63,11 @@ class PostgresSummaries(Part):
     async def turns_between(
         self, conversation_key: str, after: int, before: int
     ) -> list[StoredTurn]:
+        found: list[StoredTurn] = []
         async with self._db.acquire() as conn:
-            rows = await conn.fetch(
-                "SELECT id, user_id, user_name, status, user_text, answer FROM turns"
-                " WHERE conv_key = $1 AND id > $2 AND id < $3 AND status <> 'pending'"
-                " ORDER BY id",
-                conversation_key,
-                after,
-                before,
-            )
-        return [stored_turn(row) for row in rows]
+            while True:  # pages: see bot.storage.postgres.turns
+                rows = await conn.fetch(BETWEEN_SQL, conversation_key, after, before)
+                found += (stored_turn(row) for row in rows if row["status"] != "pending")
+                if len(rows) < BETWEEN_PAGE:
+                    return found
+                after = int(rows[-1]["id"])
