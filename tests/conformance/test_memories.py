@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from typing import Any
 
 import pytest
@@ -130,6 +131,18 @@ HOSTILE = [
     "\x00",
     "",
     "😀",
+    "|",
+    "!",
+    "&",
+    ":*",
+    "peanut:*",
+    "'",
+    "''",
+    "\\",
+    "a\\'b",
+    "<->",
+    "peanut <-> body",
+    "!peanut & body | near",
 ]
 
 
@@ -138,6 +151,50 @@ async def test_query_syntax_in_queries_never_raises(memories: MemoryStore) -> No
     for query in HOSTILE:
         await memories.search(ME, query)
         await memories.search_turns("telegram:1", query, before_turn_id=10)
+
+
+async def test_query_syntax_is_searched_for_not_parsed(memories: MemoryStore) -> None:
+    await memories.add(private(), "peanut near body")
+    await memories.add(private(), "peanuts and butter")
+    for query in ("!peanut", "NOT peanut", "-peanut", "peanut & butter", '"peanut body"'):
+        assert len(await memories.search(ME, query, min_score=0)) == 2, query  # OR, no NOT
+    for query in ("pea*", "pea:*", "pea:* | bod:*", "(pea OR bod)", "\\pea"):
+        assert await memories.search(ME, query, min_score=0) == [], query  # no prefix
+    assert texts(await memories.search(ME, "body:*", min_score=0)) == ["peanut near body"]
+
+
+async def test_diacritics_and_widths_fold_as_fts5_does(memories: MemoryStore) -> None:
+    await memories.add(private(), "We met at Café Müller in Zürich")
+    for query in ("cafe", "MULLER", "ｚｕｒｉｃｈ", "café", "Zurich?"):
+        assert texts(await memories.search(ME, query)) == ["We met at Café Müller in Zürich"]
+
+
+def fts5_bm25(rows: int, tokens: int, hits: int, tf: int, length: int) -> float:
+    """FTS5's bm25() of one phrase (fts5_aux.c) over an index of ``rows`` rows of ``tokens``
+    tokens in all, with SQLite's 16 background rows of 9 tokens (its migration 4)."""
+    n, avgdl = rows + 16, (tokens + 16 * 9) / (rows + 16)
+    idf = max(math.log((n - hits + 0.5) / (hits + 0.5)), 1e-6)
+    return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avgdl))
+
+
+async def test_score_is_fts5_bm25(memories: MemoryStore) -> None:
+    """``score`` means what it means to SQLite's FTS5 (and so ``min_score``): tokens counted
+    with the row's scope tokens (two for a private memory), stems matched, deletes forgotten."""
+    await memories.add(private(), "I'm allergic to peanuts")  # 5 tokens + 2
+    await memories.add(private(), "My sister lives in Lisbon")  # 5 + 2
+    again = await memories.add(private(), "peanut peanuts everywhere")  # 3 + 2
+    found = await memories.search(ME, "peanuts", min_score=0)
+    assert texts(found) == ["peanut peanuts everywhere", "I'm allergic to peanuts"]
+    expected = [fts5_bm25(3, 19, 2, 2, 5), fts5_bm25(3, 19, 2, 1, 7)]
+    assert [m.score for m in found] == pytest.approx(expected, rel=1e-9)
+    between = (expected[0] + expected[1]) / 2
+    assert texts(await memories.search(ME, "peanuts", min_score=between)) == [found[0].text]
+    two_phrases = await memories.search(ME, "peanut peanuts", min_score=0)  # one stem, twice
+    assert two_phrases[0].score == pytest.approx(2 * expected[0], rel=1e-9)
+
+    await memories.delete(again.memory_id, chat_key="telegram:1", user_id="1")
+    [left] = await memories.search(ME, "peanuts", min_score=0)
+    assert left.score == pytest.approx(fts5_bm25(2, 14, 1, 1, 7), rel=1e-9)
 
 
 def test_random_queries_never_raise(backend: Backend) -> None:
@@ -461,3 +518,21 @@ async def test_the_past_message_index_catches_up_once(storage: Storage) -> None:
     await storage.begin_turn(turn("tg:1", "one more"))
     results = await asyncio.gather(*(storage.index_turns() for _ in range(3)))
     assert sorted(results) == [0, 0, 1]  # indexed once, whoever gets there first
+
+
+async def test_the_past_message_index_is_shared_by_processes(backend: Backend) -> None:
+    """Two stores on one database (two processes) index at once: every turn exactly once, and
+    a search in one sees the turns the other stored just before."""
+    async with backend.open() as one, backend.open() as two:
+        for n in range(30):
+            await one.begin_turn(turn("tg:1", f"apple number {n}"))
+        done = await asyncio.gather(
+            one.index_turns(batch=7), two.index_turns(batch=7), one.index_turns(batch=5)
+        )
+        assert sum(done) == 30
+        assert (await one.index_turns(), await two.index_turns()) == (0, 0)
+        later = await two.begin_turn(turn("tg:1", "and a pear"))
+        found = await one.search_turns(
+            "tg:1", "pear apple", before_turn_id=later + 1, limit=50, min_score=0
+        )
+        assert found[0] == (later, "name-1", "and a pear") and len(found) == 31

@@ -55,8 +55,12 @@ added AS (
     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $10, v,
            search_tokens(v) + CASE $5 WHEN 'chat' THEN 1 ELSE 2 END
     FROM form
-    RETURNING id, search_len
+    RETURNING id, search, search_len
 ),
+df AS (INSERT INTO search_df AS d (tbl, lexeme, docs)
+    SELECT 'memories', u.lexeme, 1 FROM added CROSS JOIN unnest(added.search) AS u
+    ORDER BY u.lexeme
+    ON CONFLICT (tbl, lexeme) DO UPDATE SET docs = d.docs + excluded.docs),
 counted AS (INSERT INTO search_totals (tbl, docs, tokens)
     SELECT 'memories', 1, search_len FROM added),
 vector AS (INSERT INTO memory_vectors (memory_id, model, dims, vector)

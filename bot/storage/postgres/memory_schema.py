@@ -12,10 +12,12 @@ takes its index entry with it and nothing the core writes needs to know about se
 * ``search_len`` -- the row's length for BM25 as FTS5 counts it: its tokens plus its scope
   tokens (1 for a turn or a chat-wide memory, 2 for a member's or a private one), so scores
   match SQLite's;
+* ``search_df`` -- how many indexed rows hold each lexeme (BM25's n), kept by the same writes
+  and triggers, always in lexeme order (writers of one lexeme queue; they never deadlock);
 * ``search_totals`` -- BM25's corpus statistics (rows indexed, their total length) as
   append-only deltas: indexing adds, a statement-level trigger subtracts deleted rows, and
-  indexers fold the rows into one. Appending means no writer ever waits for another on a hot
-  counter row (a big ``/clear`` would otherwise hold up every replica's indexing);
+  indexers fold the rows into one. Appending means no writer waits for another on one hot
+  counter row;
 * GIN indexes without ``fastupdate`` (a pending list makes every search scan it), partial
   indexes of the rows not yet indexed, and one for a user's private memories.
 
@@ -51,6 +53,15 @@ MEMORY_SEARCH_STEPS: tuple[str, ...] = (
     );
     CREATE INDEX search_totals_by_table ON search_totals (tbl);
 
+    -- Rows holding each lexeme, for BM25's idf: one index lookup instead of a count over the
+    -- heap. Always changed in lexeme order (no deadlock between writers).
+    CREATE TABLE search_df (
+        tbl TEXT NOT NULL CHECK (tbl IN ('memories', 'turns')),
+        lexeme TEXT NOT NULL,
+        docs BIGINT NOT NULL,
+        PRIMARY KEY (tbl, lexeme)
+    );
+
     -- A quoted lexeme as a tsquery of itself: never parsed as query syntax.
     CREATE FUNCTION search_lexeme(lexeme text) RETURNS tsquery
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -67,6 +78,10 @@ MEMORY_SEARCH_STEPS: tuple[str, ...] = (
         INSERT INTO search_totals (tbl, docs, tokens)
             SELECT TG_TABLE_NAME, -count(*), -coalesce(sum(search_len), 0)
             FROM gone WHERE search IS NOT NULL HAVING count(*) > 0;
+        INSERT INTO search_df AS d (tbl, lexeme, docs)
+            SELECT TG_TABLE_NAME, u.lexeme, -count(*) FROM gone CROSS JOIN unnest(gone.search) AS u
+            GROUP BY u.lexeme ORDER BY u.lexeme
+            ON CONFLICT (tbl, lexeme) DO UPDATE SET docs = d.docs + excluded.docs;
         RETURN NULL;
     END
     $$;
@@ -79,6 +94,7 @@ MEMORY_SEARCH_STEPS: tuple[str, ...] = (
     SET search_path FROM CURRENT AS $$
     BEGIN
         DELETE FROM search_totals WHERE tbl = TG_TABLE_NAME;
+        DELETE FROM search_df WHERE tbl = TG_TABLE_NAME;
         RETURN NULL;
     END
     $$;
@@ -91,6 +107,9 @@ MEMORY_SEARCH_STEPS: tuple[str, ...] = (
     SET search_path FROM CURRENT AS $$
     BEGIN
         INSERT INTO search_totals (tbl, docs, tokens) VALUES (TG_TABLE_NAME, -1, -OLD.search_len);
+        INSERT INTO search_df AS d (tbl, lexeme, docs)
+            SELECT TG_TABLE_NAME, u.lexeme, -1 FROM unnest(OLD.search) AS u ORDER BY u.lexeme
+            ON CONFLICT (tbl, lexeme) DO UPDATE SET docs = d.docs + excluded.docs;
         NEW.search := NULL;
         NEW.search_len := NULL;
         RETURN NEW;

@@ -11,7 +11,8 @@ tokens and avgdl the index's mean. SQLite's index also holds 16 background rows 
 (migration 4, smoothing for tiny indexes) and counts each row's scope tokens into D
 (:mod:`bot.storage.sqlite.scopes`); so here N and the total length come from
 ``search_totals`` plus those 16 rows, D is ``search_len`` (which counts the scope tokens), n(p)
-is a count over the GIN index (cost: the term's postings, as FTS5's own count), and tf is the
+is one lookup in ``search_df`` (counting the postings through the heap cost ~10 ms a common
+term at 10^5 rows), and tf is the
 number of positions of the lexeme in the row's ``tsvector``. Each query term is one phrase, as
 each quoted term is to FTS5 (two terms with one stem count twice there, and here).
 
@@ -33,37 +34,41 @@ def _bm25_sql(table: str, hits: str, columns: str, min_param: str, limit_param: 
     """The statement: ``hits`` selects ``id, search, search_len`` and ``columns`` from
     ``table AS r`` where ``r.search @@ wanted.q`` (the CTE ``wanted``) and the audience."""
     return f"""
-WITH phrase AS (
-    SELECT t.ord, l.lexeme
-    FROM unnest($1::text[]) WITH ORDINALITY AS t (term, ord)
+WITH phrase AS MATERIALIZED (
+    SELECT l.lexeme FROM unnest($1::text[]) AS t (term)
     CROSS JOIN LATERAL unnest(to_tsvector('parlour_search', t.term)) AS l
 ),
-lexeme AS (SELECT DISTINCT lexeme FROM phrase),
-wanted AS (SELECT string_agg(search_lexeme(lexeme)::text, ' | ')::tsquery AS q FROM lexeme),
-totals AS (
+totals AS MATERIALIZED (
     SELECT (coalesce(sum(docs), 0) + {BACKGROUND_ROWS})::float8 AS n,
            (coalesce(sum(tokens), 0) + {BACKGROUND_TOKENS})::float8
                / (coalesce(sum(docs), 0) + {BACKGROUND_ROWS}) AS avgdl
     FROM search_totals WHERE tbl = '{table}'
 ),
-idf AS (
-    SELECT x.lexeme, greatest(ln((totals.n - c.hits + 0.5) / (c.hits + 0.5)), 1e-6) AS idf
-    FROM lexeme AS x CROSS JOIN totals
+weight AS MATERIALIZED (
+    SELECT x.lexeme,
+           x.phrases * greatest(ln((totals.n - c.hits + 0.5) / (c.hits + 0.5)), 1e-6) AS weight
+    FROM (SELECT lexeme, count(*) AS phrases FROM phrase GROUP BY lexeme) AS x
+    CROSS JOIN totals
     CROSS JOIN LATERAL (
-        SELECT count(*)::float8 AS hits FROM {table} WHERE search @@ search_lexeme(x.lexeme)
+        SELECT coalesce(sum(docs), 0)::float8 AS hits FROM search_df
+        WHERE tbl = '{table}' AND lexeme = x.lexeme
     ) AS c
+),
+wanted AS MATERIALIZED (
+    SELECT array_agg(lexeme) AS lexemes, array_agg(weight) AS weights,
+           string_agg(search_lexeme(lexeme)::text, ' | ')::tsquery AS q
+    FROM weight
 ),
 hit AS ({hits}),
 scored AS (
-    SELECT hit.*, (
-        SELECT sum(idf.idf * cardinality(u.positions) * {K1 + 1}::float8
-            / (cardinality(u.positions)
-               + {K1}::float8 * ({1 - B}::float8 + {B}::float8 * hit.search_len / totals.avgdl)))
-        FROM unnest(hit.search) AS u
-        JOIN phrase ON phrase.lexeme = u.lexeme
-        JOIN idf ON idf.lexeme = u.lexeme
-    ) AS score
-    FROM hit CROSS JOIN totals
+    SELECT hit.*, s.score FROM hit CROSS JOIN totals CROSS JOIN wanted CROSS JOIN LATERAL (
+        SELECT sum(wanted.weights[array_position(wanted.lexemes, u.lexeme)]
+                   * cardinality(u.positions) * {K1 + 1}::float8
+                   / (cardinality(u.positions) + {K1}::float8
+                      * ({1 - B}::float8 + {B}::float8 * hit.search_len / totals.avgdl)))
+            AS score
+        FROM unnest(hit.search) AS u WHERE u.lexeme = ANY (wanted.lexemes)
+    ) AS s
 )
 SELECT {columns}, score FROM scored WHERE score >= {min_param}
 ORDER BY score DESC, id DESC LIMIT {limit_param}

@@ -88,7 +88,13 @@ WITH done AS (
     FROM (SELECT i, to_tsvector('parlour_search', form) AS v
           FROM unnest($1::bigint[], $2::text[]) AS u (i, form)) AS f
     WHERE r.id = f.i AND r.search IS NULL
-    RETURNING r.search_len
+    RETURNING r.search, r.search_len
+),
+df AS (
+    INSERT INTO search_df AS d (tbl, lexeme, docs)
+    SELECT '{target.table}', u.lexeme, count(*) FROM done CROSS JOIN unnest(done.search) AS u
+    GROUP BY u.lexeme ORDER BY u.lexeme
+    ON CONFLICT (tbl, lexeme) DO UPDATE SET docs = d.docs + excluded.docs
 )
 INSERT INTO search_totals (tbl, docs, tokens)
     SELECT '{target.table}', count(*), coalesce(sum(search_len), 0) FROM done
