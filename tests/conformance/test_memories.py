@@ -93,6 +93,21 @@ async def test_english_recall(memories: MemoryStore) -> None:
     assert await memories.search(ME, "weather tomorrow") == []
 
 
+async def test_equal_scores_come_newest_first(storage: Storage) -> None:
+    memories = MemoryStore(storage)
+    for _ in range(3):
+        await memories.add(private(), "the boat leaves at noon")
+    found = await memories.search(ME, "boat noon")
+    assert len(found) == 3 and len({m.score for m in found}) == 1
+    assert [m.memory_id for m in found] == sorted((m.memory_id for m in found), reverse=True)
+
+    conv = "telegram:-9"
+    said = [await storage.begin_turn(turn(conv, "the boat leaves at noon")) for _ in range(3)]
+    current = await storage.begin_turn(turn(conv, "when does the boat leave?"))
+    hits = await memories.search_turns(conv, "boat noon", before_turn_id=current)
+    assert [turn_id for turn_id, _, _ in hits] == said[::-1]
+
+
 async def test_chinese_recall(memories: MemoryStore) -> None:
     await memories.add(private(), "我对花生过敏")
     await memories.add(private(), "我妹妹住在上海")

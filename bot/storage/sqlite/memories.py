@@ -40,7 +40,7 @@ SELECT {_COLUMNS}, -bm25(memories_fts, 1.0, 0.0) FROM memories_fts CROSS JOIN me
     ON m.id = memories_fts.rowid
 WHERE memories_fts MATCH ?1 AND bm25(memories_fts, 1.0, 0.0) <= -?6
   AND {IN_AUDIENCE}
-ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?7
+ORDER BY bm25(memories_fts, 1.0, 0.0), m.id DESC LIMIT ?7
 """
 
 # ?1 is unused (NULL), so the audience clause keeps its parameter numbers. Newest first, capped.
@@ -78,7 +78,7 @@ SELECT t.id, t.user_name, t.user_text FROM turns_fts CROSS JOIN turns AS t ON t.
 WHERE turns_fts MATCH ?1 AND turns_fts.rowid < ?2 AND t.conv_key = ?3
   AND bm25(turns_fts, 1.0, 0.0) <= -?4
   AND t.id > coalesce((SELECT after_turn_id FROM resets WHERE conv_key = ?3), 0)
-ORDER BY bm25(turns_fts, 1.0, 0.0) LIMIT ?5
+ORDER BY bm25(turns_fts, 1.0, 0.0), t.id DESC LIMIT ?5
 """
 
 

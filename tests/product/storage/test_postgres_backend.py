@@ -234,10 +234,8 @@ async def test_two_processes_migrate_one_fresh_schema_at_once(url: str) -> None:
         steps = await conn.fetch(f'SELECT step FROM "{parsed.schema}".probe_runs ORDER BY 1')
     finally:
         await conn.close()
-    assert [(r["component"], r["version"]) for r in versions] == [
-        ("core", len(CORE_STEPS)),
-        ("probe", 2),
-    ]
+    found = {r["component"]: r["version"] for r in versions}  # memories, coordination too
+    assert found["core"] == len(CORE_STEPS) and found["probe"] == 2
     assert [r["step"] for r in steps] == [1, 2]  # each step ran exactly once
 
 
