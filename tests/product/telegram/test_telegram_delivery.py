@@ -28,10 +28,18 @@ from bot.storage.deliveries import DeliveryLog
 from bot.storage.sqlite import SQLiteStore
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
+from tests import postgres_support
 from tests.conftest import AppFactory, Sleeps
 from tests.telegram_harness import running_bot
 
 WORDS = " ".join(f"w{n}" for n in range(80))
+
+# These read (or plant rows in) the test app's SQLite file as an owner would with sqlite3; in the
+# PostgreSQL pass of the end-to-end suites the same records are the conformance suite's
+# (tests/conformance/test_deliveries.py, test_turns.py), run on both backends.
+reads_the_sqlite_file = pytest.mark.skipif(
+    postgres_support.e2e_on_postgres(), reason="inspects the SQLite file directly"
+)
 
 
 def stored_turns(tmp_path: Path) -> list[dict[str, Any]]:
@@ -45,6 +53,7 @@ def calls(tg: FakeTelegram, method: str) -> list[Any]:
     return [c for c in tg.calls if c.method == method]
 
 
+@reads_the_sqlite_file
 async def test_a_flood_longer_than_the_retries_is_stored_undelivered(
     make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
@@ -71,6 +80,7 @@ async def test_a_flood_longer_than_the_retries_is_stored_undelivered(
     assert (stats.turns_stored, stats.unanswered, stats.undelivered) == (1, 0, 1)
 
 
+@reads_the_sqlite_file
 async def test_a_502_on_send_message_is_retried_and_delivered(
     make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
@@ -91,6 +101,7 @@ async def test_a_502_on_send_message_is_retried_and_delivered(
     assert turn["status"] == "answered"
 
 
+@reads_the_sqlite_file
 async def test_a_final_edit_flooded_for_good_still_delivers_the_whole_answer(
     make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
@@ -173,6 +184,7 @@ async def test_server_errors_are_retried_within_the_deadline(
     assert tg.messages(chat["id"]) == []
 
 
+@reads_the_sqlite_file
 async def test_a_preview_telegram_would_not_mark_is_marked_at_the_next_start(
     make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
@@ -204,6 +216,7 @@ async def test_a_preview_telegram_would_not_mark_is_marked_at_the_next_start(
     assert turn["status"] == "undelivered"
 
 
+@reads_the_sqlite_file
 async def test_the_repair_at_start_is_done_once_and_never_stops_the_bot(
     make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
@@ -234,6 +247,7 @@ async def test_the_repair_at_start_is_done_once_and_never_stops_the_bot(
     assert len(tg.messages(group["id"])) == 1
 
 
+@reads_the_sqlite_file
 async def test_a_refused_message_writes_no_delivery_record(
     make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
