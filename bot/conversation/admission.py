@@ -93,20 +93,17 @@ class Admission:
         messages of one conversation in the order they arrived.
         """
         ticket = self._arrivals.join(key)  # no await before: this is its place in line
-        try:
-            async with contextlib.AsyncExitStack() as flight:
-                try:
-                    await self.admit(ctx)  # first: a flood of anything meets the rate
-                    text = self.message_text(text)
-                    if not self.access.exempt(ctx):  # admins are exempt from one in flight
-                        hold = self.user_limits.hold(f"{key}|{ctx.user_id}")
-                        await flight.enter_async_context(hold)
-                    await ticket.turn()
-                finally:
-                    ticket.leave()
-                yield text
-        finally:
-            ticket.leave()
+        async with contextlib.AsyncExitStack() as flight:
+            try:
+                await self.admit(ctx)  # first: a flood of anything meets the rate
+                text = self.message_text(text)
+                if not self.access.exempt(ctx):  # admins are exempt from one in flight
+                    hold = self.user_limits.hold(f"{key}|{ctx.user_id}")
+                    await flight.enter_async_context(hold)
+                await ticket.turn()
+            finally:
+                ticket.leave()  # passed or refused: out of the line either way
+            yield text
 
     async def arrive(self, key: str) -> None:
         """Wait for the messages of ``key`` that arrived earlier to pass :meth:`admitted`."""
