@@ -9,8 +9,8 @@ minutes per user and reason, never with every message. Each model call then wait
 
 The rules themselves live in ``bot.guardrails``; this module applies them to a turn. With
 replicas (``store.replicas``) the rate, the flights and the budgets are read from the database
-every time (:mod:`bot.guardrails.shared_limits`); those checks await, so a conversation's messages
-pass them one at a time, in arrival order, before they queue for the conversation's lock.
+every time (:mod:`bot.guardrails.shared_limits`); those checks await, so each message holds its
+place in its conversation's line meanwhile (:mod:`bot.conversation.arrivals`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 
 from bot.config import LimitSettings, Settings
 from bot.context import ChatContext
-from bot.conversation.locks import KeyedLocks
+from bot.conversation.arrivals import ArrivalOrder
 from bot.errors import UserFacingError
 from bot.guardrails.access import AccessDeniedError, AccessPolicy
 from bot.guardrails.admins import AdminPolicy
@@ -70,7 +70,7 @@ class Admission:
                 one_in_flight=limits.one_in_flight,
                 flight_seconds=settings.llm.deadline + FLIGHT_MARGIN,
             )
-        self._arrivals = KeyedLocks()
+        self._arrivals = ArrivalOrder()
         self._refused_chats = Once(every=86400)
         self._told_spent = Once(every=600)
 
@@ -92,18 +92,26 @@ class Admission:
         Enter the conversation's lock right inside it, with no await in between: that keeps the
         messages of one conversation in the order they arrived.
         """
+        ticket = self._arrivals.join(key)  # no await before: this is its place in line
         async with contextlib.AsyncExitStack() as flight:
-            async with self._arrivals.hold(key):
+            try:
                 await self.admit(ctx)  # first: a flood of anything meets the rate
                 text = self.message_text(text)
                 if not self.access.exempt(ctx):  # admins are exempt from one in flight
-                    await flight.enter_async_context(self.user_limits.hold(f"{key}|{ctx.user_id}"))
+                    hold = self.user_limits.hold(f"{key}|{ctx.user_id}")
+                    await flight.enter_async_context(hold)
+                await ticket.turn()
+            finally:
+                ticket.leave()  # passed or refused: out of the line either way
             yield text
 
     async def arrive(self, key: str) -> None:
         """Wait for the messages of ``key`` that arrived earlier to pass :meth:`admitted`."""
-        async with self._arrivals.hold(key):
-            pass
+        ticket = self._arrivals.join(key)
+        try:
+            await ticket.turn()
+        finally:
+            ticket.leave()
 
     def message_text(self, text: str) -> str:
         """The message to answer, cleaned; a ``UserFacingError`` if empty or too long."""
