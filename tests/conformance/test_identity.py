@@ -1,0 +1,19 @@
+"""What a store says about itself: where it is (fit for logs) and whether replicas may share it."""
+
+from __future__ import annotations
+
+from bot.storage import Storage, open_storage_url
+from bot.storage.url import parse_storage_url
+from tests.conformance.conftest import Backend
+
+
+async def test_a_store_names_its_database_and_whether_replicas_may_share_it(
+    backend: Backend, storage: Storage
+) -> None:
+    shown = parse_storage_url(storage.url)  # a URL the config accepts
+    assert shown.kind == ("postgresql" if backend.name == "postgres" else "sqlite")
+    assert storage.replicas is shown.is_postgresql  # PostgreSQL: limits live in the database
+    assert shown.password() in (None, "***")
+    if shown.kind == "sqlite":  # the same file again: a second process's view
+        async with open_storage_url(storage.url) as again:
+            assert again.url == storage.url
