@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -254,8 +255,7 @@ class DiscordAdapter:
         # then Discord sends a plain message instead of failing the reply.
         reference = message.to_reference(fail_if_not_exists=False)
         reply = ChannelReply(message.channel, reference=reference)
-        indicator = typing_indicator(message.channel)
-        indicator.start()
+        indicator = typing_indicator(message.channel)  # started once the message is admitted
         await self.answer(incoming.ctx, text, reply, indicator, message.channel.id)
 
     async def answer(
@@ -276,9 +276,12 @@ class DiscordAdapter:
             max_messages=self.app.settings.limits.max_reply_messages,
         )
         try:
-            reply = await self._stream(ctx, text, live) if self.config.stream else None
+            admitted = indicator.start if indicator is not None else None
+            reply = await self._stream(ctx, text, live, admitted) if self.config.stream else None
             if reply is None:
-                reply = await self.app.service.chat(ctx, text, split=_messages)
+                reply = await self.app.service.chat(
+                    ctx, text, split=_messages, on_admitted=admitted
+                )
             if indicator is not None:
                 await indicator.stop()
             await deliver(messages, _shown(reply))
@@ -294,9 +297,15 @@ class DiscordAdapter:
             if indicator is not None:
                 await indicator.stop()
 
-    async def _stream(self, ctx: ChatContext, text: str, live: LivePreview) -> Reply:
+    async def _stream(
+        self,
+        ctx: ChatContext,
+        text: str,
+        live: LivePreview,
+        on_admitted: Callable[[], object] | None,
+    ) -> Reply:
         async with contextlib.aclosing(
-            self.app.service.stream(ctx, text, split=_messages)
+            self.app.service.stream(ctx, text, split=_messages, on_admitted=on_admitted)
         ) as events:
             async for event in events:
                 if isinstance(event, TextDelta):

@@ -64,8 +64,8 @@ class TelegramReplies:
         record = ReplyRecord(
             self.deliveries, incoming.ctx.chat_key, outbox.target, message.message_id
         )
+        # started once admitted: a refused message (a flood, no access) costs no typing call
         indicator = typing_indicator(self.bot, message.chat.id, outbox.target.thread_id)
-        indicator.start()
         streaming = StreamingReply(
             outbox,
             self.throttle,
@@ -82,7 +82,9 @@ class TelegramReplies:
                 with self.retry.window():
                     await streaming.finish(_shown(reply))
             else:
-                reply = await self.app.service.chat(incoming.ctx, text, split=reply_messages)
+                reply = await self.app.service.chat(
+                    incoming.ctx, text, split=reply_messages, on_admitted=indicator.start
+                )
                 await record.answered(reply.turn_id)
                 await indicator.stop()
                 with self.retry.window():
@@ -116,7 +118,9 @@ class TelegramReplies:
 
     async def _stream(self, ctx: ChatContext, text: str, streaming: StreamingReply) -> Reply:
         async with contextlib.aclosing(
-            self.app.service.stream(ctx, text, split=reply_messages)
+            self.app.service.stream(
+                ctx, text, split=reply_messages, on_admitted=streaming.typing.start
+            )
         ) as events:
             async for event in events:
                 if isinstance(event, TextDelta):

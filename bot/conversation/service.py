@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Protocol
 
 from bot.config import Settings
@@ -127,13 +127,22 @@ class ChatService:
 
     # -- chatting ------------------------------------------------------------------------------
 
-    async def chat(self, ctx: ChatContext, text: str, *, split: SplitReply | None = None) -> Reply:
+    async def chat(
+        self,
+        ctx: ChatContext,
+        text: str,
+        *,
+        split: SplitReply | None = None,
+        on_admitted: Callable[[], object] | None = None,
+    ) -> Reply:
         """Answer ``text`` without streaming.
 
         ``split``: how the adapter cuts a reply into messages; the answer is kept within
         ``limits.max_reply_messages`` of them (and always within ``limits.max_reply_chars``).
+        ``on_admitted`` runs once the message passed admission and holds the conversation: an
+        adapter starts its typing indicator there, so a refused flood costs no platform calls.
         """
-        turn = self._turn(ctx, text, streaming=False, split=split)
+        turn = self._turn(ctx, text, streaming=False, split=split, on_admitted=on_admitted)
         async with contextlib.aclosing(turn) as events:
             async for event in events:
                 if isinstance(event, Done):
@@ -141,7 +150,12 @@ class ChatService:
         raise AssertionError("a turn always ends with Done")  # pragma: no cover
 
     def stream(
-        self, ctx: ChatContext, text: str, *, split: SplitReply | None = None
+        self,
+        ctx: ChatContext,
+        text: str,
+        *,
+        split: SplitReply | None = None,
+        on_admitted: Callable[[], object] | None = None,
     ) -> AsyncGenerator[ChatEvent, None]:
         """Answer ``text``, yielding text deltas and tool events, then :class:`Done`.
 
@@ -150,7 +164,7 @@ class ChatService:
         past ``limits.max_reply_chars`` ends with a delta carrying the note; the Done reply's
         text (cut further to fit ``split``'s messages, see :meth:`chat`) is what is stored.
         """
-        return self._turn(ctx, text, streaming=True, split=split)
+        return self._turn(ctx, text, streaming=True, split=split, on_admitted=on_admitted)
 
     async def admit_command(self, ctx: ChatContext) -> None:
         """A command meets the same access check and message rate as a message (each costs
@@ -158,12 +172,20 @@ class ChatService:
         await self.admission.admit(ctx)
 
     async def _turn(
-        self, ctx: ChatContext, text: str, *, streaming: bool, split: SplitReply | None
+        self,
+        ctx: ChatContext,
+        text: str,
+        *,
+        streaming: bool,
+        split: SplitReply | None,
+        on_admitted: Callable[[], object] | None,
     ) -> AsyncGenerator[ChatEvent, None]:
         key = self.conversation_key(ctx)  # no await before admission: arrival order holds
         # access, rate, text, one in flight: checked before anything is stored; the lock is
         # entered right after, so messages queue for it in the order they arrived
         async with self.admission.admitted(ctx, key, text) as text, self._locks.hold(key):
+            if on_admitted is not None:
+                on_admitted()
             await self.admission.check_budgets(ctx)
             await self.llm.check_available()  # known to be down: nothing stored
             tools = self.tools.definitions(ctx) if self.tools else []

@@ -199,6 +199,24 @@ async def test_a_thousand_messages_from_one_user_stay_within_the_limit(
     assert len(typing) <= len(calls) * 3  # refusals cost no API calls
 
 
+async def test_a_refused_message_costs_no_typing_call(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    """The indicator starts once a message is admitted: with the limits in the database
+    (PostgreSQL) admission awaits, and a typing call per refused message would flood Telegram."""
+    tg = fake_telegram
+    alice = tg.user(7, "Alice")
+    chat = tg.private_chat(alice)
+    async with running_bot(make_app, tg, limits={"messages_per_minute": 1, "burst": 1}):
+        for n in range(12):
+            tg.send(chat, alice, f"message {n}")
+        await tg.wait_for_message(chat["id"], count=2)  # the answer, and "slow down" once
+        await tg.wait_idle(quiet=0.3)
+    assert len(fake_llm.chat_requests) == 1
+    typing = [c for c in tg.calls if c.method == "sendChatAction"]
+    assert len(typing) <= 1
+
+
 async def test_commands_count_against_the_rate_too(make_app: AppFactory) -> None:
     limits = {"messages_per_minute": 1, "burst": 2}
     async with make_app(limits=limits) as app:
