@@ -1,0 +1,165 @@
+"""The PostgreSQL database: an asyncpg pool, transactions, the schema, friendly errors.
+
+What the parts of the backend (and the memory search and coordination mixins) use:
+
+* ``pool`` -- the :class:`asyncpg.Pool`; every connection has ``search_path`` set to the
+  configured schema (then ``public``, where extensions usually live);
+* ``acquire()`` -- one pooled connection (autocommit: each statement is its own transaction);
+* ``transaction()`` -- one pooled connection inside ``BEGIN`` ... ``COMMIT`` (``ROLLBACK`` on
+  any error or cancellation);
+* ``schema`` -- the schema's name (``public`` unless ``?schema=``), e.g. to key advisory locks:
+  several bots may share one database, each in its own schema.
+
+A connection refused, an authentication failure or a missing database raises
+:class:`~bot.errors.StoreError` naming the URL as :meth:`StorageURL.shown` prints it: the
+password never reaches an error or a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import asyncpg
+
+from bot.errors import StoreError
+from bot.storage.postgres.locks import advisory_key
+from bot.storage.postgres.migrations import Component, create_schema, migrate
+from bot.storage.url import StorageURL
+
+__all__ = ["DEFAULT_POOL_SIZE", "Database"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POOL_SIZE = 10  # connections per process; ``?pool_size=N`` in the URL overrides it
+_CONNECT_TIMEOUT = 10.0  # seconds, per connection attempt
+
+# What asyncpg raises when the server cannot be used at all, as opposed to a failed query.
+_UNREACHABLE: tuple[type[BaseException], ...] = (
+    OSError,  # refused, unreachable, DNS (socket.gaierror)
+    TimeoutError,
+    asyncpg.InvalidAuthorizationSpecificationError,  # unknown role, pg_hba refuses
+    asyncpg.InvalidPasswordError,
+    asyncpg.InvalidCatalogNameError,  # no such database
+    asyncpg.CannotConnectNowError,  # starting up, shutting down
+    asyncpg.TooManyConnectionsError,
+    asyncpg.InsufficientPrivilegeError,  # may not create the schema
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.InterfaceError,
+    ValueError,  # a malformed DSN (asyncpg parses it)
+)
+
+
+def _pool_size(dsn: str) -> tuple[str, int]:
+    """Take our ``pool_size`` out of the DSN (libpq and the server would not know it)."""
+    parts = urlsplit(dsn)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    size = DEFAULT_POOL_SIZE
+    kept: list[tuple[str, str]] = []
+    for key, value in query:
+        if key == "pool_size":
+            if not value.isdigit() or int(value) < 1:
+                raise StoreError(f"storage.url: pool_size={value!r} must be a whole number >= 1")
+            size = int(value)
+        else:
+            kept.append((key, value))
+    return urlunsplit((*parts[:3], urlencode(kept, quote_via=quote), parts[4])), size
+
+
+class Database:
+    """One PostgreSQL database (and schema) through an asyncpg pool; every part shares one."""
+
+    def __init__(self, dsn: str, schema: str | None = None) -> None:
+        self._url = StorageURL("postgresql", dsn=dsn, schema=schema)
+        self._dsn, self.pool_size = _pool_size(dsn)
+        self._schema = schema
+        self._current_schema = schema or "public"  # as the server resolves it, once open
+        self._pool: asyncpg.Pool | None = None
+
+    @property
+    def shown(self) -> str:
+        """The URL without its password, for logs and errors."""
+        return self._url.shown()
+
+    @property
+    def schema(self) -> str:
+        """The schema every table lives in (without ``?schema=``: the server's default)."""
+        return self._current_schema
+
+    def lock_key(self, purpose: str) -> int:
+        """:func:`advisory_key` of ``purpose`` in this schema."""
+        return advisory_key(self.schema, purpose)
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StoreError("the history store is not open")
+        return self._pool
+
+    async def open(self, components: Iterable[Component]) -> None:
+        """Connect, create the schema if missing, and migrate every component."""
+        settings = {"search_path": f'"{self._schema}", public'} if self._schema else {}
+        try:
+            self._pool = await asyncpg.create_pool(
+                self._dsn,
+                min_size=1,
+                max_size=self.pool_size,
+                timeout=_CONNECT_TIMEOUT,
+                server_settings=settings,
+            )
+            async with self._pool.acquire() as conn:
+                if self._schema:
+                    await create_schema(conn, self._schema)
+                self._current_schema = await migrate(conn, components)
+                # DDL may have changed what cached statements return; start afresh.
+                await conn.reload_schema_state()
+        except _UNREACHABLE as exc:
+            await self.close()
+            raise StoreError(self.explain(exc)) from None
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    @asynccontextmanager
+    async def acquire(self) -> AsyncIterator[asyncpg.Connection]:
+        """One pooled connection in autocommit mode."""
+        async with self.pool.acquire() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[asyncpg.Connection]:
+        """One pooled connection inside a transaction (read committed)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            yield conn
+
+    def explain(self, exc: BaseException) -> str:
+        """Why the database cannot be used, in words safe for a log (no password)."""
+        if isinstance(exc, socket.gaierror):
+            reason = "unknown host"
+        elif isinstance(exc, ConnectionRefusedError):
+            reason = "connection refused (is the server running, on that host and port?)"
+        elif isinstance(exc, TimeoutError):
+            reason = "timed out"
+        elif isinstance(exc, asyncpg.InvalidCatalogNameError):
+            reason = f"no such database ({exc})"
+        elif isinstance(
+            exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError
+        ):
+            reason = f"authentication failed ({exc})"
+        else:
+            reason = f"{type(exc).__name__}: {exc}"
+        return f"cannot open PostgreSQL storage {self.shown}: {self._redact(reason)}"
+
+    def _redact(self, text: str) -> str:
+        password = self._url.password()
+        if password:
+            text = text.replace(password, "***").replace(quote(password, safe=""), "***")
+        return text

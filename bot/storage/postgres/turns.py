@@ -1,0 +1,239 @@
+"""Turns, the context window and overheard chatter, in PostgreSQL.
+
+A turn is one row, as in SQLite (:mod:`bot.storage.sqlite.turns`): the user's text, and once
+answered the whole answer as a JSON array, so each step is one autocommit statement.
+
+**Arrival order.** An identity hands out ids when a row is inserted, not when it commits: two
+replicas may commit ids 11 then 10, and a reset reading ``max(id)`` between the two would put
+its cut above a turn that became visible only after it. So every statement that adds turns
+takes the transaction-level advisory lock ``turn-order`` of this schema, as does a reset: ids
+become visible in the order they were handed out, and a reset's cut is exactly the newest turn
+stored when it ran. The lock is held for one INSERT and its commit.
+
+**No window cache.** Another replica may write at any moment, so a cached window would need a
+round trip to validate it anyway; the window query itself walks the ``(conv_key, id)`` index for
+O(window) rows and costs about the same trip (figures in docs/notes-pg-core.md). Every
+``load_window`` reads the database; ``cache_windows`` is accepted and has no effect here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot.errors import StoreError
+from bot.storage.postgres.part import Part
+from bot.storage.values import NO_USAGE, NewTurn, Overheard, StoredTurn, TurnStatus, Usage
+
+TURN_ORDER_LOCK = "turn-order"  # see the module doc; bot.storage.postgres.locks
+
+# Every query over one conversation's turns bounds the pair (conv_key, id) on both sides, as
+# row comparisons: only the (conv_key, id) index can serve those. With ``conv_key = $1 AND
+# id > $2`` the planner may walk the primary key backwards and filter on conv_key -- cheap for
+# a conversation that holds many of the newest rows, but O(history) once it has gone quiet
+# while other chats went on (51 ms at 2*10^5 rows, against 0.2 ms; docs/notes-pg-core.md).
+LAST_ID = "9223372036854775807"
+
+
+def in_conversation(after: str, before: str = LAST_ID) -> str:
+    """SQL for: a row of conversation ``$1`` with ``after < id < before``, in the form only
+    the (conv_key, id) index serves."""
+    return f"(conv_key, id) > ($1, {after}) AND (conv_key, id) < ($1, {before})"
+
+
+# The newest N turns after the last reset, with the overheard context rows among them (those do
+# not count toward N): two walks of the (conv_key, id) index of O(window) rows each, whatever
+# the size of the table or of the conversation.
+WINDOW_SQL = f"""
+WITH after AS (
+    SELECT coalesce((SELECT after_turn_id FROM resets WHERE conv_key = $1), 0) AS id
+),
+oldest AS (
+    SELECT coalesce(
+        (SELECT id FROM turns WHERE {in_conversation("(SELECT id FROM after)")}
+            AND status <> 'context' ORDER BY conv_key DESC, id DESC LIMIT 1 OFFSET $2 - 1),
+        (SELECT id FROM after) + 1
+    ) AS id
+)
+SELECT id, user_id, user_name, status, user_text, answer FROM turns
+WHERE {in_conversation("(SELECT id FROM oldest) - 1")}
+ORDER BY conv_key, id
+"""
+
+# One statement: the lock (CTE) is taken before the identity hands out the id, and held until
+# the statement's own commit.
+_INSERT_TURN = (
+    "WITH ordered AS (SELECT pg_advisory_xact_lock($1))"
+    " INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
+    " user_text, status, created_at, owner)"
+    " SELECT $2, $3, $4, $5, $6, $7, 'pending', $8, $9 FROM ordered RETURNING id"
+)
+
+
+class PostgresTurns(Part):
+    async def begin_turn(self, turn: NewTurn) -> int:
+        if turn.overheard:
+            return await self._begin_with_overheard(turn)
+        async with self._db.acquire() as conn:
+            turn_id = await conn.fetchval(
+                _INSERT_TURN, self._db.lock_key(TURN_ORDER_LOCK), *_turn_row(turn), self.owner
+            )
+        if turn_id is None:
+            raise StoreError("the database returned no id for a new turn")
+        return int(turn_id)
+
+    async def _begin_with_overheard(self, turn: NewTurn) -> int:
+        """Move the chosen overheard messages in as context rows, then the user's turn."""
+        async with self._db.transaction() as conn:
+            # First, as a reset does: a lock taken after the row locks below could deadlock.
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1)", self._db.lock_key(TURN_ORDER_LOCK)
+            )
+            await conn.execute(
+                "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
+                " user_text, status, created_at, completed_at) SELECT conv_key, chat_key, user_id,"
+                " user_name, platform_message_id, text, 'context', created_at, created_at"
+                " FROM overheard WHERE conv_key = $1 AND id = any($2::bigint[]) ORDER BY id",
+                turn.conversation_key,
+                list(turn.overheard),
+            )
+            # The rest is older than the chosen ones or superseded: the turn answers the chatter.
+            await conn.execute(
+                "DELETE FROM overheard WHERE conv_key = $1 AND id <= $2",
+                turn.conversation_key,
+                max(turn.overheard),
+            )
+            turn_id = await conn.fetchval(
+                "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
+                " user_text, status, created_at, owner)"
+                " VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8) RETURNING id",
+                *_turn_row(turn),
+                self.owner,
+            )
+        if turn_id is None:
+            raise StoreError("the database returned no id for a new turn")
+        return int(turn_id)
+
+    async def complete_turn(
+        self, turn_id: int, messages: Sequence[Mapping[str, Any]], usage: Usage, model: str
+    ) -> None:
+        # The whole answer lands in one UPDATE; trigger turns_usage books the tokens in it.
+        answer = json.dumps([_plain(m) for m in messages], ensure_ascii=False)
+        async with self._db.acquire() as conn:
+            await conn.execute(
+                "UPDATE turns SET status = 'answered', answer = $1, model = $2,"
+                " prompt_tokens = $3, completion_tokens = $4, completed_at = $5 WHERE id = $6",
+                answer,
+                model,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                time.time(),
+                turn_id,
+            )
+
+    async def fail_turn(self, turn_id: int, reason: str, usage: Usage = NO_USAGE) -> None:
+        async with self._db.acquire() as conn:
+            await conn.execute(
+                "UPDATE turns SET status = 'unanswered', error = $1, completed_at = $2,"
+                " prompt_tokens = $3, completion_tokens = $4 WHERE id = $5 AND status = 'pending'",
+                clean_text(reason[:500]),
+                time.time(),
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                turn_id,
+            )
+
+    async def mark_undelivered(self, turn_id: int, reason: str) -> bool:
+        async with self._db.acquire() as conn:
+            marked = await conn.fetchval(
+                "UPDATE turns SET status = 'undelivered', error = $1 WHERE id = $2"
+                " AND status = 'answered' RETURNING id",
+                clean_text(reason[:500]),
+                turn_id,
+            )
+        return marked is not None
+
+    async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:
+        if max_turns <= 0:
+            return []
+        async with self._db.acquire() as conn:
+            rows = await conn.fetch(WINDOW_SQL, conversation_key, max_turns)
+        return [stored_turn(row) for row in rows]
+
+    # -- overheard -------------------------------------------------------------------------
+
+    async def record_overheard(self, message: NewTurn, keep: int) -> None:
+        async with self._db.transaction() as conn:
+            # One writer per conversation at a time: ids then grow in arrival order within it.
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1)",
+                self._db.lock_key(f"overheard:{message.conversation_key}"),
+            )
+            await conn.execute(
+                "INSERT INTO overheard (conv_key, chat_key, user_id, user_name,"
+                " platform_message_id, text, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                *_turn_row(message),
+            )
+            await conn.execute(
+                "DELETE FROM overheard WHERE conv_key = $1 AND id NOT IN"
+                " (SELECT id FROM overheard WHERE conv_key = $1 ORDER BY id DESC LIMIT $2)",
+                message.conversation_key,
+                max(keep, 0),
+            )
+
+    async def load_overheard(self, conversation_key: str, since: float) -> list[Overheard]:
+        async with self._db.acquire() as conn:
+            rows = await conn.fetch(
+                "SELECT id, user_id, user_name, text, created_at FROM overheard"
+                " WHERE conv_key = $1 AND created_at >= $2 ORDER BY id",
+                conversation_key,
+                since,
+            )
+        return [
+            Overheard(int(r["id"]), r["user_id"], r["user_name"], r["text"], r["created_at"])
+            for r in rows
+        ]
+
+
+def clean_text(text: str) -> str:
+    """PostgreSQL text cannot hold NUL characters (SQLite can): they become U+FFFD."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def _turn_row(turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float]:
+    return (
+        turn.conversation_key,
+        turn.chat_key,
+        turn.user_id,
+        clean_text(turn.user_name),
+        turn.platform_message_id,
+        clean_text(turn.text),
+        time.time(),
+    )
+
+
+def _plain(message: Mapping[str, Any]) -> dict[str, Any]:
+    """Only the fields the API accepts back; drops None-valued extras."""
+    keep = ("role", "content", "tool_calls", "tool_call_id", "name")
+    return {k: message[k] for k in keep if k in message and (k == "content" or message[k])}
+
+
+def turn_messages(user_text: str, answer: str | None) -> tuple[dict[str, Any], ...]:
+    """A stored turn's messages: the user's, then the answer's."""
+    user: dict[str, Any] = {"role": "user", "content": user_text}
+    if not answer:
+        return (user,)
+    return (user, *json.loads(answer))
+
+
+def stored_turn(row: Any) -> StoredTurn:
+    """A row of ``id, user_id, user_name, status, user_text, answer`` as a StoredTurn."""
+    return StoredTurn(
+        turn_id=int(row["id"]),
+        user_id=row["user_id"],
+        user_name=row["user_name"],
+        status=TurnStatus(row["status"]),
+        messages=turn_messages(row["user_text"], row["answer"]),
+    )
