@@ -15,6 +15,9 @@ from bench.memory import (
     MemoryFigures,
     RetentionFigures,
 )
+from bench.replicas import LATENCY as REPLICA_LATENCY
+from bench.replicas import MESSAGES as REPLICA_MESSAGES
+from bench.replicas import ReplicaFigures
 from bench.rss import RSS_TARGET_MIB, WORKERS, RssFigures
 from bench.telegram import TelegramFigures
 from bench.turns import TurnFigures
@@ -38,6 +41,7 @@ RETENTION_TARGET = 0.95  # share of questions whose prompt carries the fact aske
 SEARCH_P95_TARGET = 0.005  # seconds, MemoryStore.search at 10^5 memories
 EMBEDDING_MODEL = "text-embedding-3-small"  # section 6 with embeddings, on the fake
 S7 = "7. Memory per chat"
+S8 = "8. Two replicas, one PostgreSQL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +61,14 @@ def turn_rows(figures: Sequence[TurnFigures]) -> list[Row]:
         rows += [
             Row(
                 S1,
-                f"`ChatService.chat`, {size} stored messages ({f.window_messages}-message request)",
+                f"`ChatService.chat`, {f.backend}, {size} stored messages"
+                f" ({f.window_messages}-message request)",
                 f"{fmt_ms(f.service_s)}/turn",
             ),
             Row(S1, "floor: same body, same client, `client.post`", f"{fmt_ms(f.floor_s)}/turn"),
             Row(
                 S1,
-                f"ratio chat / floor, {size}",
+                f"ratio chat / floor, {f.backend}, {size}",
                 f"{f.ratio:.2f}x",
                 f"<= {RATIO_TARGET}x",
                 f.ratio <= RATIO_TARGET,
@@ -79,11 +84,11 @@ def turn_rows(figures: Sequence[TurnFigures]) -> list[Row]:
     return rows
 
 
-def _burst_check(burst: Burst, what: str) -> Row:
+def _burst_check(burst: Burst, what: str, section: str = S2) -> Row:
     figure = f"{burst.correct}/{burst.calls}"
     if burst.errors:
         figure += f" ({burst.errors} errors, first: {burst.first_error})"
-    return Row(S2, what, figure, f"{burst.calls}/{burst.calls}", burst.correct == burst.calls)
+    return Row(section, what, figure, f"{burst.calls}/{burst.calls}", burst.correct == burst.calls)
 
 
 def _floor_row(burst: Burst, what: str) -> Row:
@@ -137,7 +142,7 @@ def window_rows(figures: Sequence[WindowFigures]) -> list[Row]:
     base = figures[0]
     rows: list[Row] = []
     for f in figures:
-        source = "in-memory window" if f.cached else "from SQLite"
+        source = "in-memory window" if f.cached else f"from {f.backend}"
         case = (
             f"`load_window(key, 50)` {source}, {fmt_count(f.stored_messages)} stored messages"
             f" ({f.turns} turns, {f.messages} messages back)"
@@ -286,3 +291,36 @@ def rss_rows(figures: Sequence[RssFigures]) -> list[Row]:
             )
         )
     return rows
+
+
+def replica_rows(r: ReplicaFigures) -> list[Row]:
+    fan, hop = r.fan_out, r.hopping
+    chats = fan.calls
+    floor = REPLICA_MESSAGES * REPLICA_LATENCY
+    return [
+        Row(
+            S8,
+            f"{chats:,} private chats x 1 message at once, chat c on replica c % 2,"
+            f" {REPLICA_LATENCY:g} s model in its own process",
+            f"{fan.wall:.2f} s",
+            f"<= {FANOUT_TARGET:g} s",
+            fan.wall <= FANOUT_TARGET,
+        ),
+        _burst_check(fan, "replies each its own echo", S8),
+        Row(
+            S8,
+            f"then {REPLICA_MESSAGES} more each, one at a time per chat, message m on replica"
+            f" (c + m) % 2, all chats at once (floor {floor:g} s)",
+            f"{hop.wall:.2f} s",
+        ),
+        _burst_check(hop, "replies each its own echo", S8),
+        Row(
+            S8,
+            "chats whose stored turns are in the order sent, read through the other replica,"
+            " and whose windows agree on both",
+            f"{hop.in_order}/{chats}",
+            f"{chats}/{chats}",
+            hop.in_order == chats,
+        ),
+        Row(S8, "turns answered by each replica", f"{r.per_replica[0]:,} / {r.per_replica[1]:,}"),
+    ]

@@ -22,6 +22,7 @@ import logging
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Sequence
@@ -82,7 +83,12 @@ def _print_growers(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) ->
 
 
 async def _child(url: str, checkpoints: Sequence[int], trace: bool) -> None:
-    async with fake_in_child(0.0) as base_url, App(make_settings(base_url, url)) as app:
+    jobs = tempfile.TemporaryDirectory(prefix="parlour-rss-jobs-")
+    settings = {"jobs_path": str(Path(jobs.name) / "jobs.sqlite")}
+    async with (
+        fake_in_child(0.0) as base_url,
+        App(make_settings(base_url, url, storage=settings)) as app,
+    ):
         done = 0
         snapshot: tracemalloc.Snapshot | None = None
         for index, chats in enumerate(checkpoints):
@@ -100,6 +106,7 @@ async def _child(url: str, checkpoints: Sequence[int], trace: bool) -> None:
             elif trace and index == 1 and snapshot is not None:
                 _print_growers(snapshot, tracemalloc.take_snapshot())
                 tracemalloc.stop()
+    jobs.cleanup()
     print(json.dumps({"peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 
 
@@ -125,10 +132,9 @@ def measure_rss(
             points.append(RssPoint(int(chats), int(rss), float(seconds), int(objects)))
         elif "peak_kib" in record:
             peak = int(record["peak_kib"])
-    error = ""
     if result.returncode != 0 or len(points) != len(checkpoints):
-        error = (result.stderr or "").strip().splitlines()[-1:] or [f"exit {result.returncode}"]
-        return RssFigures(backend, tuple(points), peak, error=error[0][:200])
+        last = (result.stderr or "").strip().splitlines()[-1:] or [f"exit {result.returncode}"]
+        return RssFigures(backend, tuple(points), peak, error=last[0][:200])
     return RssFigures(backend, tuple(points), peak)
 
 
@@ -160,8 +166,6 @@ def run_backends(
     pg_url: str | None, checkpoints: Sequence[int], trace: bool = False
 ) -> list[RssFigures]:
     """SQLite in a temporary file, and PostgreSQL in a fresh schema when ``pg_url`` is set."""
-    import tempfile
-
     from bench.pg import bench_schema
 
     figures: list[RssFigures] = []
