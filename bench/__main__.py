@@ -43,6 +43,7 @@ from bench.rows import (
     ORDERED_MESSAGES,
     S4,
     Concurrency,
+    buffer_rows,
     concurrency_rows,
     memory_rows,
     mib,
@@ -100,7 +101,9 @@ async def _concurrency(root: Path) -> Concurrency:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="skip the 10^6-message database")
+    parser.add_argument(
+        "--quick", action="store_true", help="no 10^6 or 10^7 database, no 10^5-chat run"
+    )
     parser.add_argument(
         "--skip-memory", action="store_true", help="skip section 6 (seeding takes about a minute)"
     )
@@ -141,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *turn_rows(scale.turns),
         *concurrency_rows(concurrency),
         *(row for windows in scale.windows for row in window_rows(windows)),
+        *buffer_rows(scale.pg_buffers),
         Row(S4, "peak RSS of the bench process (bot, in-process fake, everything above)", mib(own)),
         Row(S4, "peak RSS of the largest child (seeder or out-of-process fake)", mib(children)),
         *telegram_rows(telegram),

@@ -10,6 +10,7 @@ faster than maintaining them row by row and leaves the same indexes behind.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -113,3 +114,22 @@ async def seed_postgres(schema: BenchSchema, messages: int) -> float:
     finally:
         await conn.close()
     return time.perf_counter() - started
+
+
+async def window_buffers(schema: BenchSchema, conversation_key: str, max_turns: int) -> int:
+    """Shared buffers the window query touches (hit or read), by ``EXPLAIN (ANALYZE, BUFFERS)``:
+    a figure for "flat" that a busy machine's timing noise cannot blur."""
+    from bot.storage.postgres.turns import WINDOW_SQL
+
+    conn = await schema.connect()
+    try:
+        await conn.execute(f"PREPARE bench_window(text, int) AS {WINDOW_SQL}")
+        key = conversation_key.replace("'", "''")
+        plan = await conn.fetchval(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)"
+            f" EXECUTE bench_window('{key}', {int(max_turns)})"
+        )
+    finally:
+        await conn.close()
+    top = json.loads(plan)[0]["Plan"]
+    return int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"])

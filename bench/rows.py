@@ -3,7 +3,7 @@ against (a row with a target passes or fails; the others are reference figures).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bench.common import Row, fmt_count, fmt_ms
@@ -323,4 +323,23 @@ def replica_rows(r: ReplicaFigures) -> list[Row]:
             hop.in_order == chats,
         ),
         Row(S8, "turns answered by each replica", f"{r.per_replica[0]:,} / {r.per_replica[1]:,}"),
+    ]
+
+
+def buffer_rows(buffers: Mapping[int, int]) -> list[Row]:
+    """PostgreSQL's own count of the pages one window load touches, at every size."""
+    if not buffers:
+        return []
+    sizes = sorted(buffers)
+    base = buffers[sizes[0]]
+    worst = max(buffers.values())
+    return [
+        Row(
+            S3,
+            "PostgreSQL shared buffers one `load_window` touches (EXPLAIN ANALYZE BUFFERS) at "
+            + " / ".join(fmt_count(size) for size in sizes),
+            " / ".join(str(buffers[size]) for size in sizes),
+            f"<= {FLAT_TARGET}x the {fmt_count(sizes[0])} figure",
+            worst <= FLAT_TARGET * base,
+        )
     ]
