@@ -63,8 +63,8 @@ def _chat(n: int) -> ChatContext:
     return ChatContext("console", f"chat{n}", ChatType.PRIVATE, f"user{n}", f"User {n}")
 
 
-async def _talk(app: App, first: int, last: int) -> None:
-    """Chats ``first`` .. ``last - 1`` each send one message, ``WORKERS`` at a time."""
+async def _talk(app: App, first: int, last: int, workers: int) -> None:
+    """Chats ``first`` .. ``last - 1`` each send one message, ``workers`` at a time."""
     todo = iter(range(first, last))
 
     async def worker() -> None:
@@ -72,7 +72,7 @@ async def _talk(app: App, first: int, last: int) -> None:
             async for _ in app.service.stream(_chat(n), f"hello from chat {n}"):
                 pass
 
-    await asyncio.gather(*(worker() for _ in range(WORKERS)))
+    await asyncio.gather(*(worker() for _ in range(workers)))
 
 
 def _print_growers(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> None:
@@ -82,7 +82,7 @@ def _print_growers(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) ->
         sys.stderr.write(f"  {stat.size_diff / 1024:9.0f} KiB {stat.count_diff:+8d}  {stat}\n")
 
 
-async def _child(url: str, checkpoints: Sequence[int], trace: bool) -> None:
+async def _child(url: str, checkpoints: Sequence[int], trace: bool, workers: int) -> None:
     jobs = tempfile.TemporaryDirectory(prefix="parlour-rss-jobs-")
     settings = {"jobs_path": str(Path(jobs.name) / "jobs.sqlite")}
     async with (
@@ -93,7 +93,7 @@ async def _child(url: str, checkpoints: Sequence[int], trace: bool) -> None:
         snapshot: tracemalloc.Snapshot | None = None
         for index, chats in enumerate(checkpoints):
             started = time.perf_counter()
-            await _talk(app, done, chats)
+            await _talk(app, done, chats, workers)
             done = chats
             seconds = time.perf_counter() - started
             gc.collect()
@@ -145,6 +145,7 @@ def main(argv: Sequence[str]) -> int:
     child.add_argument("url")
     child.add_argument("chats", nargs="+", type=int)
     child.add_argument("--trace", action="store_true")
+    child.add_argument("--workers", type=int, default=WORKERS, help="chats talking at once")
     run = sub.add_parser("run", help="SQLite, then PostgreSQL with --pg-url, and print them")
     run.add_argument("--pg-url", default=None)
     run.add_argument("--quick", action="store_true", help="stop at 10^4 chats")
@@ -152,7 +153,7 @@ def main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     if args.command == "child":
-        asyncio.run(_child(args.url, args.chats, args.trace))
+        asyncio.run(_child(args.url, args.chats, args.trace, args.workers))
         return 0
     from bench.rows import rss_rows  # the table is the parent's business only
     from bench.table import render
