@@ -107,7 +107,16 @@ async def _child(url: str, checkpoints: Sequence[int], trace: bool, workers: int
                 _print_growers(snapshot, tracemalloc.take_snapshot())
                 tracemalloc.stop()
     jobs.cleanup()
-    print(json.dumps({"peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+    print(json.dumps({"peak_kib": _peak_rss_kib()}))
+
+
+def _peak_rss_kib() -> int:
+    """This process's own high-water mark (``VmHWM``): ``ru_maxrss`` would carry over the
+    parent's peak across ``exec`` on Linux."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def measure_rss(
