@@ -4,9 +4,12 @@ Sections: 1. per-turn cost of ``ChatService.chat`` against the bare SDK round tr
 1,000 conversations at once, and ordering under load; 3. window load time against stored size;
 4. peak RSS; 5. the Telegram path (rendering a long reply, a burst of chats through the real
 adapter and the fake Bot API); 6. long-term memory (facts recalled after 200 turns, prompt size
-across a conversation, search time at 10^5 memories). Targets are printed next to the figures;
-nothing asserts. ``--quick`` skips the 10^6-message database, ``--skip-memory`` section 6.
-Progress goes to stderr only when it is a terminal.
+across a conversation, search time at 10^5 memories); 7. RSS after 10^3 / 10^4 / 10^5 distinct
+chats; 8. 1,000 conversations across two replicas on one PostgreSQL database. Sections 1, 3 and
+7 run on SQLite and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL
+too; section 8 needs one. Targets are printed next to the figures; nothing asserts.
+``--quick`` skips the 10^6- and 10^7-message databases and the 10^5-chat run, ``--skip-memory``
+section 6. Progress goes to stderr only when it is a terminal.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import resource
 import sys
 import tempfile
@@ -21,13 +25,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common import Row, fake_in_child, fmt_count
+from bench.common import Row, fake_in_child
 from bench.concurrency import fan_out, ordered, sdk_floor
 from bench.memory import (
     MemoryFigures,
     embeddings_configurable,
     measure_memory,
 )
+from bench.pg import PG_URL_ENV
+from bench.replicas import CONVERSATIONS as REPLICA_CONVERSATIONS
+from bench.replicas import ReplicaFigures, measure_replicas
 from bench.rows import (
     EMBEDDING_MODEL,
     FANOUT,
@@ -36,18 +43,21 @@ from bench.rows import (
     ORDERED_MESSAGES,
     S4,
     Concurrency,
+    buffer_rows,
     concurrency_rows,
     memory_rows,
     mib,
+    replica_rows,
+    rss_rows,
     telegram_rows,
     turn_rows,
     window_rows,
 )
-from bench.seed import seed_in_child
+from bench.rss import CHECKPOINTS as RSS_CHECKPOINTS
+from bench.rss import run_backends
+from bench.storage_scale import measure_scale
 from bench.table import machine_line, render
 from bench.telegram import measure_telegram
-from bench.turns import TurnFigures, measure_turns
-from bench.window import measure_windows
 from bot.testing.fake_llm import FakeLLM
 
 TELEGRAM_CHATS = 200  # section 5: private chats in the end-to-end burst
@@ -65,11 +75,6 @@ def _raise_fd_limit(wanted: int = 8192) -> None:
     target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
     if soft != resource.RLIM_INFINITY and soft < target:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-
-
-def _remove_db(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 async def _concurrency(root: Path) -> Concurrency:
@@ -96,9 +101,16 @@ async def _concurrency(root: Path) -> Concurrency:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="skip the 10^6-message database")
+    parser.add_argument(
+        "--quick", action="store_true", help="no 10^6 or 10^7 database, no 10^5-chat run"
+    )
     parser.add_argument(
         "--skip-memory", action="store_true", help="skip section 6 (seeding takes about a minute)"
+    )
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get(PG_URL_ENV) or None,
+        help=f"a PostgreSQL server for the PostgreSQL figures (default: ${PG_URL_ENV})",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -106,25 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _raise_fd_limit()
     started = time.perf_counter()
 
-    sizes = [10**3, 10**4, 10**5] + ([] if args.quick else [10**6])
+    sizes = [10**3, 10**4, 10**5] + ([] if args.quick else [10**6, 10**7])
     turn_sizes = {10**3} if args.quick else {10**3, 10**6}
-    turns: list[TurnFigures] = []
-    seeding: list[str] = []
     with tempfile.TemporaryDirectory(prefix="parlour-bench-") as tmp:
         root = Path(tmp)
-        databases: dict[int, Path] = {}
-        for size in sizes:
-            databases[size] = root / f"history-{size}.db"
-            _progress(f"seeding {fmt_count(size)} messages")
-            seeding.append(f"{fmt_count(size)} in {seed_in_child(databases[size], size):.1f} s")
-        _progress("load_window at every size")
-        windows = asyncio.run(measure_windows(databases, cached=False))
-        cached_windows = asyncio.run(measure_windows(databases, cached=True))
-        for size, path in databases.items():
-            if size in turn_sizes:
-                _progress(f"per-turn cost at {fmt_count(size)}")
-                turns.append(asyncio.run(measure_turns(path, size)))
-            _remove_db(path)
+        scale = measure_scale(root, args.pg_url, sizes, turn_sizes)
         concurrency = asyncio.run(_concurrency(root))
         _progress("telegram: rendering and a burst of chats")
         telegram = asyncio.run(measure_telegram(root, TELEGRAM_CHATS))
@@ -133,29 +131,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             _progress("memory: 10^5 memories seeding beside the fact-recall conversation")
             model = EMBEDDING_MODEL if embeddings_configurable() else None
             memory = asyncio.run(measure_memory(root, embeddings_model=model))
+    _progress("RSS against distinct chats, one fresh process per backend")
+    rss = run_backends(args.pg_url, RSS_CHECKPOINTS[:2] if args.quick else RSS_CHECKPOINTS)
+    replicas: ReplicaFigures | None = None
+    if args.pg_url:
+        _progress(f"{REPLICA_CONVERSATIONS:,} conversations across two replicas")
+        replicas = asyncio.run(measure_replicas(args.pg_url))
 
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     rows = [
-        *turn_rows(turns),
+        *turn_rows(scale.turns),
         *concurrency_rows(concurrency),
-        *window_rows(windows),
-        *window_rows(cached_windows),
+        *(row for windows in scale.windows for row in window_rows(windows)),
+        *buffer_rows(scale.pg_buffers),
         Row(S4, "peak RSS of the bench process (bot, in-process fake, everything above)", mib(own)),
         Row(S4, "peak RSS of the largest child (seeder or out-of-process fake)", mib(children)),
         *telegram_rows(telegram),
         *(memory_rows(memory) if memory is not None else []),
+        *rss_rows(rss),
+        *(replica_rows(replicas) if replicas is not None else []),
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))
+    if not args.pg_url:
+        print(f"No PostgreSQL figures: give --pg-url or set {PG_URL_ENV}.")
     print()
     print(render(rows))
     print()
     print(
         "Section 1: latency-0 fake in this process (its work is in both figures); median of "
         "5 interleaved batches of 200 turns (create: 40). Section 2: fresh databases. "
-        "Section 3: median of 7 x 200 loads. Databases seeded with stdlib sqlite3 "
-        f"({'; '.join(seeding)})."
+        "Section 3: median of 7 x 200 loads. Databases seeded with stdlib sqlite3 and, for"
+        f" PostgreSQL, generate_series on the server ({'; '.join(scale.seeding)})."
         + (
             ""
             if memory is None

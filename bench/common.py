@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 from collections.abc import AsyncIterator
@@ -35,11 +36,13 @@ class Row:
         return "pass" if self.ok else "**FAIL**"
 
 
-def make_settings(base_url: str, db_path: Path, **sections: dict[str, Any]) -> Settings:
-    """Default settings (history max_turns 50 etc.) pointed at the fake and a database file."""
+def make_settings(base_url: str, db_path: Path | str, **sections: dict[str, Any]) -> Settings:
+    """Default settings (history max_turns 50 etc.) pointed at the fake and a database: a
+    SQLite file (a ``Path``) or a ``storage.url`` (a ``str``: ``postgresql://...``)."""
+    storage = {"url": db_path} if isinstance(db_path, str) else {"path": str(db_path)}
     raw: dict[str, Any] = {
         "llm": {"base_url": base_url, "api_key": API_KEY, "model": MODEL},
-        "storage": {"path": str(db_path)},
+        "storage": storage,
         "plugins": [],  # the per-turn figures compare like with like: no tool definitions
         "memory": {"enabled": False},  # nor recall: section 6 measures memory on its own
         # One simulated user sends many messages back to back: no per-user rate limit here.
@@ -109,3 +112,10 @@ async def fake_in_child(latency: float) -> AsyncIterator[str]:
         if proc.returncode is None:
             proc.terminate()
         await proc.wait()
+
+
+def current_rss_kib() -> int:
+    """This process's resident set now (not its peak), from ``/proc/self/statm``."""
+    with open("/proc/self/statm") as statm:
+        resident_pages = int(statm.read().split()[1])
+    return resident_pages * os.sysconf("SC_PAGE_SIZE") // 1024

@@ -3,7 +3,7 @@ against (a row with a target passes or fails; the others are reference figures).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bench.common import Row, fmt_count, fmt_ms
@@ -15,6 +15,10 @@ from bench.memory import (
     MemoryFigures,
     RetentionFigures,
 )
+from bench.replicas import LATENCY as REPLICA_LATENCY
+from bench.replicas import MESSAGES as REPLICA_MESSAGES
+from bench.replicas import ReplicaFigures
+from bench.rss import RSS_TARGET_MIB, WORKERS, RssFigures
 from bench.telegram import TelegramFigures
 from bench.turns import TurnFigures
 from bench.window import WindowFigures
@@ -36,6 +40,8 @@ S6 = "6. Long-term memory"
 RETENTION_TARGET = 0.95  # share of questions whose prompt carries the fact asked about
 SEARCH_P95_TARGET = 0.005  # seconds, MemoryStore.search at 10^5 memories
 EMBEDDING_MODEL = "text-embedding-3-small"  # section 6 with embeddings, on the fake
+S7 = "7. Memory per chat"
+S8 = "8. Two replicas, one PostgreSQL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +61,14 @@ def turn_rows(figures: Sequence[TurnFigures]) -> list[Row]:
         rows += [
             Row(
                 S1,
-                f"`ChatService.chat`, {size} stored messages ({f.window_messages}-message request)",
+                f"`ChatService.chat`, {f.backend}, {size} stored messages"
+                f" ({f.window_messages}-message request)",
                 f"{fmt_ms(f.service_s)}/turn",
             ),
             Row(S1, "floor: same body, same client, `client.post`", f"{fmt_ms(f.floor_s)}/turn"),
             Row(
                 S1,
-                f"ratio chat / floor, {size}",
+                f"ratio chat / floor, {f.backend}, {size}",
                 f"{f.ratio:.2f}x",
                 f"<= {RATIO_TARGET}x",
                 f.ratio <= RATIO_TARGET,
@@ -77,11 +84,11 @@ def turn_rows(figures: Sequence[TurnFigures]) -> list[Row]:
     return rows
 
 
-def _burst_check(burst: Burst, what: str) -> Row:
+def _burst_check(burst: Burst, what: str, section: str = S2) -> Row:
     figure = f"{burst.correct}/{burst.calls}"
     if burst.errors:
         figure += f" ({burst.errors} errors, first: {burst.first_error})"
-    return Row(S2, what, figure, f"{burst.calls}/{burst.calls}", burst.correct == burst.calls)
+    return Row(section, what, figure, f"{burst.calls}/{burst.calls}", burst.correct == burst.calls)
 
 
 def _floor_row(burst: Burst, what: str) -> Row:
@@ -135,7 +142,7 @@ def window_rows(figures: Sequence[WindowFigures]) -> list[Row]:
     base = figures[0]
     rows: list[Row] = []
     for f in figures:
-        source = "in-memory window" if f.cached else "from SQLite"
+        source = "in-memory window" if f.cached else f"from {f.backend}"
         case = (
             f"`load_window(key, 50)` {source}, {fmt_count(f.stored_messages)} stored messages"
             f" ({f.turns} turns, {f.messages} messages back)"
@@ -254,3 +261,85 @@ def memory_rows(m: MemoryFigures) -> list[Row]:
 
 def mib(kib: int) -> str:
     return f"{kib / 1024:.0f} MiB"
+
+
+def rss_rows(figures: Sequence[RssFigures]) -> list[Row]:
+    rows: list[Row] = []
+    for f in figures:
+        for point in f.points:
+            rows.append(
+                Row(
+                    S7,
+                    f"RSS after {fmt_count(point.chats)} distinct chats x 1 message, {f.backend}"
+                    f" ({WORKERS} at a time; {point.objects:,} GC-tracked objects)",
+                    mib(point.rss_kib),
+                )
+            )
+        if f.error:
+            rows.append(Row(S7, f"{f.backend} run", f"failed: {f.error}", "", False))
+            continue
+        first, last = f.points[0], f.points[-1]
+        per_chat = (last.rss_kib - first.rss_kib) / max(1, last.chats - first.chats)
+        rows.append(
+            Row(
+                S7,
+                f"growth {fmt_count(first.chats)} -> {fmt_count(last.chats)} chats, {f.backend}"
+                f" ({per_chat * 1024:.0f} bytes per chat; peak {mib(f.peak_kib)})",
+                f"{f.growth_mib:+.1f} MiB",
+                f"<= {RSS_TARGET_MIB} MiB",
+                f.growth_mib <= RSS_TARGET_MIB,
+            )
+        )
+    return rows
+
+
+def replica_rows(r: ReplicaFigures) -> list[Row]:
+    fan, hop = r.fan_out, r.hopping
+    chats = fan.calls
+    floor = REPLICA_MESSAGES * REPLICA_LATENCY
+    return [
+        Row(
+            S8,
+            f"{chats:,} private chats x 1 message at once, chat c on replica c % 2,"
+            f" {REPLICA_LATENCY:g} s model in its own process",
+            f"{fan.wall:.2f} s",
+            f"<= {FANOUT_TARGET:g} s",
+            fan.wall <= FANOUT_TARGET,
+        ),
+        _burst_check(fan, "replies each its own echo", S8),
+        Row(
+            S8,
+            f"then {REPLICA_MESSAGES} more each, one at a time per chat, message m on replica"
+            f" (c + m) % 2, all chats at once (floor {floor:g} s)",
+            f"{hop.wall:.2f} s",
+        ),
+        _burst_check(hop, "replies each its own echo", S8),
+        Row(
+            S8,
+            "chats whose stored turns are in the order sent, read through the other replica,"
+            " and whose windows agree on both",
+            f"{hop.in_order}/{chats}",
+            f"{chats}/{chats}",
+            hop.in_order == chats,
+        ),
+        Row(S8, "turns answered by each replica", f"{r.per_replica[0]:,} / {r.per_replica[1]:,}"),
+    ]
+
+
+def buffer_rows(buffers: Mapping[int, int]) -> list[Row]:
+    """PostgreSQL's own count of the pages one window load touches, at every size."""
+    if not buffers:
+        return []
+    sizes = sorted(buffers)
+    base = buffers[sizes[0]]
+    worst = max(buffers.values())
+    return [
+        Row(
+            S3,
+            "PostgreSQL shared buffers one `load_window` touches (EXPLAIN ANALYZE BUFFERS) at "
+            + " / ".join(fmt_count(size) for size in sizes),
+            " / ".join(str(buffers[size]) for size in sizes),
+            f"<= {FLAT_TARGET}x the {fmt_count(sizes[0])} figure",
+            worst <= FLAT_TARGET * base,
+        )
+    ]

@@ -9,7 +9,8 @@ Against an instant fake (latency 0), in one App over a seeded database:
 * **create**, for reference: ``client.chat.completions.create(**body)`` with that body.
 
 The fake runs in the same process and event loop, so its own work (parsing, counting the
-prompt's tokens, answering) is in all three figures alike. Batches of the three kinds are
+prompt's tokens, answering) is in all three figures alike. The database is a seeded SQLite file
+(a ``Path``) or a seeded PostgreSQL schema (its ``storage.url``). Batches of the three kinds are
 interleaved so drift in the machine's speed hits them equally; the figure is the median of the
 batches' means, and the ratio the median of the batches' ratios.
 """
@@ -34,6 +35,7 @@ from bot.testing.fake_llm import FakeLLM
 @dataclass(slots=True)
 class TurnFigures:
     stored_messages: int
+    backend: str = "SQLite"
     window_messages: int = 0  # messages in the request body the service sent
     service: list[float] = field(default_factory=list)  # seconds per turn, one per batch
     floor: list[float] = field(default_factory=list)
@@ -73,7 +75,7 @@ async def _post(client: AsyncOpenAI, body: dict[str, Any]) -> ChatCompletion:
 
 
 async def measure_turns(
-    db_path: Path,
+    db_path: Path | str,
     stored_messages: int,
     *,
     turns: int = 200,
@@ -82,7 +84,7 @@ async def measure_turns(
     warmup: int = 60,
 ) -> TurnFigures:
     """Time ``batches`` x ``turns`` turns (``create_calls`` for the slow reference) per kind."""
-    figures = TurnFigures(stored_messages)
+    figures = TurnFigures(stored_messages, "SQLite" if isinstance(db_path, Path) else "PostgreSQL")
     ctx = private(MEASURED_USER)
     n = 0
     async with FakeLLM(latency=0.0) as fake:

@@ -2,7 +2,10 @@
 
 Kept in memory, loaded once at start: the conversation key of a message must be known without
 awaiting, so that messages keep their arrival order up to the conversation's lock. Every change
-is written through to the store before it is used.
+is written through to the store before it is used. Only chats with an override are held (a
+chat set back to the defaults is dropped), so memory follows the chats an admin configured, not
+the chats that talk: it cannot be an LRU, since a forgotten override would silently change a
+chat's conversation key.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from bot.history.store import ChatPreferences, ChatSettingsStore
 
 __all__ = ["Preferences"]
 
+_NONE = ChatPreferences()  # no override: the configured defaults apply
+
 
 class Preferences:
     def __init__(self, store: ChatSettingsStore, defaults: ChatSettings) -> None:
@@ -22,8 +27,12 @@ class Preferences:
         self.defaults = defaults
         self._prefs: dict[str, ChatPreferences] = {}
 
+    def __len__(self) -> int:
+        return len(self._prefs)
+
     async def load(self) -> None:
-        self._prefs = await self.store.load_preferences()
+        loaded = await self.store.load_preferences()
+        self._prefs = {key: prefs for key, prefs in loaded.items() if prefs != _NONE}
 
     def scope(self, chat_key: str) -> Scope:
         prefs = self._prefs.get(chat_key)
@@ -53,4 +62,7 @@ class Preferences:
 
     async def _save(self, chat_key: str, prefs: ChatPreferences) -> None:
         await self.store.save_preferences(chat_key, prefs)
-        self._prefs[chat_key] = prefs
+        if prefs == _NONE:
+            self._prefs.pop(chat_key, None)
+        else:
+            self._prefs[chat_key] = prefs

@@ -16,29 +16,46 @@ import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Protocol
 
+from cachetools import TLRUCache
+
 log = logging.getLogger(__name__)
 
 CURSOR = " …"
 
 
+MAX_THROTTLED_CHATS = 10_000  # chats whose next edit time is remembered
+
+
 class EditThrottle:
-    """At most one edit per interval in each chat (``private`` chats may go faster)."""
+    """At most one edit per interval in each chat (``private`` chats may go faster).
+
+    A chat is remembered only until its next edit is allowed, and at most
+    ``MAX_THROTTLED_CHATS`` at once (past that the least recently edited one is forgotten early:
+    it may edit a little sooner, which the platform's own flood control absorbs).
+    """
 
     def __init__(
-        self, private: float, group: float, clock: Callable[[], float] = time.monotonic
+        self,
+        private: float,
+        group: float,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        max_chats: int = MAX_THROTTLED_CHATS,
     ) -> None:
         self.private = private
         self.group = group
         self.clock = clock
-        self._next: dict[Hashable, float] = {}
+        self._next: TLRUCache[Hashable, float] = TLRUCache(
+            max_chats, lambda _chat, next_edit, _now: next_edit, timer=clock
+        )
+
+    def __len__(self) -> int:
+        return len(self._next)
 
     def ready(self, chat: Hashable, private: bool) -> bool:
-        now = self.clock()
-        if now < self._next.get(chat, 0.0):
+        if chat in self._next:  # not yet expired: its next edit is still ahead
             return False
-        self._next[chat] = now + (self.private if private else self.group)
-        if len(self._next) > 10_000:
-            self._next = {k: v for k, v in self._next.items() if v > now}
+        self._next[chat] = self.clock() + (self.private if private else self.group)
         return True
 
 

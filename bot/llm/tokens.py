@@ -25,6 +25,8 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cachetools import LRUCache
+
 try:
     import tiktoken
     from tiktoken import Encoding
@@ -58,6 +60,9 @@ _IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
 # of it.  During the first _WARMUP observations the ratio may not drop below 1.0.
 _ALPHA_UP, _ALPHA_DOWN, _WARMUP, _MIN_RATIO, _MAX_RATIO = 0.3, 0.1, 3, 0.5, 4.0
 _TEXT_CACHE_SIZE = 16_384  # distinct texts remembered per counter (~100 windows of 100 messages)
+# Texts longer than this are remembered by a 128-bit digest instead (a collision is no risk), so
+# the caches' memory is bounded (~7 MiB at most) however long the messages are.
+_KEPT_TEXT_CHARS = 128
 
 _WIDE = re.compile("[\u0800-\uffff]")  # 3 UTF-8 bytes: CJK, kana, Hangul, Indic, Thai...
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # 4 UTF-8 bytes: emoji, rare CJK
@@ -209,6 +214,8 @@ class TokenCounter:
         # Every turn re-counts the same history window; remembering recent texts makes a
         # 100-message window cost dictionary lookups instead of BPE runs (bench/).
         self._cached_count = functools.lru_cache(maxsize=_TEXT_CACHE_SIZE)(self._count_uncached)
+        self._long_counts: LRUCache[bytes, int] = LRUCache(maxsize=_TEXT_CACHE_SIZE)
+        self._long_lock = threading.Lock()  # counters are shared by every thread of the process
 
     @property
     def exact(self) -> bool:
@@ -226,7 +233,16 @@ class TokenCounter:
         """Tokens of plain text; special-token markup counts as ordinary text, as sent."""
         if not text:
             return 0
-        return self._cached_count(text)
+        if len(text) <= _KEPT_TEXT_CHARS:
+            return self._cached_count(text)
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._long_lock:
+            found = self._long_counts.get(digest)
+        if found is None:
+            found = self._count_uncached(text)
+            with self._long_lock:
+                self._long_counts[digest] = found
+        return found
 
     def _count_uncached(self, text: str) -> int:
         if self._enc is None:
