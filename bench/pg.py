@@ -119,15 +119,14 @@ async def seed_postgres(schema: BenchSchema, messages: int) -> float:
 async def window_buffers(schema: BenchSchema, conversation_key: str, max_turns: int) -> int:
     """Shared buffers the window query touches (hit or read), by ``EXPLAIN (ANALYZE, BUFFERS)``:
     a figure for "flat" that a busy machine's timing noise cannot blur."""
-    from bot.storage.postgres.turns import WINDOW_SQL
+    from bot.storage.postgres.turns import LAST_ID, window_page
 
     conn = await schema.connect()
-    try:
-        await conn.execute(f"PREPARE bench_window(text, int) AS {WINDOW_SQL}")
+    try:  # the first page of the walk load_window does: one page unless chatter sits inside
+        await conn.execute(f"PREPARE bench_window(text, bigint) AS {window_page(max_turns)}")
         key = conversation_key.replace("'", "''")
         plan = await conn.fetchval(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)"
-            f" EXECUTE bench_window('{key}', {int(max_turns)})"
+            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE bench_window('{key}', {LAST_ID})"
         )
     finally:
         await conn.close()
