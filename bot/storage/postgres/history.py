@@ -9,13 +9,13 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from bot.context import Scope
+from bot.storage.answers import turn_messages
 from bot.storage.postgres.part import Part
 from bot.storage.postgres.turns import (
     LAST_ID,
     TURN_ORDER_LOCK,
     clean_text,
     conversation_page,
-    turn_messages,
 )
 from bot.storage.values import ChatPreferences, ClearResult, HistoryStats
 

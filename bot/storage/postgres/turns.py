@@ -19,12 +19,12 @@ end to end at 10^6 and 10^7 rows (docs/notes-pg-core.md), next to seconds for th
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.errors import StoreError
+from bot.storage.answers import answer_json, turn_messages
 from bot.storage.postgres.part import Part
 from bot.storage.values import NO_USAGE, NewTurn, Overheard, StoredTurn, TurnStatus, Usage
 
@@ -126,7 +126,7 @@ class PostgresTurns(Part):
         self, turn_id: int, messages: Sequence[Mapping[str, Any]], usage: Usage, model: str
     ) -> None:
         # The whole answer lands in one UPDATE; trigger turns_usage books the tokens in it.
-        answer = json.dumps([_plain(m) for m in messages], ensure_ascii=False)
+        answer = answer_json(messages)
         async with self._db.acquire() as conn:
             await conn.execute(
                 "UPDATE turns SET status = 'answered', answer = $1, model = $2,"
@@ -233,20 +233,6 @@ def _turn_row(turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float
         clean_text(turn.text),
         time.time(),
     )
-
-
-def _plain(message: Mapping[str, Any]) -> dict[str, Any]:
-    """Only the fields the API accepts back; drops None-valued extras."""
-    keep = ("role", "content", "tool_calls", "tool_call_id", "name")
-    return {k: message[k] for k in keep if k in message and (k == "content" or message[k])}
-
-
-def turn_messages(user_text: str, answer: str | None) -> tuple[dict[str, Any], ...]:
-    """A stored turn's messages: the user's, then the answer's."""
-    user: dict[str, Any] = {"role": "user", "content": user_text}
-    if not answer:
-        return (user,)
-    return (user, *json.loads(answer))
 
 
 def stored_turn(row: Any) -> StoredTurn:

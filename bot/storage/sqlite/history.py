@@ -8,8 +8,8 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from bot.context import Scope
+from bot.storage.answers import turn_messages
 from bot.storage.sqlite.part import Part
-from bot.storage.sqlite.turns import turn_messages
 from bot.storage.values import ChatPreferences, ClearResult, HistoryStats
 
 log = logging.getLogger(__name__)

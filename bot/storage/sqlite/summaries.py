@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
+from bot.storage.answers import turn_messages
 from bot.storage.sqlite.part import Part
-from bot.storage.sqlite.turns import turn_messages
 from bot.storage.values import StoredTurn, Summary, TurnStatus
 
 

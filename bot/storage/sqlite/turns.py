@@ -9,12 +9,12 @@ kept in memory (:mod:`bot.storage.sqlite.window_cache`).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.errors import StoreError
+from bot.storage.answers import answer_json, api_messages, turn_messages
 from bot.storage.sqlite.part import Part
 from bot.storage.values import NO_USAGE, NewTurn, Overheard, StoredTurn, TurnStatus, Usage
 
@@ -83,8 +83,8 @@ class SQLiteTurns(Part):
     ) -> None:
         # The whole answer lands in one UPDATE: atomic without a multi-statement transaction.
         # Trigger turns_usage books the tokens in the same statement.
-        plain = [_plain(m) for m in messages]
-        answer = json.dumps(plain, ensure_ascii=False)
+        plain = api_messages(messages)
+        answer = answer_json(plain)
         async with self._db.writing() as conn:
             await conn.execute(
                 "UPDATE turns SET status = 'answered', answer = ?, model = ?, prompt_tokens = ?,"
@@ -189,17 +189,3 @@ def _turn_row(turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float
         turn.text,
         time.time(),
     )
-
-
-def _plain(message: Mapping[str, Any]) -> dict[str, Any]:
-    """Only the fields the API accepts back; drops None-valued extras."""
-    keep = ("role", "content", "tool_calls", "tool_call_id", "name")
-    return {k: message[k] for k in keep if k in message and (k == "content" or message[k])}
-
-
-def turn_messages(user_text: str, answer: str | None) -> tuple[dict[str, Any], ...]:
-    """A stored turn's messages: the user's, then the answer's."""
-    user: dict[str, Any] = {"role": "user", "content": user_text}
-    if not answer:
-        return (user,)
-    return (user, *json.loads(answer))

@@ -1,0 +1,36 @@
+"""How a turn's answer is kept in a row, the same on every backend: a JSON array of the
+OpenAI-format messages, with only the fields the API accepts back (so a copy between backends,
+or a window read on either, returns the same messages)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["answer_json", "api_messages", "turn_messages"]
+
+_KEPT = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+def _api_fields(message: Mapping[str, Any]) -> dict[str, Any]:
+    """Only the fields the API accepts back; drops None-valued extras."""
+    return {k: message[k] for k in _KEPT if k in message and (k == "content" or message[k])}
+
+
+def api_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """An answer's messages as stored (and as a window returns them)."""
+    return [_api_fields(m) for m in messages]
+
+
+def answer_json(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The ``answer`` column's text for an answer's messages."""
+    return json.dumps(api_messages(messages), ensure_ascii=False)
+
+
+def turn_messages(user_text: str, answer: str | None) -> tuple[dict[str, Any], ...]:
+    """A stored turn's messages: the user's, then the answer's."""
+    user: dict[str, Any] = {"role": "user", "content": user_text}
+    if not answer:
+        return (user,)
+    return (user, *json.loads(answer))
