@@ -69,14 +69,20 @@ def open_job_store(where: StorageURL) -> ClaimingJobStore:
         # The table is named with its schema; the search_path keeps anything else there too.
         options["connect_args"] = {"options": f"-csearch_path={where.schema}"}
     engine = create_engine(where.sqlalchemy_url(), **options)
+    store = ClaimingJobStore(engine=engine, tablename=TABLE, tableschema=where.schema)
     try:
+        # Replicas start together: "IF NOT EXISTS" races in PostgreSQL (two CREATEs can both
+        # pass the check, and the second fails on pg_type), so one at a time, under a lock.
         with job_store_errors(where), engine.begin() as conn:
+            lock = f"{where.schema or ''}:apscheduler_jobs"
+            conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:lock))"), {"lock": lock})
             if where.schema:  # validated by parse_storage_url: a plain name
                 conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{where.schema}"'))
+            store.jobs_t.create(conn, checkfirst=True)
     except BaseException:
         engine.dispose()
         raise
-    return ClaimingJobStore(engine=engine, tablename=TABLE, tableschema=where.schema)
+    return store
 
 
 @contextmanager
