@@ -17,7 +17,7 @@ module             what lives there
 ``maintenance``    retention, interrupted turns, chat migration
 =================  ============================================================================
 
-Operator notes (what the server needs, ``?schema=``, ``?pool_size=``): docs/notes-pg-core.md.
+Operator notes (what the server needs, ``?schema=``, ``?pool_size=``): docs/scaling.md.
 """
 
 from bot.storage.postgres.store import PostgresStore

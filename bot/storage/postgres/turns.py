@@ -13,7 +13,7 @@ stored when it ran. The lock is held for one INSERT and its commit.
 **No window cache.** Another replica may write at any moment, so a cached window would need a
 validation round trip per load (0.05 ms) and a per-conversation version kept up by every turn
 write; all it could save is parsing and fetching 50 turns -- ``load_window`` takes about 0.6 ms
-end to end at 10^6 and 10^7 rows (docs/notes-pg-core.md), next to seconds for the model. Every
+end to end at 10^6 and 10^7 rows (docs/scaling.md), next to seconds for the model. Every
 ``load_window`` reads the database; ``cache_windows`` is accepted and has no effect here.
 """
 
@@ -36,7 +36,7 @@ TURN_ORDER_LOCK = "turn-order"  # see the module doc; bot.storage.postgres.locks
 # the table's or the conversation's size. The plain ``conv_key = $1 AND id >= $2 ORDER BY id``
 # lets the planner walk the primary key instead, filtering on conv_key: its statistics see a
 # conversation holding many rows, not that they are old -- a conversation that went quiet while
-# other chats went on cost 1 s instead of 0.1 ms at 10^6 rows (docs/notes-pg-core.md).
+# other chats went on cost 1 s instead of 0.1 ms at 10^6 rows (docs/scaling.md).
 LAST_ID = 9223372036854775807
 _AFTER_RESET = "coalesce((SELECT after_turn_id FROM resets WHERE conv_key = $1), 0)"
 _TURN_COLUMNS = "id, user_id, user_name, status, user_text, answer"

@@ -386,7 +386,7 @@ async def test_conversation_reads_walk_the_conversation_not_the_history(
     store: PostgresStore, generic: bool
 ) -> None:
     """What the plans really touch in a conversation of 5*10^4 turns that then went quiet while
-    5*10^4 turns of other chats arrived (docs/notes-pg-core.md has 10^6 and 10^7): the
+    5*10^4 turns of other chats arrived (docs/scaling.md has 10^6 and 10^7): the
     (conv_key, id) index, about one page of it -- never a scan of the table, nor a walk of the
     primary key through the newer chats' rows."""
     statements = {  # statement -> its arguments and its page
