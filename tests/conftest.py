@@ -29,6 +29,16 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"storage: conformance on SQLite and PostgreSQL; end-to-end suites on {where}"
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Without a PostgreSQL server, its skipped tests are one line, not one per test file (this
+    runs before pytest's own short summary, which then lists only the other skips)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    postgres = [r for r in skipped if postgres_support.HOW_TO_RUN in str(r.longrepr)]
+    if postgres:
+        terminalreporter.stats["skipped"] = [r for r in skipped if r not in postgres]
+        terminalreporter.write_line(f"{len(postgres)} {postgres_support.HOW_TO_RUN}")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     postgres_support.drop_session_schemas()
     # A non-daemon thread left running (an unclosed aiosqlite connection) would hang the
