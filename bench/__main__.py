@@ -46,15 +46,13 @@ from bench.rows import (
     buffer_rows,
     concurrency_rows,
     memory_rows,
-    mib,
     replica_rows,
-    rss_rows,
     telegram_rows,
     turn_rows,
     window_rows,
 )
 from bench.rss import CHECKPOINTS as RSS_CHECKPOINTS
-from bench.rss import run_backends
+from bench.rss import mib, rss_rows, run_backends
 from bench.storage_scale import measure_scale
 from bench.table import machine_line, render
 from bench.telegram import measure_telegram

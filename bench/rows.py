@@ -18,7 +18,6 @@ from bench.memory import (
 from bench.replicas import LATENCY as REPLICA_LATENCY
 from bench.replicas import MESSAGES as REPLICA_MESSAGES
 from bench.replicas import ReplicaFigures
-from bench.rss import RSS_TARGET_MIB, WORKERS, RssFigures
 from bench.telegram import TelegramFigures
 from bench.turns import TurnFigures
 from bench.window import WindowFigures
@@ -40,7 +39,6 @@ S6 = "6. Long-term memory"
 RETENTION_TARGET = 0.95  # share of questions whose prompt carries the fact asked about
 SEARCH_P95_TARGET = 0.005  # seconds, MemoryStore.search at 10^5 memories
 EMBEDDING_MODEL = "text-embedding-3-small"  # section 6 with embeddings, on the fake
-S7 = "7. Memory per chat"
 S8 = "8. Two replicas, one PostgreSQL"
 
 
@@ -256,40 +254,6 @@ def memory_rows(m: MemoryFigures) -> list[Row]:
         ),
         Row(S6, "searches that found at least one memory", f"{s.hit_share:.0%}"),
     ]
-    return rows
-
-
-def mib(kib: int) -> str:
-    return f"{kib / 1024:.0f} MiB"
-
-
-def rss_rows(figures: Sequence[RssFigures]) -> list[Row]:
-    rows: list[Row] = []
-    for f in figures:
-        for point in f.points:
-            rows.append(
-                Row(
-                    S7,
-                    f"RSS after {fmt_count(point.chats)} distinct chats x 1 message, {f.backend}"
-                    f" ({WORKERS} at a time; {point.objects:,} GC-tracked objects)",
-                    mib(point.rss_kib),
-                )
-            )
-        if f.error:
-            rows.append(Row(S7, f"{f.backend} run", f"failed: {f.error}", "", False))
-            continue
-        first, last = f.points[0], f.points[-1]
-        per_chat = (last.rss_kib - first.rss_kib) / max(1, last.chats - first.chats)
-        rows.append(
-            Row(
-                S7,
-                f"growth {fmt_count(first.chats)} -> {fmt_count(last.chats)} chats, {f.backend}"
-                f" ({per_chat * 1024:.0f} bytes per chat; peak {mib(f.peak_kib)})",
-                f"{f.growth_mib:+.1f} MiB",
-                f"<= {RSS_TARGET_MIB} MiB",
-                f.growth_mib <= RSS_TARGET_MIB,
-            )
-        )
     return rows
 
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import current_rss_kib, fake_in_child, make_settings
+from bench.common import Row, current_rss_kib, fake_in_child, fmt_count, make_settings
 from bot.app import App
 from bot.context import ChatContext, ChatType
 
@@ -164,7 +164,6 @@ def main(argv: Sequence[str]) -> int:
     if args.command == "child":
         asyncio.run(_child(args.url, args.chats, args.trace, args.workers))
         return 0
-    from bench.rows import rss_rows  # the table is the parent's business only
     from bench.table import render
 
     figures = run_backends(args.pg_url, CHECKPOINTS[:2] if args.quick else CHECKPOINTS, args.trace)
@@ -196,3 +195,40 @@ def run_backends(
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
+
+
+S7 = "7. Memory per chat"
+
+
+def mib(kib: int) -> str:
+    return f"{kib / 1024:.0f} MiB"
+
+
+def rss_rows(figures: Sequence[RssFigures]) -> list[Row]:
+    rows: list[Row] = []
+    for f in figures:
+        for point in f.points:
+            rows.append(
+                Row(
+                    S7,
+                    f"RSS after {fmt_count(point.chats)} distinct chats x 1 message, {f.backend}"
+                    f" ({WORKERS} at a time; {point.objects:,} GC-tracked objects)",
+                    mib(point.rss_kib),
+                )
+            )
+        if f.error:
+            rows.append(Row(S7, f"{f.backend} run", f"failed: {f.error}", "", False))
+            continue
+        first, last = f.points[0], f.points[-1]
+        per_chat = (last.rss_kib - first.rss_kib) / max(1, last.chats - first.chats)
+        rows.append(
+            Row(
+                S7,
+                f"growth {fmt_count(first.chats)} -> {fmt_count(last.chats)} chats, {f.backend}"
+                f" ({per_chat * 1024:.0f} bytes per chat; peak {mib(f.peak_kib)})",
+                f"{f.growth_mib:+.1f} MiB",
+                f"<= {RSS_TARGET_MIB} MiB",
+                f.growth_mib <= RSS_TARGET_MIB,
+            )
+        )
+    return rows

@@ -32,15 +32,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bot.errors import ConfigError, StoreError
-from bot.storage import open_storage_url
+from bot.storage import Storage, open_storage_url
 from bot.storage.copy_jobs import JobsStore
-from bot.storage.portable import PortableStore, Table, key_of, portable
+from bot.storage.portable import PortableStore, Table, key_of
 from bot.storage.url import StorageURL, parse_storage_url, sqlite_url
 
 if TYPE_CHECKING:
     import asyncpg
 
-__all__ = ["CopyProgress", "CopyReport", "TableCount", "copy_storage", "parse_copy_url"]
+__all__ = [
+    "CopyProgress",
+    "CopyReport",
+    "TableCount",
+    "copy_storage",
+    "parse_copy_url",
+    "portable",
+]
 
 DEFAULT_BATCH = 1000
 
@@ -232,3 +239,21 @@ async def _connection(url: StorageURL) -> AsyncIterator[asyncpg.Connection]:
         yield conn
     finally:
         await conn.close()
+
+
+def portable(store: Storage) -> PortableStore:
+    """The :class:`PortableStore` over an open store of either backend (here, not in
+    :mod:`bot.storage.portable`: the backends import that module)."""
+    from bot.storage.sqlite import SQLiteStore  # backends load only when used
+
+    if isinstance(store, SQLiteStore):
+        from bot.storage.sqlite.portable import SQLitePortable
+
+        return SQLitePortable(store)
+    from bot.storage.postgres import PostgresStore
+
+    if isinstance(store, PostgresStore):
+        from bot.storage.postgres.portable import PostgresPortable
+
+        return PostgresPortable(store)
+    raise TypeError(f"no portable rows for {type(store).__name__}")

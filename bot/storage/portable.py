@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from bot.storage import Storage
+    pass
 
-__all__ = ["TABLES", "PortableStore", "Row", "Table", "key_of", "portable"]
+__all__ = ["TABLES", "PortableStore", "Row", "Table", "key_of"]
 
 Row = tuple[object, ...]
 
@@ -124,20 +124,3 @@ class PortableStore(Protocol):
 def key_of(table: Table, row: Row) -> Row:
     """The key columns of ``row`` (the ``after`` of the next :meth:`PortableStore.read`)."""
     return tuple(row[table.columns.index(column)] for column in table.key)
-
-
-def portable(store: Storage) -> PortableStore:
-    """The :class:`PortableStore` over an open store of either backend."""
-    from bot.storage.sqlite import SQLiteStore  # backends load only when used
-
-    if isinstance(store, SQLiteStore):
-        from bot.storage.sqlite.portable import SQLitePortable
-
-        return SQLitePortable(store)
-    from bot.storage.postgres import PostgresStore
-
-    if isinstance(store, PostgresStore):
-        from bot.storage.postgres.portable import PostgresPortable
-
-        return PostgresPortable(store)
-    raise TypeError(f"no portable rows for {type(store).__name__}")

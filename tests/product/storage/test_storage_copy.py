@@ -19,10 +19,10 @@ from bot.errors import ConfigError, StoreError
 from bot.memory.scope import Audience
 from bot.scheduler import Scheduler
 from bot.storage import Storage, open_storage_url
-from bot.storage.copy import copy_storage, parse_copy_url
+from bot.storage.copy import copy_storage, parse_copy_url, portable
 from bot.storage.copy_jobs import JOBS, JobsStore
 from bot.storage.memories import NewMemory
-from bot.storage.portable import PortableStore, Row, Table, key_of, portable
+from bot.storage.portable import PortableStore, Row, Table, key_of
 from bot.storage.url import StorageURL, parse_storage_url
 from bot.storage.values import ChatPreferences, MemoryScope, NewTurn, Usage
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
