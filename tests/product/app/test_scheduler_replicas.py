@@ -296,8 +296,8 @@ async def test_the_app_on_postgresql_writes_no_sqlite_file(
         fake_llm,
         tmp_path,
         storage={"url": url},
-        memory={"enabled": False},  # long-term memory on PostgreSQL is another part's
-        plugins=["plugins.reminders"],
+        memory={"enabled": True, "summarize": True},  # memories and summaries: the database too
+        plugins=["plugins.reminders", "plugins.memory"],
     )
     fake_llm.script(
         tool_calls(("set_reminder", {"text": "stretch", "in_minutes": 0.01})), reply("Will do.")
