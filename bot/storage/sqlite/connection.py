@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,6 +27,7 @@ __all__ = ["Database", "statements"]
 
 log = logging.getLogger(__name__)
 
+_OPEN_WAIT = 10.0  # seconds to wait for another process's lock at open, as busy_timeout does
 _PRAGMAS = (
     "PRAGMA busy_timeout=10000",  # first: the others may wait for another process's lock
     "PRAGMA journal_mode=WAL",
@@ -106,7 +108,7 @@ class Database:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
         try:
             for pragma in _PRAGMAS:
-                await conn.execute(pragma)
+                await _patiently(conn, pragma)
         except BaseException:
             await conn.close()  # its thread would otherwise keep the process alive at exit
             raise
@@ -142,6 +144,23 @@ class Database:
                 applied[-1],
                 self.path,
             )
+
+
+async def _patiently(conn: aiosqlite.Connection, pragma: str) -> None:
+    """Run ``pragma``, waiting out another process's lock. Switching a new file to WAL needs
+    the file to itself and SQLite answers "database is locked" at once, without its busy
+    handler, while a second process opens the same new file (two replicas starting together)."""
+    deadline = time.monotonic() + _OPEN_WAIT
+    delay = 0.01
+    while True:
+        try:
+            await conn.execute(pragma)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.5)
 
 
 def statements(script: str) -> list[str]:

@@ -3,6 +3,7 @@ window cache. Behaviour every backend shares is in ``tests/conformance/``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import threading
@@ -255,3 +256,15 @@ async def test_triggers_delete_index_rows_and_vectors(tmp_path: Path) -> None:
         assert raw.execute("SELECT count(*) FROM turns_fts WHERE rowid > 0").fetchone() == (0,)
         assert raw.execute("SELECT count(*) FROM memory_vectors").fetchone() == (0,)
         assert raw.execute("SELECT count(*) FROM usage_daily").fetchone() == (1,)  # kept
+
+
+async def test_stores_opening_one_new_file_at_once_all_open(tmp_path: Path) -> None:
+    """Replicas (or the console beside the bot) starting together on a file nobody made yet:
+    the switch to WAL and the migrations wait for each other instead of failing."""
+    for attempt in range(20):  # the race is rare: without the wait, about 1 open in 60 failed
+        stores = [SQLiteStore(tmp_path / f"new-{attempt}.db") for _ in range(8)]
+        try:
+            await asyncio.gather(*(store.open() for store in stores))
+            assert {await store.reset_point("c") for store in stores} == {0}
+        finally:
+            await asyncio.gather(*(store.close() for store in stores))
