@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
 from bot.config.guardrails import AccessSettings, LimitSettings
-from bot.config.llm import OPENAI_DEFAULT_BASE_URL, EndpointSettings, LLMSettings, RetrySettings
+from bot.config.llm import (
+    OPENAI_DEFAULT_BASE_URL,
+    EndpointSettings,
+    FallbackSettings,
+    LLMSettings,
+    RetrySettings,
+)
 from bot.config.loading import (
     CONFIG_ENV_VAR,
     describe_errors,
@@ -46,6 +52,7 @@ __all__ = [
     "ConfigError",
     "EmbeddingSettings",
     "EndpointSettings",
+    "FallbackSettings",
     "HistorySettings",
     "LLMSettings",
     "LimitSettings",

@@ -64,6 +64,24 @@ class EndpointSettings(Section):
         return "api.openai.com" in self.effective_base_url
 
 
+class FallbackSettings(EndpointSettings):
+    """A fallback endpoint: often a smaller local model, so it has its own window and reply
+    reserve (its tokenizer follows its ``model``, as the primary's does)."""
+
+    context_window: int | None = Field(
+        None,
+        ge=256,
+        description="tokens this model accepts (prompt + reply); a request is re-trimmed to it",
+        json_schema_extra={"shown_default": "`llm.context_window`"},
+    )
+    max_output_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="tokens reserved for the reply on this endpoint",
+        json_schema_extra={"shown_default": "`llm.max_output_tokens`"},
+    )
+
+
 class LLMSettings(EndpointSettings):
     api_key: SecretStr | None = Field(
         default_factory=lambda: env_secret("OPENAI_API_KEY"),
@@ -93,7 +111,7 @@ class LLMSettings(EndpointSettings):
         "fallbacks answer, or users are told at once (0: off)",
     )
     retry: RetrySettings = RetrySettings()
-    fallbacks: tuple[EndpointSettings, ...] = Field(
+    fallbacks: tuple[FallbackSettings, ...] = Field(
         (), description="other endpoints tried in order when the primary gives up"
     )
 
@@ -101,4 +119,20 @@ class LLMSettings(EndpointSettings):
     def _reserve_fits(self) -> LLMSettings:
         if self.max_output_tokens >= self.context_window:
             raise ValueError("max_output_tokens must be smaller than context_window")
+        for index, fallback in enumerate(self.fallbacks):
+            window, reserve = self.limits_of(fallback)
+            if reserve >= window:
+                raise ValueError(
+                    f"fallbacks[{index}]: max_output_tokens ({reserve}) must be smaller than "
+                    f"its context_window ({window})"
+                )
         return self
+
+    def limits_of(self, endpoint: EndpointSettings) -> tuple[int, int]:
+        """``(context_window, max_output_tokens)`` of ``endpoint``: a fallback's own, else the
+        primary's."""
+        window, reserve = self.context_window, self.max_output_tokens
+        if isinstance(endpoint, FallbackSettings):
+            window = endpoint.context_window or window
+            reserve = endpoint.max_output_tokens or reserve
+        return window, reserve

@@ -9,6 +9,7 @@ same SDK transport, auth, typed ``ChatCompletion`` parsing and exceptions as
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,10 +20,12 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.config import EndpointSettings, LLMSettings, safe_url
-from bot.errors import LLMBadRequestError, LLMError, LLMUnavailableError
+from bot.errors import ContextTooLongError, LLMBadRequestError, LLMError, LLMUnavailableError
 from bot.guardrails.sanitise import clean_json
+from bot.history.trim import trim_history
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry, classify
+from bot.llm.tokens import get_counter
 from bot.storage.coordination import SharedLimits
 from bot.storage.values import Usage
 
@@ -78,7 +81,10 @@ class _ToolCallParts:
 
 
 class Endpoint:
-    """One configured provider: its SDK client and model."""
+    """One configured provider: its SDK client, model and limits.
+
+    ``refit``: requests are checked against this endpoint's own window before they are sent (a
+    fallback; the primary's prompts were already trimmed to its window by the caller)."""
 
     def __init__(
         self,
@@ -87,9 +93,15 @@ class Endpoint:
         timeout: float,
         cooldown: float = 0.0,
         shared: SharedLimits | None = None,
+        context_window: int = 128_000,
+        max_output_tokens: int = 1024,
+        refit: bool = False,
     ) -> None:
         key = settings.api_key.get_secret_value() if settings.api_key else None
         self.model = settings.model
+        self.context_window = context_window
+        self.max_output_tokens = max_output_tokens
+        self.refit = refit
         self.base_url = settings.effective_base_url
         self.name = f"{safe_url(self.base_url)} ({self.model})"
         self.breaker = CircuitBreaker(cooldown, self.name, shared=shared)
@@ -129,6 +141,31 @@ class Endpoint:
             body["stream_options"] = {"include_usage": True}
         return body
 
+    def fit(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        max_tokens: int,
+    ) -> tuple[Sequence[Mapping[str, Any]], int]:
+        """``(messages, max_tokens)`` this endpoint accepts. A fallback's reply is capped at its
+        reserve and the messages re-trimmed to what is left of its window (whole turns go,
+        oldest first; the system block and the newest turn stay), counted with its model's
+        tokenizer; ``ContextTooLongError`` when even that does not fit."""
+        if not self.refit:
+            return messages, max_tokens
+        max_tokens = min(max_tokens, self.max_output_tokens)
+        counter = get_counter(self.model)
+        budget = self.context_window - max_tokens
+        if tools:
+            budget -= counter.count_text(json.dumps(list(tools)))
+        if counter.count_messages(messages) <= budget:
+            return messages, max_tokens
+        fitted = trim_history(
+            messages, max_tokens=max(0, budget), count_tokens=counter.count_messages
+        )
+        log.info("%s: request re-trimmed to its %d-token window", self.name, self.context_window)
+        return fitted, max_tokens
+
     async def post(self, path: str, body: dict[str, Any], **sdk: Any) -> Any:
         """The SDK's ``post`` with bearer auth. A body with text that has no UTF-8 form (a lone
         surrogate that got past the adapters) fails while the SDK encodes it, before anything
@@ -158,8 +195,16 @@ class LLMClient:
         self.policy = RetryPolicy(**settings.retry.model_dump())
         timeout, cooldown = settings.timeout, settings.circuit_breaker
         self.endpoints = [
-            Endpoint(each, timeout=timeout, cooldown=cooldown, shared=shared)
-            for each in (settings, *settings.fallbacks)
+            Endpoint(
+                each,
+                timeout=timeout,
+                cooldown=cooldown,
+                shared=shared,
+                context_window=settings.limits_of(each)[0],
+                max_output_tokens=settings.limits_of(each)[1],
+                refit=index > 0,
+            )
+            for index, each in enumerate((settings, *settings.fallbacks))
         ]
         self._sleep: Sleep = asyncio.sleep if sleep is None else sleep
 
@@ -225,12 +270,22 @@ class LLMClient:
         candidates = [e for e in self.endpoints if e.breaker.admits()]
         if not candidates:
             raise LLMUnavailableError("every LLM endpoint is down; failing fast")
-        last: LLMError | None = None
+        last: LLMError | ContextTooLongError | None = None
         for index, endpoint in enumerate(candidates):
             share = max(0.0, end - loop.time()) / (len(candidates) - index)
+            try:
+                sent, reply_tokens = endpoint.fit(
+                    messages, tools, max_tokens or self.settings.max_output_tokens
+                )
+            except ContextTooLongError as exc:  # it would refuse it: never send it
+                log.warning(
+                    "%s: the request does not fit its window; skipped: %s", endpoint.name, exc
+                )
+                last = last if isinstance(last, LLMError) else exc
+                continue
             body = endpoint.body(
-                messages,
-                max_tokens=max_tokens or self.settings.max_output_tokens,
+                sent,
+                max_tokens=reply_tokens,
                 temperature=self.settings.temperature,
                 tools=tools,
                 stream=stream,
