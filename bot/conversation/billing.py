@@ -3,7 +3,8 @@
 A call is put on the bill as soon as it is done (a reader that stops later must not lose it).
 A server that reports no usage, and a stream the bot hung up on at its reply cap, are billed
 by our own count, so budgets still hold. The first call of a turn calibrates an estimating
-token counter against the provider's figure.
+token counter against the provider's figure, when the primary answered it (a fallback counts
+with another tokenizer, and may have been sent a prompt re-trimmed to its own window).
 """
 
 from __future__ import annotations
@@ -54,7 +55,12 @@ class Meter:
             written = completion.text + "".join(c.name + c.arguments for c in completion.tool_calls)
             usage = Usage(self.counter.count_messages(transcript), self.counter.count_text(written))
             completion = replace(completion, usage=usage)
-        elif first and not self.counter.exact and usage.prompt_tokens:
+        elif (
+            first
+            and not completion.from_fallback
+            and not self.counter.exact
+            and usage.prompt_tokens
+        ):
             self.counter.observe(self.counter.count_messages(transcript), usage.prompt_tokens)
         bill.add(usage)
         return completion

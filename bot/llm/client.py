@@ -55,6 +55,9 @@ class Completion:
     finish_reason: str = "stop"
     usage: Usage | None = None
     model: str = ""
+    # A fallback answered: its usage says nothing about the primary's tokenizer (and its prompt
+    # may have been re-trimmed to its own window).
+    from_fallback: bool = False
 
     def assistant_message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
@@ -83,8 +86,8 @@ class _ToolCallParts:
 class Endpoint:
     """One configured provider: its SDK client, model and limits.
 
-    ``refit``: requests are checked against this endpoint's own window before they are sent (a
-    fallback; the primary's prompts were already trimmed to its window by the caller)."""
+    ``is_fallback``: requests are checked against this endpoint's own window before they are
+    sent (the primary's prompts were already trimmed to its window by the caller)."""
 
     def __init__(
         self,
@@ -95,13 +98,13 @@ class Endpoint:
         shared: SharedLimits | None = None,
         context_window: int = 128_000,
         max_output_tokens: int = 1024,
-        refit: bool = False,
+        is_fallback: bool = False,
     ) -> None:
         key = settings.api_key.get_secret_value() if settings.api_key else None
         self.model = settings.model
         self.context_window = context_window
         self.max_output_tokens = max_output_tokens
-        self.refit = refit
+        self.is_fallback = is_fallback
         self.base_url = settings.effective_base_url
         self.name = f"{safe_url(self.base_url)} ({self.model})"
         self.breaker = CircuitBreaker(cooldown, self.name, shared=shared)
@@ -151,7 +154,7 @@ class Endpoint:
         reserve and the messages re-trimmed to what is left of its window (whole turns go,
         oldest first; the system block and the newest turn stay), counted with its model's
         tokenizer; ``ContextTooLongError`` when even that does not fit."""
-        if not self.refit:
+        if not self.is_fallback:
             return messages, max_tokens
         max_tokens = min(max_tokens, self.max_output_tokens)
         counter = get_counter(self.model)
@@ -202,7 +205,7 @@ class LLMClient:
                 shared=shared,
                 context_window=settings.limits_of(each)[0],
                 max_output_tokens=settings.limits_of(each)[1],
-                refit=index > 0,
+                is_fallback=index > 0,
             )
             for index, each in enumerate((settings, *settings.fallbacks))
         ]
@@ -229,7 +232,7 @@ class LLMClient:
         endpoint, result = await self._send(
             messages, tools, max_tokens, stream=False, tool_choice=tool_choice
         )
-        return _completion(result, endpoint.model)
+        return _completion(result, endpoint)
 
     async def stream(
         self,
@@ -336,7 +339,7 @@ class LLMClient:
             raise LLMUnavailableError("every LLM endpoint is down; failing fast")
 
 
-def _completion(result: ChatCompletion, model: str) -> Completion:
+def _completion(result: ChatCompletion, endpoint: Endpoint) -> Completion:
     if not result.choices:
         raise LLMUnavailableError("the provider returned no choices")
     choice = result.choices[0]
@@ -353,7 +356,8 @@ def _completion(result: ChatCompletion, model: str) -> Completion:
         tool_calls=calls,
         finish_reason=choice.finish_reason or "stop",
         usage=usage,
-        model=result.model or model,
+        model=result.model or endpoint.model,
+        from_fallback=endpoint.is_fallback,
     )
 
 
@@ -401,4 +405,5 @@ async def _assemble(
         finish_reason=finish_reason,
         usage=usage,
         model=model,
+        from_fallback=endpoint.is_fallback,
     )

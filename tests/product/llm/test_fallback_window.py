@@ -93,6 +93,21 @@ async def test_a_fallback_too_small_for_the_newest_message_is_never_sent_it(
         assert tiny.chat_requests == []
 
 
+async def test_a_fallbacks_usage_does_not_calibrate_the_primarys_token_counter(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    primary = "local-primary-calibrated"  # an estimating counter, calibrated from usage
+    async with FakeLLM(model_context_window=4000) as small:
+        fallback = {"base_url": small.base_url, "model": SMALL_MODEL, "context_window": 4000}
+        async with make_app(llm={"model": primary, "fallbacks": [fallback]}) as app:
+            await _chat_history(app, 8)  # past the counter's warm-up; the fake agrees with it
+            assert get_counter(primary).ratio == 1.0
+            _primary_gives_up(fake_llm)
+            await app.service.chat(private(), "the newest question")
+        assert len(small.chat_requests) == 1  # re-trimmed: it reports far fewer prompt tokens
+    assert get_counter(primary).ratio == 1.0
+
+
 def test_a_fallback_inherits_the_primarys_limits_and_its_reserve_must_fit_its_window() -> None:
     llm = LLMSettings(
         context_window=32_000,
