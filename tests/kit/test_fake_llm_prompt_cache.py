@@ -9,7 +9,7 @@ import openai
 import pytest_asyncio
 
 from bot.llm.tokens import get_counter
-from bot.testing import FakeLLM
+from bot.testing import FakeLLM, reply
 
 MODEL = "gpt-4o-mini"
 
@@ -153,3 +153,10 @@ async def test_the_cache_can_be_switched_off(fake_llm: FakeLLM, client: openai.A
     await cached(client, chat(SYSTEM_2000, "question"))
     assert await cached(client, chat(SYSTEM_2000, "question")) == 0
     assert [r.cached_tokens for r in fake_llm.chat_requests] == [0, 0]
+
+
+async def test_a_scripted_usage_overrides_the_cached_count(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.script(reply("ok", usage={"prompt_tokens": 5000, "cached_tokens": 4096}))
+    assert await cached(client, chat("short", "question")) == 4096
