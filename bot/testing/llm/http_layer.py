@@ -34,7 +34,9 @@ class RecordedRequest:
 
     ``received_at`` is ``time.monotonic()`` on arrival, before any latency is applied;
     ``disconnected`` is True when a streamed answer did not reach its end (the client hung up;
-    also while it is still being written).
+    also while it is still being written). ``usage`` is the ``usage`` object the answer
+    carried (None until answered, for failures, and with ``report_usage`` off);
+    ``cached_tokens`` reads the emulated prefix cache's count from it.
     """
 
     method: str
@@ -44,6 +46,14 @@ class RecordedRequest:
     body: bytes = b""
     received_at: float = field(default_factory=time.monotonic)
     disconnected: bool = False
+    usage: JSONDict | None = None
+
+    @property
+    def cached_tokens(self) -> int | None:
+        """``usage.prompt_tokens_details.cached_tokens`` as reported, or None if no usage."""
+        if self.usage is None:
+            return None
+        return int(self.usage["prompt_tokens_details"]["cached_tokens"])
 
 
 async def record_request(request: web.Request) -> RecordedRequest:

@@ -54,7 +54,7 @@ class Script:
 
     ``delay`` is waited before answering (on top of ``FakeLLM.latency`` for completions);
     ``usage`` overrides counted usage numbers (``prompt_tokens``, ``completion_tokens``,
-    ``total_tokens``) in the answer.
+    ``total_tokens``, ``cached_tokens``) in the answer.
     """
 
     text: str | None = None

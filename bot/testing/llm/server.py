@@ -35,6 +35,7 @@ from bot.testing.llm.http_layer import (
     stream_response,
 )
 from bot.testing.llm.model import context_failure, generate, last_user_text
+from bot.testing.llm.prompt_cache import PromptCache
 from bot.testing.llm.script import (
     Script,
     ScriptedToolCall,
@@ -96,6 +97,8 @@ class FakeLLM(ScriptedAnswers, FakeService):
     ``fail_every`` injects a failure into every n-th valid request (a 429 storm).
     ``ignore_max_tokens`` plays a server that disregards ``max_tokens`` (some self-hosted and
     proxied ones do): the whole answer comes back, finishing "stop", however long it is.
+    ``prompt_cache`` (on by default) reports ``cached_tokens`` like OpenAI's prefix cache;
+    ``prompt_cache_store`` holds its recent prompts (``max_entries``, ``ttl`` are settable).
     """
 
     def __init__(
@@ -116,6 +119,8 @@ class FakeLLM(ScriptedAnswers, FakeService):
         self.default_reply = default_reply
         self.ignore_max_tokens = ignore_max_tokens
         self.report_usage = True  # False: like servers that send no ``usage`` at all
+        self.prompt_cache = True  # False: every answer reports cached_tokens 0
+        self.prompt_cache_store = PromptCache()
         self.models: list[str] = list(DEFAULT_MODELS)
         self.requests: list[RecordedRequest] = []
         self._call_ids = itertools.count(1)
@@ -226,8 +231,14 @@ class FakeLLM(ScriptedAnswers, FakeService):
         gen = generate(counter, text, calls, limit, self._next_call_id)
         n: int = body.get("n") or 1
         override = script.usage if script is not None else None
-        usage = usage_body(prompt_tokens, gen.completion_tokens * n, override)
+        cached = (
+            self.prompt_cache_store.cached_tokens(body, prompt_tokens, counter)
+            if self.prompt_cache
+            else 0
+        )
+        usage = usage_body(prompt_tokens, gen.completion_tokens * n, override, cached_tokens=cached)
         reported = usage if self.report_usage else None
+        record.usage = reported
         ident, created, model = completion_id(), int(time.time()), body["model"]
         headers = api_headers(record.received_at)
         if body.get("stream"):

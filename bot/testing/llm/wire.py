@@ -75,17 +75,25 @@ def mask_key(key: str) -> str:
 
 
 def usage_body(
-    prompt_tokens: int, completion_tokens: int, override: Mapping[str, int] | None = None
+    prompt_tokens: int,
+    completion_tokens: int,
+    override: Mapping[str, int] | None = None,
+    *,
+    cached_tokens: int = 0,
 ) -> JSONDict:
-    """The ``usage`` object; ``override`` replaces counted numbers (total follows unless given)."""
+    """The ``usage`` object; ``override`` replaces counted numbers (total follows unless given).
+
+    ``cached_tokens`` is the prompt prefix a provider cache served (see ``prompt_cache``).
+    """
     given = dict(override or {})
     prompt = int(given.get("prompt_tokens", prompt_tokens))
     completion = int(given.get("completion_tokens", completion_tokens))
+    cached = int(given.get("cached_tokens", cached_tokens))
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": int(given.get("total_tokens", prompt + completion)),
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
         "completion_tokens_details": {
             "reasoning_tokens": 0,
             "audio_tokens": 0,
