@@ -3,7 +3,6 @@ SQLite -> PostgreSQL -> SQLite (and SQLite -> SQLite), keeps every row and what 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from bot.storage.portable import PortableStore, Row, Table, key_of
 from bot.storage.url import StorageURL, parse_storage_url
 from bot.storage.values import ChatPreferences, MemoryScope, NewTurn, Usage
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
+from tests.product.app.test_cli import run_cli as shared_run_cli
 
 GROUP, GROUP_CONV = "telegram:-100", "telegram:-100"
 PRIVATE, PRIVATE_CONV = "telegram:7", "telegram:7"
@@ -305,20 +305,10 @@ async def test_a_postgresql_source_without_tables_is_refused_and_not_created(
 
 
 async def run_cli(*args: str, cwd: Path) -> tuple[int, str, str]:
+    """``python -m bot`` in ``cwd`` without the caller's OpenAI or Parlour settings (the shared
+    runner, which also fails on any secret in the output)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PARLOUR_"))}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await shared_run_cli(*args, env=env, cwd=cwd)
 
 
 async def test_the_command_copies_prints_counts_and_refuses_a_second_run(
