@@ -11,6 +11,7 @@ module              protocol(s): what a backend stores
 ``kv``              :class:`KeyValueStore` (plugin data)
 ``memories``        :class:`MemoryRecords`, :class:`MemorySearch`, :class:`MemoryVectors`
 ``summaries``       :class:`Summaries` (compaction's rolling summaries)
+``prompt_windows``  :class:`PromptWindows` (where each conversation's prompt begins)
 ``deliveries``      :class:`Deliveries` (replies on their way to a platform)
 ``maintenance``     :class:`Maintenance` (retention, interrupted turns, chat migration)
 ``coordination``    :class:`Inbox`, :class:`Leases`, :class:`SharedLimits` (replicas agreeing)
@@ -34,6 +35,7 @@ from bot.storage.kv import KeyValueStore
 from bot.storage.maintenance import Maintenance
 from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors
 from bot.storage.overheard import OverheardStore
+from bot.storage.prompt_windows import PromptWindows
 from bot.storage.resets import Resets
 from bot.storage.summaries import Summaries
 from bot.storage.turns import TurnArchive, Turns
@@ -54,6 +56,7 @@ __all__ = [
     "MemorySearch",
     "MemoryVectors",
     "OverheardStore",
+    "PromptWindows",
     "Resets",
     "SharedLimits",
     "Storage",
@@ -79,6 +82,7 @@ class Storage(
     MemorySearch,
     MemoryVectors,
     Summaries,
+    PromptWindows,
     Deliveries,
     Maintenance,
     Inbox,

@@ -71,7 +71,8 @@ TABLES: tuple[Table, ...] = (
     _table("memory_vectors", "memory_id model dims vector", "memory_id", identity=False),
     _table(
         "summaries",
-        "conv_key chat_key summary through_turn_id turns_since updated_at",
+        "conv_key chat_key summary through_turn_id turns_since updated_at window_start"
+        " summary_shown",
         "conv_key",
         identity=False,
     ),

@@ -25,6 +25,7 @@ __all__ = [
     "Summary",
     "TurnStatus",
     "Usage",
+    "WindowMark",
 ]
 
 
@@ -140,6 +141,14 @@ class Memory:
     # search relevance, higher is better: -bm25, or the fused RRF score with embeddings; 0
     # outside a search
     score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class WindowMark:
+    """Where a conversation's prompt begins (:mod:`bot.storage.prompt_windows`)."""
+
+    start_turn_id: int  # the oldest turn the prompt holds (earlier ones left it)
+    summary: str = ""  # the summary the prompt shows, pinned when the window was last cut
 
 
 @dataclass(frozen=True, slots=True)

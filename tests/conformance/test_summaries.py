@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.storage import Storage
-from bot.storage.values import Summary, TurnStatus, Usage
+from bot.storage.values import Summary, TurnStatus, Usage, WindowMark
 from tests.conformance.conftest import answered, turn
 
 
@@ -62,3 +62,35 @@ async def test_forgotten_with_the_history_and_moved_with_the_chat(storage: Stora
     await storage.save_summary("tg:3", "tg:3", "old", 1)
     await storage.delete_older_than(-1)
     assert await storage.load_summary("tg:3") is None
+
+
+async def test_window_mark_beside_the_summary(storage: Storage) -> None:
+    assert await storage.load_window_mark("tg:1") is None
+    await storage.count_summary_turn("tg:1", "tg:1")  # a counted summary is not a mark
+    assert await storage.load_window_mark("tg:1") is None
+    await storage.save_window_mark("tg:1", "tg:1", WindowMark(5, "pinned"))
+    assert await storage.load_window_mark("tg:1") == WindowMark(5, "pinned")
+    assert await storage.load_summary("tg:1") == Summary("", 0, 1)  # the count is kept
+    await storage.save_summary("tg:1", "tg:1", "newer summary", 9)  # does not move the mark
+    assert await storage.load_window_mark("tg:1") == WindowMark(5, "pinned")
+    await storage.save_window_mark("tg:1", "tg:1", WindowMark(12, "newer summary"))
+    assert await storage.load_window_mark("tg:1") == WindowMark(12, "newer summary")
+    assert await storage.load_summary("tg:1") == Summary("newer summary", 9, 0)
+    await storage.save_window_mark("tg:2", "tg:2", WindowMark(0))  # a mark without a summary
+    assert await storage.load_window_mark("tg:2") == WindowMark(0, "")
+
+
+async def test_window_mark_forgotten_and_moved_like_the_summary(storage: Storage) -> None:
+    await storage.save_window_mark("tg:-1", "tg:-1", WindowMark(3, "secret"))
+    await storage.save_window_mark("tg:-1:u:2", "tg:-1", WindowMark(4, "moves"))
+    await storage.migrate_chat("tg:-1", "tg:-100")
+    assert await storage.load_window_mark("tg:-1") is None
+    assert await storage.load_window_mark("tg:-100:u:2") == WindowMark(4, "moves")
+    await storage.clear_chat("tg:-100", "a", "A")
+    assert await storage.load_window_mark("tg:-100:u:2") is None
+    await storage.save_window_mark("tg:5", "tg:5", WindowMark(1, "x"))
+    await storage.reset("tg:5", "tg:5", "u")
+    assert await storage.load_window_mark("tg:5") is None
+    await storage.save_window_mark("tg:6", "tg:6", WindowMark(1, "x"))
+    await storage.delete_older_than(-1)
+    assert await storage.load_window_mark("tg:6") is None

@@ -208,6 +208,11 @@ CORE_STEPS: tuple[str, ...] = (
     CREATE INDEX deliveries_by_platform ON deliveries (platform, id);
     CREATE INDEX deliveries_by_chat ON deliveries (chat_key);
     """,
+    # 2: SQLite's v13: where each conversation's prompt begins (bot.storage.prompt_windows).
+    """
+    ALTER TABLE summaries ADD COLUMN window_start BIGINT;
+    ALTER TABLE summaries ADD COLUMN summary_shown TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 CORE: Component = ("core", CORE_STEPS)

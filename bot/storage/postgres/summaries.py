@@ -6,7 +6,7 @@ import time
 
 from bot.storage.postgres.part import Part
 from bot.storage.postgres.turns import clean_text, conversation_page, stored_turn
-from bot.storage.values import StoredTurn, Summary
+from bot.storage.values import StoredTurn, Summary, WindowMark
 
 BETWEEN_PAGE = 200
 BETWEEN_SQL = conversation_page(
@@ -15,6 +15,8 @@ BETWEEN_SQL = conversation_page(
 
 
 class PostgresSummaries(Part):
+    """Summaries and, in the same rows, the prompt windows' marks (bot.storage.prompt_windows)."""
+
     async def load_summary(self, conversation_key: str) -> Summary | None:
         async with self._db.acquire() as conn:
             row = await conn.fetchrow(
@@ -71,3 +73,30 @@ class PostgresSummaries(Part):
                 if len(rows) < BETWEEN_PAGE:
                     return found
                 after = int(rows[-1]["id"])
+
+    async def load_window_mark(self, conversation_key: str) -> WindowMark | None:
+        async with self._db.acquire() as conn:
+            row = await conn.fetchrow(
+                "SELECT window_start, summary_shown FROM summaries WHERE conv_key = $1",
+                conversation_key,
+            )
+        if row is None or row["window_start"] is None:
+            return None
+        return WindowMark(int(row["window_start"]), row["summary_shown"])
+
+    async def save_window_mark(
+        self, conversation_key: str, chat_key: str, mark: WindowMark
+    ) -> None:
+        async with self._db.acquire() as conn:
+            await conn.execute(
+                "INSERT INTO summaries (conv_key, chat_key, summary, through_turn_id,"
+                " turns_since, updated_at, window_start, summary_shown)"
+                " VALUES ($1, $2, '', 0, 0, $3, $4, $5) ON CONFLICT (conv_key)"
+                " DO UPDATE SET window_start = excluded.window_start,"
+                " summary_shown = excluded.summary_shown, updated_at = excluded.updated_at",
+                conversation_key,
+                chat_key,
+                time.time(),
+                mark.start_turn_id,
+                clean_text(mark.summary),
+            )

@@ -427,6 +427,13 @@ MIGRATIONS: tuple[str, ...] = (
         open_until REAL NOT NULL
     );
     """,
+    # 13: where each conversation's prompt begins (bot.storage.prompt_windows): the oldest turn
+    # it holds, and the summary it shows, both changed only when the window is cut. Kept in the
+    # summary's row, so they are forgotten and moved with it. NULL: never cut.
+    """
+    ALTER TABLE summaries ADD COLUMN window_start INTEGER;
+    ALTER TABLE summaries ADD COLUMN summary_shown TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

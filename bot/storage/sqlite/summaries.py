@@ -6,10 +6,12 @@ import time
 
 from bot.storage.answers import turn_messages
 from bot.storage.sqlite.part import Part
-from bot.storage.values import StoredTurn, Summary, TurnStatus
+from bot.storage.values import StoredTurn, Summary, TurnStatus, WindowMark
 
 
 class SQLiteSummaries(Part):
+    """Summaries and, in the same rows, the prompt windows' marks (bot.storage.prompt_windows)."""
+
     async def load_summary(self, conversation_key: str) -> Summary | None:
         rows = await self._db.reader.execute_fetchall(
             "SELECT summary, through_turn_id, turns_since FROM summaries WHERE conv_key = ?",
@@ -65,3 +67,26 @@ class SQLiteSummaries(Part):
             )
             for turn_id, user_id, user_name, status, user_text, answer in rows
         ]
+
+    async def load_window_mark(self, conversation_key: str) -> WindowMark | None:
+        rows = await self._db.reader.execute_fetchall(
+            "SELECT window_start, summary_shown FROM summaries WHERE conv_key = ?",
+            (conversation_key,),
+        )
+        row = next(iter(rows), None)
+        if row is None or row[0] is None:
+            return None
+        return WindowMark(int(row[0]), str(row[1]))
+
+    async def save_window_mark(
+        self, conversation_key: str, chat_key: str, mark: WindowMark
+    ) -> None:
+        async with self._db.writing() as conn:
+            await conn.execute(
+                "INSERT INTO summaries (conv_key, chat_key, summary, through_turn_id,"
+                " turns_since, updated_at, window_start, summary_shown)"
+                " VALUES (?, ?, '', 0, 0, ?, ?, ?) ON CONFLICT (conv_key)"
+                " DO UPDATE SET window_start = excluded.window_start,"
+                " summary_shown = excluded.summary_shown, updated_at = excluded.updated_at",
+                (conversation_key, chat_key, time.time(), mark.start_turn_id, mark.summary),
+            )

@@ -1,0 +1,32 @@
+"""Where each conversation's prompt begins: the boundary of what was last sent to the model.
+
+A prompt that starts with the bytes of the previous one is billed at a fraction by the
+provider's prefix cache (:mod:`bot.conversation.window`). So the window is not re-trimmed every
+turn: it keeps its first turn until history passes its budget, then is cut in one step. The
+boundary is stored, not recomputed, because it is a fact about what the model was sent: recall
+searches every turn before it (nothing trimmed vanishes), compaction summarises those turns, and
+the summary shown in the prompt is pinned with the boundary so it changes only at a cut.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.storage.values import WindowMark
+
+__all__ = ["PromptWindows", "WindowMark"]
+
+
+class PromptWindows(Protocol):
+    """One mark per conversation. A backend must provide: :meth:`save_window_mark` replaces the
+    mark (not the conversation's summary nor its turn count); the mark is forgotten with the
+    conversation's summary (a reset of the conversation, a clear of its chat, retention) and
+    moves with a migrated chat."""
+
+    async def load_window_mark(self, conversation_key: str) -> WindowMark | None:
+        """The conversation's mark, or None (never cut, or forgotten)."""
+        ...
+
+    async def save_window_mark(
+        self, conversation_key: str, chat_key: str, mark: WindowMark
+    ) -> None: ...
