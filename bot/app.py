@@ -20,6 +20,7 @@ from bot.guardrails.admins import AdminPolicy
 from bot.llm.client import LLMClient
 from bot.llm.embeddings import Embedder
 from bot.llm.retry import Sleep
+from bot.llm.tokens import get_counter
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, StoredMemory
 from bot.memory.store import MemoryStore
@@ -106,7 +107,11 @@ class App:
                 await self.memories.sync_turns()  # index messages written before an upgrade
                 if self._embedder is not None:  # in the background: a slow endpoint won't block
                     self._backfill = asyncio.create_task(self._backfill_vectors(self.memories))
-                memory = memory or StoredMemory(self.memories, self.settings.memory)
+                memory = memory or StoredMemory(
+                    self.memories,
+                    self.settings.memory,
+                    get_counter(self._llm.model).count_text,  # the prompt's own counter
+                )
             self.tools = ToolRegistry(self.admins.is_admin)
             if self.settings.memory.summarize:
                 summary_llm = self._llm
@@ -214,6 +219,8 @@ class App:
             self._backfill.cancel()
             await asyncio.gather(self._backfill, return_exceptions=True)
             self._backfill = None
+        if self.memories is not None:  # its background embedding, before the embedder closes
+            await self.memories.aclose()
         if self.compactor is not None:
             await self.compactor.aclose()
             self.compactor = None

@@ -15,14 +15,16 @@ class EmbeddingSettings(Section):
     while both talk to the same host: the chat provider's key is never sent to another server.
     """
 
-    model: str | None = Field(None, description="embedding model; none: recall uses FTS only")
+    model: str | None = Field(
+        None, description="embedding model (facts and old messages); none: recall uses FTS only"
+    )
     base_url: str | None = Field(None, description="OpenAI-compatible server; default: llm's")
     api_key: SecretStr | None = Field(
         None, description="default: llm.api_key, but only while base_url is on the same host"
     )
     batch_size: int = Field(64, ge=1, le=2048, description="texts per /embeddings request")
     min_similarity: float = Field(
-        0.3, ge=-1, le=1, description="cosine below which a memory is not recalled by meaning"
+        0.3, ge=-1, le=1, description="cosine below which nothing is recalled by meaning"
     )
 
     @field_validator("model")
@@ -45,8 +47,12 @@ class EmbeddingSettings(Section):
 
 class MemorySettings(Section):
     enabled: bool = Field(True, description="recall stored memories and old messages")
-    top_k: int = Field(5, ge=1, le=50, description="memories (and old messages) per request")
-    max_tokens: int = Field(400, ge=0, description="cap on the recalled block in the prompt")
+    top_k: int = Field(
+        20, ge=1, le=200, description="most facts (and old messages) recalled per request"
+    )
+    max_tokens: int = Field(
+        400, ge=0, description="cap on the recalled block: the best lines until it is used"
+    )
     recall_history: bool = Field(
         True, description="also search this conversation's messages older than the window"
     )

@@ -3,7 +3,8 @@
 :class:`StoredMemory` recalls from the storage (``bot.memory.store``): facts people asked the bot
 to remember, from the conversation they were said in (``bot.memory.scope``), and the conversation's
 own messages that have left the context window (seed 001: trimming must not make the bot forget
-the user's name).
+the user's name), ranked together, dated, neighbours merged, until ``memory.max_tokens`` is used
+(``bot.memory.recalled``).
 
 Everything recalled was written by users, so it is data, never instructions: each item is one
 line of JSON (:func:`recalled_item`), so no text inside it can open a line of its own or claim
@@ -13,14 +14,24 @@ material (``bot.conversation.prompt_safety``), capped and counted in the token b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from bot.config import MemorySettings
 from bot.context import ChatContext
-from bot.conversation.prompt_safety import one_line_json
+from bot.conversation.prompt import is_shared
+from bot.llm.tokens import estimate_tokens
+from bot.memory.recalled import recalled_item, recalled_lines
+from bot.storage.memories import FoundTurn
 
 if TYPE_CHECKING:
     from bot.memory.store import MemoryStore
+
+__all__ = ["MemoryProvider", "NoMemory", "StoredMemory", "recalled_item"]
+
+# What a line costs beyond its text in the prompt's cap (bot.conversation.prompt.recalled_block)
+LINE_OVERHEAD = 2
+MIN_ITEM_TOKENS = 10  # the least a dated line costs: the budget never holds more than this many
 
 
 class MemoryProvider(Protocol):
@@ -54,9 +65,27 @@ class NoMemory:
 
 
 class StoredMemory:
-    def __init__(self, memories: MemoryStore, settings: MemorySettings) -> None:
+    """Recall from a :class:`~bot.memory.store.MemoryStore`: the best facts and old messages
+    until ``memory.max_tokens`` is used (``bot.memory.recalled`` ranks, dates and merges them).
+
+    ``count_tokens`` is the prompt's own counter's ``count_text`` when the caller has one (an
+    exact fit); without it, a conservative estimate picks what fits first and the rest follow,
+    so the prompt's cap still fills.
+    """
+
+    def __init__(
+        self,
+        memories: MemoryStore,
+        settings: MemorySettings,
+        count_tokens: Callable[[str], int] | None = None,
+    ) -> None:
         self.memories = memories
         self.settings = settings
+        self.count_tokens = count_tokens or estimate_tokens
+
+    def limit(self) -> int:
+        """Candidates per kind: ``memory.top_k``, but no more than the budget could hold."""
+        return max(0, min(self.settings.top_k, self.settings.max_tokens // MIN_ITEM_TOKENS))
 
     async def recall(
         self,
@@ -66,22 +95,25 @@ class StoredMemory:
         *,
         before_turn_id: int | None = None,
     ) -> list[str]:
-        if not text.strip():
+        limit = self.limit()
+        if not text.strip() or limit == 0:
             return []
         audience = self.memories.audience(ctx, conversation_key)
-        found = await self.memories.search(audience, text, limit=self.settings.top_k)
-        lines = [recalled_item(fact=m.text, by=m.user_name or m.user_id) for m in found]
-        if self.settings.recall_history and before_turn_id is not None:
-            earlier = await self.memories.search_turns(
-                conversation_key, text, before_turn_id=before_turn_id, limit=self.settings.top_k
-            )
-            lines += [
-                recalled_item(earlier_message=said, by=name or "the user")
-                for _, name, said in earlier
-            ]
-        return lines
+        facts = await self.memories.search(audience, text, limit=limit)
+        earlier: list[FoundTurn] = []
+        if self.settings.recall_history:
+            self.memories.embed_turns_later(conversation_key)  # background, for later recalls
+            if before_turn_id is not None:
+                earlier = await self.memories.search_turns(
+                    conversation_key, text, before_turn_id=before_turn_id, limit=limit
+                )
+        return recalled_lines(
+            facts,
+            earlier,
+            shared=is_shared(conversation_key),
+            budget=self.settings.max_tokens,
+            cost=self._cost,
+        )
 
-
-def recalled_item(**fields: str) -> str:
-    """One recalled item as a single line of JSON: newlines and quotes inside stay escaped."""
-    return one_line_json(fields)
+    def _cost(self, line: str) -> int:
+        return self.count_tokens(line) + LINE_OVERHEAD

@@ -7,7 +7,8 @@ or hangul into overlapping character bigrams and keeps other text as words; the 
 tokenizer then only lower-cases, strips diacritics and stems English.
 
 With embeddings, two rankings (full-text relevance and cosine similarity) are merged by
-reciprocal rank fusion (:func:`fuse`: score = sum of 1 / (60 + rank)).
+reciprocal rank fusion (:func:`fuse`, :func:`fuse_turns`: score = sum of 1 / (60 + rank)), for
+memories and for past messages alike.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import re
 import sys
 import unicodedata
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
+from bot.storage.memories import FoundTurn
 from bot.storage.values import Memory
 
 __all__ = [
@@ -27,10 +30,14 @@ __all__ = [
     "RRF_K",
     "by_cosine",
     "fuse",
+    "fuse_ranked",
+    "fuse_turns",
     "match_query",
+    "memory_id",
     "pack_vector",
     "query_terms",
     "search_form",
+    "turn_id",
     "unpack_vector",
 ]
 
@@ -51,6 +58,16 @@ _STOP_TEXT = """
     で と も か
 """
 _STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+T = TypeVar("T")
+
+
+def memory_id(memory: Memory) -> int:
+    return memory.memory_id
+
+
+def turn_id(turn: FoundTurn) -> int:
+    return turn.turn_id
 
 
 def search_form(text: str) -> str:
@@ -105,32 +122,54 @@ def unpack_vector(blob: bytes) -> array[float]:
 
 def by_cosine(
     query: Sequence[float],
-    candidates: Sequence[tuple[Memory, Sequence[float]]],
+    candidates: Sequence[tuple[T, Sequence[float]]],
     floor: float,
     top: int,
-) -> list[tuple[float, Memory]]:
-    """The ``top`` candidates whose vectors are at least ``floor`` similar to ``query``, best
-    first (ties: the newer memory).
+    ident: Callable[[T], int],
+) -> list[tuple[float, T]]:
+    """The ``top`` candidates (memories or found turns, told apart by ``ident``) whose vectors
+    are at least ``floor`` similar to ``query``, best first (ties: the newer, higher id).
 
     Vectors are stored normalised, so cosine is a dot product. Worth a worker thread.
     """
-    scored: list[tuple[float, Memory]] = []
-    for memory, vector in candidates:
+    scored: list[tuple[float, T]] = []
+    for found, vector in candidates:
         similarity = sum(map(operator.mul, query, vector))
         if similarity >= floor:
-            scored.append((similarity, memory))
-    scored.sort(key=lambda pair: (-pair[0], -pair[1].memory_id))
+            scored.append((similarity, found))
+    scored.sort(key=lambda pair: (-pair[0], -ident(pair[1])))
     return scored[:top]
 
 
-def fuse(rankings: Sequence[Sequence[Memory]], limit: int, k: int = RRF_K) -> list[Memory]:
-    """Reciprocal rank fusion: each memory scores the sum of 1 / (k + rank) over the rankings
-    it appears in (rank 1 = best); ties go to the newer memory. Scores replace ``score``."""
+def fuse_ranked(
+    rankings: Sequence[Sequence[T]], ident: Callable[[T], int], limit: int, k: int = RRF_K
+) -> list[tuple[T, float]]:
+    """Reciprocal rank fusion of anything with an id: each item scores the sum of
+    1 / (k + rank) over the rankings it appears in (rank 1 = best); ties go to the higher id."""
     fused: dict[int, float] = {}
-    found: dict[int, Memory] = {}
+    found: dict[int, T] = {}
     for ranking in rankings:
-        for rank, memory in enumerate(ranking, start=1):
-            fused[memory.memory_id] = fused.get(memory.memory_id, 0.0) + 1.0 / (k + rank)
-            found.setdefault(memory.memory_id, memory)
-    best = sorted(fused, key=lambda memory_id: (-fused[memory_id], -memory_id))[:limit]
-    return [dataclasses.replace(found[i], score=fused[i]) for i in best]
+        for rank, item in enumerate(ranking, start=1):
+            key = ident(item)
+            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+            found.setdefault(key, item)
+    best = sorted(fused, key=lambda key: (-fused[key], -key))[:limit]
+    return [(found[key], fused[key]) for key in best]
+
+
+def fuse(rankings: Sequence[Sequence[Memory]], limit: int, k: int = RRF_K) -> list[Memory]:
+    """:func:`fuse_ranked` of memories; the fused scores replace ``score``."""
+    return [
+        dataclasses.replace(memory, score=score)
+        for memory, score in fuse_ranked(rankings, memory_id, limit, k)
+    ]
+
+
+def fuse_turns(
+    rankings: Sequence[Sequence[FoundTurn]], limit: int, k: int = RRF_K
+) -> list[FoundTurn]:
+    """:func:`fuse_ranked` of past messages; the fused scores replace ``score``."""
+    return [
+        dataclasses.replace(turn, score=score)
+        for turn, score in fuse_ranked(rankings, turn_id, limit, k)
+    ]

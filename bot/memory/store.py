@@ -18,6 +18,10 @@ promotes an unrelated one for being the best of a bad lot. Cosine is plain Pytho
 few thousand 1536-float dot products take tens to a few hundred ms, fine per message; a larger
 corpus would want a vector index. When embedding fails, recall is full-text only and a new
 memory is stored without a vector until :meth:`MemoryStore.backfill_vectors`.
+
+Old messages (turns' user messages) are searched the same way: their vectors are filled in the
+background when recall runs in their conversation (:mod:`bot.memory.turn_vectors`), mostly from
+the vector the message's own recall already computed, so they cost no extra request.
 """
 
 from __future__ import annotations
@@ -26,16 +30,34 @@ import asyncio
 import logging
 from typing import Protocol
 
+from cachetools import LRUCache
+
 from bot.context import ChatContext, Scope
 from bot.errors import LLMError
 from bot.llm.embeddings import INTERACTIVE_POLICY, Embedder
 from bot.memory.scope import Audience
-from bot.memory.search import by_cosine, fuse, match_query, search_form
-from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors, NewMemory
+from bot.memory.search import (
+    by_cosine,
+    fuse,
+    fuse_turns,
+    match_query,
+    memory_id,
+    search_form,
+    turn_id,
+)
+from bot.memory.turn_vectors import TurnVectorFiller
+from bot.storage.memories import (
+    FoundTurn,
+    MemoryRecords,
+    MemorySearch,
+    MemoryVectors,
+    NewMemory,
+)
 from bot.storage.values import Memory, MemoryScope
 
 __all__ = [
     "Audience",
+    "FoundTurn",
     "Memory",
     "MemoryBackend",
     "MemoryScope",
@@ -60,6 +82,7 @@ MIN_SCORE = 1.0
 MAX_MEMORY_CHARS = 1000
 RRF_POOL = 50  # candidates taken from each ranking before fusing
 MAX_VECTOR_CANDIDATES = 5000  # newest vectors scored per search; older ones: full-text only
+QUERY_VECTORS_KEPT = 1024  # recent queries' vectors: a stored turn's message reuses its own
 
 
 class MemoryBackend(MemoryRecords, MemorySearch, MemoryVectors, Protocol):
@@ -79,6 +102,8 @@ class MemoryStore:
         self.store = store
         self.embedder = embedder
         self.share_private = share_private  # memory.share_private: see audience()
+        self._vectors: LRUCache[str, list[float]] = LRUCache(QUERY_VECTORS_KEPT)
+        self._turn_vectors = TurnVectorFiller(store, embedder, self._vectors)
 
     def audience(self, ctx: ChatContext, conversation_key: str) -> Audience:
         """What a search for ``ctx`` in ``conversation_key`` may return (``bot.memory.scope``)."""
@@ -175,18 +200,14 @@ class MemoryStore:
         by_bm25 = await self.store.search_memories(audience, query, limit=pool, min_score=min_score)
         if self.embedder is None:
             return by_bm25
-        try:
-            [vector] = await asyncio.wait_for(
-                self.embedder.embed([query], policy=INTERACTIVE_POLICY), INTERACTIVE_TIMEOUT
-            )
-        except (LLMError, TimeoutError) as exc:
-            log.warning("memory search without embeddings this time: %s", exc)
+        vector = await self.query_vector(query)
+        if vector is None:
             return by_bm25[:limit]
         candidates = await self.store.memory_vectors(
             audience, self.embedder.model, len(vector), MAX_VECTOR_CANDIDATES
         )
         floor = self.embedder.settings.min_similarity
-        cosine = await asyncio.to_thread(by_cosine, vector, candidates, floor, pool)
+        cosine = await asyncio.to_thread(by_cosine, vector, candidates, floor, pool, memory_id)
         return fuse([by_bm25, [memory for _, memory in cosine]], limit)
 
     async def search_turns(
@@ -197,20 +218,71 @@ class MemoryStore:
         before_turn_id: int,
         limit: int = 5,
         min_score: float = MIN_SCORE,
-    ) -> list[tuple[int, str, str]]:
+    ) -> list[FoundTurn]:
         """Older user messages of this conversation relevant to ``query``, best first.
 
-        Returns ``(turn_id, user_name, user_text)`` for turns with ids below ``before_turn_id``
-        (pass the oldest turn still in the context window) and after the conversation's last
-        ``/reset``: a reset is the user asking to start over, so recall honours it too.
+        Turns with ids below ``before_turn_id`` (the oldest turn the prompt holds) and after
+        the conversation's last ``/reset``: a reset is the user asking to start over, so recall
+        honours it too. With embeddings, full-text and cosine rankings are fused as for
+        memories, over the turns that have a vector already (:meth:`embed_turns_later`).
         """
-        return await self.store.search_turns(
-            conversation_key,
-            query,
-            before_turn_id=before_turn_id,
-            limit=limit,
-            min_score=min_score,
+        if limit <= 0:
+            return []
+        pool = limit if self.embedder is None else max(limit, RRF_POOL)
+        by_bm25 = await self.store.search_turns(
+            conversation_key, query, before_turn_id=before_turn_id, limit=pool, min_score=min_score
         )
+        if self.embedder is None:
+            return by_bm25
+        vector = await self.query_vector(query) if query.strip() else None
+        if vector is None:
+            return by_bm25[:limit]
+        candidates = await self.store.turn_vectors(
+            conversation_key,
+            self.embedder.model,
+            len(vector),
+            before_turn_id=before_turn_id,
+            limit=MAX_VECTOR_CANDIDATES,
+        )
+        floor = self.embedder.settings.min_similarity
+        cosine = await asyncio.to_thread(by_cosine, vector, candidates, floor, pool, turn_id)
+        return fuse_turns([by_bm25, [turn for _, turn in cosine]], limit)
+
+    async def query_vector(self, query: str) -> list[float] | None:
+        """``query``'s vector, or None (no embeddings, or the endpoint failed or was slow).
+
+        Remembered for a while: one message's recall searches memories and old messages with
+        one request, and when the message is stored as a turn, its vector is already known.
+        """
+        if self.embedder is None:
+            return None
+        known = self._vectors.get(query)
+        if known is not None:
+            return known
+        try:
+            [vector] = await asyncio.wait_for(
+                self.embedder.embed([query], policy=INTERACTIVE_POLICY), INTERACTIVE_TIMEOUT
+            )
+        except (LLMError, TimeoutError) as exc:
+            log.warning("memory search without embeddings this time: %s", exc)
+            return None
+        self._vectors[query] = vector
+        return vector
+
+    def embed_turns_later(self, conversation_key: str) -> None:
+        """Give the conversation's turns their vectors, in the background (never delaying a
+        reply): called by recall, so a message has its vector long before it leaves the
+        prompt. A no-op without embeddings; one task per conversation at a time."""
+        if self.embedder is not None:
+            self._turn_vectors.schedule(conversation_key)
+
+    async def wait_for_turn_vectors(self) -> None:
+        """Until the background embedding of old messages is done (tests and benchmarks)."""
+        await self._turn_vectors.wait()
+
+    async def aclose(self) -> None:
+        """Stop the background embedding (before the embedder and the storage close)."""
+        await self._turn_vectors.aclose()
 
     async def sync_turns(self, batch: int = 1000) -> int:
         """Index the user messages written since the last sync; returns how many. Worth

@@ -16,7 +16,7 @@ from bot.storage.values import Memory, MemoryScope
 if TYPE_CHECKING:
     from bot.memory.scope import Audience
 
-__all__ = ["MemoryRecords", "MemorySearch", "MemoryVectors", "NewMemory"]
+__all__ = ["FoundTurn", "MemoryRecords", "MemorySearch", "MemoryVectors", "NewMemory"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,18 @@ class NewMemory:
     text: str
     source_turn_id: int | None = None
     created_by: str = "user"  # "user", "tool", "summary"
+
+
+@dataclass(frozen=True, slots=True)
+class FoundTurn:
+    """A past user message found by a search: who said it, what, and when (recall dates it)."""
+
+    turn_id: int
+    user_id: str
+    user_name: str
+    text: str  # the turn's user message
+    created_at: float  # seconds since the epoch
+    score: float = 0.0  # relevance, higher is better: -bm25, or the fused RRF score
 
 
 class MemoryRecords(Protocol):
@@ -94,10 +106,10 @@ class MemorySearch(Protocol):
         before_turn_id: int,
         limit: int,
         min_score: float,
-    ) -> list[tuple[int, str, str]]:
-        """``(turn_id, user_name, user_text)`` of this conversation's user messages below
-        ``before_turn_id`` and after its last reset that match ``query``, best first. Sees
-        every turn stored before the call (SQLite indexes them lazily: :meth:`index_turns`)."""
+    ) -> list[FoundTurn]:
+        """This conversation's user messages below ``before_turn_id`` and after its last reset
+        that match ``query``, best first (``score`` as for memories). Sees every turn stored
+        before the call (SQLite indexes them lazily: :meth:`index_turns`)."""
         ...
 
     async def index_turns(self, batch: int = 1000) -> int:
@@ -107,12 +119,14 @@ class MemorySearch(Protocol):
 
 
 class MemoryVectors(Protocol):
-    """Embedding vectors of memories, one per memory, with the model that made it.
+    """Embedding vectors of memories and of past user messages (turns), one per row, with the
+    model that made it.
 
-    A backend must provide: a vector is stored only for a memory that still exists (one
-    deleted while its vector was computed gets none); storing replaces the memory's vector;
-    a vector goes with its memory; vectors of another model or size never join a search.
-    Vectors come back as given (float32 precision).
+    A backend must provide: a vector is stored only for a memory (turn) that still exists (one
+    deleted while its vector was computed gets none); storing replaces the row's vector; a
+    vector goes with its memory or turn, however it is deleted (a clear, retention, a chat
+    clear; SQLite: triggers ``memory_vectors_delete``, ``turn_vectors_delete``); vectors of
+    another model or size never join a search. Vectors come back as given (float32 precision).
     """
 
     async def put_vectors(self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
@@ -129,4 +143,25 @@ class MemoryVectors(Protocol):
     ) -> list[tuple[Memory, Sequence[float]]]:
         """The newest ``limit`` memories ``audience`` admits that have a ``model`` vector of
         ``dims`` floats, with it, newest first."""
+        ...
+
+    async def put_turn_vectors(
+        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None:
+        """Store ``(turn_id, vector)`` pairs of turns' user messages made by ``model``."""
+        ...
+
+    async def unembedded_turns(
+        self, conversation_key: str, model: str, limit: int
+    ) -> list[tuple[int, str]]:
+        """``(turn_id, user_text)`` of the conversation's turns after its last reset that have
+        no vector of ``model``, newest first (the ones recall will reach first)."""
+        ...
+
+    async def turn_vectors(
+        self, conversation_key: str, model: str, dims: int, *, before_turn_id: int, limit: int
+    ) -> list[tuple[FoundTurn, Sequence[float]]]:
+        """The newest ``limit`` turns of the conversation below ``before_turn_id`` and after
+        its last reset that have a ``model`` vector of ``dims`` floats, with it, newest first
+        (``score`` 0)."""
         ...

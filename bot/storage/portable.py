@@ -44,7 +44,8 @@ def _table(name: str, columns: str, key: str = "id", *, identity: bool = True) -
     return Table(name, tuple(columns.split()), tuple(key.split()), identity)
 
 
-# In dependency order: memory_vectors refers to memories (a foreign key on both backends).
+# In dependency order: memory_vectors refers to memories, turn_vectors to turns (foreign keys
+# on both backends).
 TABLES: tuple[Table, ...] = (
     _table(
         "turns",
@@ -69,6 +70,7 @@ TABLES: tuple[Table, ...] = (
         "id chat_key conv_key user_id user_name scope text source_turn_id created_by created_at",
     ),
     _table("memory_vectors", "memory_id model dims vector", "memory_id", identity=False),
+    _table("turn_vectors", "turn_id model dims vector", "turn_id", identity=False),
     _table(
         "summaries",
         "conv_key chat_key summary through_turn_id turns_since updated_at window_start"

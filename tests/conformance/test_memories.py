@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
+import time
 from typing import Any
 
 import pytest
@@ -105,7 +106,7 @@ async def test_equal_scores_come_newest_first(storage: Storage) -> None:
     said = [await storage.begin_turn(turn(conv, "the boat leaves at noon")) for _ in range(3)]
     current = await storage.begin_turn(turn(conv, "when does the boat leave?"))
     hits = await memories.search_turns(conv, "boat noon", before_turn_id=current)
-    assert [turn_id for turn_id, _, _ in hits] == said[::-1]
+    assert [hit.turn_id for hit in hits] == said[::-1]
 
 
 async def test_chinese_recall(memories: MemoryStore) -> None:
@@ -261,8 +262,16 @@ async def test_search_turns_recalls_only_this_conversation(storage: Storage) -> 
         await store.begin_turn(turn(mine, f"filler message {n}"))
     current = await store.begin_turn(turn(mine, "what is my cat called?"))
 
+    before = time.time()
     found = await memories.search_turns(mine, "what is my cat called?", before_turn_id=current)
-    assert found == [(old, "name-1", "my cat is called Miso")]
+    [hit] = found
+    assert (hit.turn_id, hit.user_id, hit.user_name, hit.text) == (
+        old,
+        "1",
+        "name-1",
+        "my cat is called Miso",
+    )
+    assert before - 60 < hit.created_at <= before and hit.score >= 1.0  # when it was said
     assert await memories.search_turns(mine, "cat", before_turn_id=old) == []
     assert await memories.search_turns(mine, "我的猫叫什么", before_turn_id=current) == []
 
@@ -529,7 +538,7 @@ async def test_the_past_message_index_catches_up_once(storage: Storage) -> None:
     assert await storage.index_turns() == 0
     later = await storage.begin_turn(turn("tg:1", "peanuts again?"))
     found = await storage.search_turns("tg:1", "花生", before_turn_id=later, limit=5, min_score=0)
-    assert found == [(first, "name-1", "我对花生过敏")]
+    assert [(t.turn_id, t.user_name, t.text) for t in found] == [(first, "name-1", "我对花生过敏")]
     await storage.begin_turn(turn("tg:1", "one more"))
     results = await asyncio.gather(*(storage.index_turns() for _ in range(3)))
     assert sorted(results) == [0, 0, 1]  # indexed once, whoever gets there first
@@ -550,4 +559,56 @@ async def test_the_past_message_index_is_shared_by_processes(backend: Backend) -
         found = await one.search_turns(
             "tg:1", "pear apple", before_turn_id=later + 1, limit=50, min_score=0
         )
-        assert found[0] == (later, "name-1", "and a pear") and len(found) == 31
+        assert (found[0].turn_id, found[0].text) == (later, "and a pear") and len(found) == 31
+
+
+# -- vectors of past messages ------------------------------------------------------------------
+
+
+async def test_turn_vectors_follow_their_conversation_and_go_with_their_turns(
+    storage: Storage,
+) -> None:
+    conv, other = "tg:-7", "tg:-8"
+    first = await storage.begin_turn(turn(conv, "we sail at dawn"))
+    second = await storage.begin_turn(turn(conv, "bring a coat", user="2"))
+    elsewhere = await answered(storage, other, "another chat", "ok", chat=other)
+    assert await storage.unembedded_turns(conv, "m1", 10) == [
+        (second, "bring a coat"),
+        (first, "we sail at dawn"),
+    ]  # newest first: recall reaches them first
+    await storage.put_turn_vectors(
+        "m1", [(first, [0.6, 0.8]), (second, [1.0, 0.0]), (10**9, [1.0, 0.0])]
+    )
+    await storage.put_turn_vectors("m1", [(elsewhere, [1.0, 0.0])])
+    assert await storage.unembedded_turns(conv, "m1", 10) == []
+    assert await storage.unembedded_turns(conv, "m2", 1) == [(second, "bring a coat")]
+
+    found = await storage.turn_vectors(conv, "m1", 2, before_turn_id=second + 1, limit=10)
+    assert [(t.turn_id, t.user_id, t.text, [round(x, 5) for x in v]) for t, v in found] == [
+        (second, "2", "bring a coat", [1.0, 0.0]),
+        (first, "1", "we sail at dawn", [0.6, 0.8]),
+    ]
+    assert found[0][0].created_at >= found[1][0].created_at > 0
+    assert len(await storage.turn_vectors(conv, "m1", 2, before_turn_id=second + 1, limit=1)) == 1
+    below = await storage.turn_vectors(conv, "m1", 2, before_turn_id=second, limit=10)
+    assert [t.turn_id for t, _ in below] == [first]  # only what left the prompt
+    assert await storage.turn_vectors(conv, "m1", 3, before_turn_id=10**9, limit=10) == []
+    assert await storage.turn_vectors(conv, "m2", 2, before_turn_id=10**9, limit=10) == []
+    await storage.put_turn_vectors("m2", [(first, [0.0, 1.0, 0.0])])  # replaces
+    assert [t.turn_id for t, _ in await storage.turn_vectors(
+        conv, "m1", 2, before_turn_id=10**9, limit=10
+    )] == [second]  # fmt: skip
+
+    await storage.reset(conv, conv, "1")  # a fresh start: recall no longer reaches them
+    assert await storage.turn_vectors(conv, "m1", 2, before_turn_id=10**9, limit=10) == []
+    assert await storage.unembedded_turns(conv, "m1", 10) == []
+    after = await storage.begin_turn(turn(conv, "a new voyage"))
+    assert await storage.unembedded_turns(conv, "m1", 10) == [(after, "a new voyage")]
+
+    await storage.put_turn_vectors("m1", [(after, [1.0, 0.0])])
+    await storage.clear_chat(conv, "admin", "Admin")  # the vectors go with the turns
+    survivors = await storage.turn_vectors(other, "m1", 2, before_turn_id=10**9, limit=10)
+    assert [t.turn_id for t, _ in survivors] == [elsewhere]
+    await storage.put_turn_vectors("m1", [(after, [1.0, 0.0])])  # a deleted turn gets none
+    assert await storage.delete_older_than(-1) == 1  # retention takes them too (answered ones)
+    assert await storage.turn_vectors(other, "m1", 2, before_turn_id=10**9, limit=10) == []

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 from bot.errors import StoreError
 from bot.memory.scope import Audience
 from bot.memory.search import pack_vector, unpack_vector
-from bot.storage.memories import NewMemory
+from bot.storage.memories import FoundTurn, NewMemory
 from bot.storage.postgres.memory_schema import MEMORY_SEARCH_COMPONENT
 from bot.storage.postgres.part import Part
 from bot.storage.postgres.search_bm25 import MEMORY_SEARCH_SQL, TURN_SEARCH_SQL
@@ -103,6 +103,38 @@ _VECTORS = (
     )
     + ") AS admitted ORDER BY id DESC LIMIT $7"
 )
+
+
+_TURN_COLUMNS = "t.id, t.user_id, t.user_name, t.user_text, t.created_at"
+_AFTER_RESET = "t.id > coalesce((SELECT after_turn_id FROM resets WHERE conv_key = $1), 0)"
+
+# The conversation's newest turns first, on turns_by_conversation; each vector by primary key.
+_TURN_VECTORS = f"""
+SELECT {_TURN_COLUMNS}, v.vector FROM turns AS t JOIN turn_vectors AS v ON v.turn_id = t.id
+WHERE t.conv_key = $1 AND t.id < $2 AND {_AFTER_RESET} AND v.model = $3 AND v.dims = $4
+ORDER BY t.id DESC LIMIT $5
+"""
+
+_UNEMBEDDED_TURNS = f"""
+SELECT t.id, t.user_text FROM turns AS t LEFT JOIN turn_vectors AS v ON v.turn_id = t.id
+WHERE t.conv_key = $1 AND {_AFTER_RESET} AND (v.turn_id IS NULL OR v.model <> $2)
+ORDER BY t.id DESC LIMIT $3
+"""
+
+# FOR KEY SHARE, as for memories: a turn being deleted meanwhile gets no vector.
+_PUT_TURN_VECTORS = """
+INSERT INTO turn_vectors (turn_id, model, dims, vector)
+SELECT t.id, $1, v.dims, v.vector
+FROM unnest($2::bigint[], $3::integer[], $4::bytea[]) AS v (turn_id, dims, vector)
+JOIN turns AS t ON t.id = v.turn_id
+FOR KEY SHARE OF t
+ON CONFLICT (turn_id) DO UPDATE
+    SET model = excluded.model, dims = excluded.dims, vector = excluded.vector
+"""
+
+
+def _found_turn(row: Any, score: float = 0.0) -> FoundTurn:
+    return FoundTurn(int(row[0]), str(row[1]), str(row[2]), str(row[3]), float(row[4]), score)
 
 
 def _memory(row: Any, score: float = 0.0) -> Memory:
@@ -220,7 +252,7 @@ class PostgresMemories(Part):
         before_turn_id: int,
         limit: int,
         min_score: float,
-    ) -> list[tuple[int, str, str]]:
+    ) -> list[FoundTurn]:
         terms = search_terms(query)
         if not terms or limit <= 0:
             return []
@@ -229,7 +261,7 @@ class PostgresMemories(Part):
             rows = await conn.fetch(
                 TURN_SEARCH_SQL, terms, conversation_key, before_turn_id, min_score, limit
             )
-        return [(int(row[0]), str(row[1]), str(row[2])) for row in rows]
+        return [_found_turn(row, float(row[-1])) for row in rows]
 
     async def index_turns(self, batch: int = 1000) -> int:
         """Index the turns nobody has indexed yet; returns how many this call indexed.
@@ -262,6 +294,37 @@ class PostgresMemories(Part):
         async with self._db.acquire() as conn:
             rows = await conn.fetch(_VECTORS, *_audience_args(audience), model, dims, max(limit, 0))
         return [(_memory(row), unpack_vector(bytes(row[-1]))) for row in rows]
+
+    async def put_turn_vectors(
+        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None:
+        latest = dict(vectors)  # one row per turn: the last vector given for it
+        if not latest:
+            return
+        async with self._db.acquire() as conn:
+            await conn.execute(
+                _PUT_TURN_VECTORS,
+                model,
+                list(latest),
+                [len(vector) for vector in latest.values()],
+                [pack_vector(vector) for vector in latest.values()],
+            )
+
+    async def unembedded_turns(
+        self, conversation_key: str, model: str, limit: int
+    ) -> list[tuple[int, str]]:
+        async with self._db.acquire() as conn:
+            rows = await conn.fetch(_UNEMBEDDED_TURNS, conversation_key, model, max(limit, 0))
+        return [(int(row[0]), str(row[1])) for row in rows]
+
+    async def turn_vectors(
+        self, conversation_key: str, model: str, dims: int, *, before_turn_id: int, limit: int
+    ) -> list[tuple[FoundTurn, Sequence[float]]]:
+        async with self._db.acquire() as conn:
+            rows = await conn.fetch(
+                _TURN_VECTORS, conversation_key, before_turn_id, model, dims, max(limit, 0)
+            )
+        return [(_found_turn(row), unpack_vector(bytes(row[-1]))) for row in rows]
 
 
 def _count(status: str) -> int:

@@ -22,6 +22,8 @@ takes its index entry with it and nothing the core writes needs to know about se
   indexes of the rows not yet indexed, and one for a user's private memories.
 
 An edit of the text (no Parlour code does one) sends the row back to "not yet indexed".
+
+Step 2 adds ``turn_vectors``: the embedding of each turn's user message, for recall by meaning.
 """
 
 from __future__ import annotations
@@ -121,6 +123,16 @@ MEMORY_SEARCH_STEPS: tuple[str, ...] = (
     CREATE TRIGGER turns_search_stale BEFORE UPDATE OF user_text ON turns FOR EACH ROW
         WHEN (OLD.user_text IS DISTINCT FROM NEW.user_text AND OLD.search IS NOT NULL)
         EXECUTE FUNCTION search_stale();
+    """,
+    # 2: embedding vectors of turns' user messages (recall by meaning over old messages), as
+    # memory_vectors holds memories': float32 little-endian, with the model; gone with the turn.
+    """
+    CREATE TABLE turn_vectors (
+        turn_id BIGINT PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        dims INTEGER NOT NULL,
+        vector BYTEA NOT NULL
+    );
     """,
 )
 

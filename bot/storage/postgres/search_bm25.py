@@ -101,11 +101,12 @@ MEMORY_SEARCH_SQL = _bm25_sql(
 TURN_SEARCH_SQL = _bm25_sql(
     "turns",
     """
-    SELECT r.id, r.search, r.search_len, r.user_name, r.user_text FROM turns AS r, wanted
+    SELECT r.id, r.search, r.search_len, r.user_id, r.user_name, r.user_text, r.created_at
+    FROM turns AS r, wanted
     WHERE r.search @@ wanted.q AND r.conv_key = $2 AND r.id < $3
       AND r.id > coalesce((SELECT after_turn_id FROM resets WHERE conv_key = $2), 0)
     """,
-    "id, user_name, user_text",
+    "id, user_id, user_name, user_text, created_at",
     "$4",
     "$5",
 )

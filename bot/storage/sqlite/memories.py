@@ -19,7 +19,7 @@ from typing import Any
 from bot.errors import StoreError
 from bot.memory.scope import Audience
 from bot.memory.search import match_query, pack_vector, search_form, unpack_vector
-from bot.storage.memories import NewMemory
+from bot.storage.memories import FoundTurn, NewMemory
 from bot.storage.sqlite.part import Part
 from bot.storage.sqlite.scopes import (
     IN_AUDIENCE,
@@ -73,12 +73,36 @@ INSERT OR REPLACE INTO memory_vectors (memory_id, model, dims, vector)
     SELECT id, ?2, ?3, ?4 FROM memories WHERE id = ?1
 """
 
-SEARCH_TURNS_SQL = """
-SELECT t.id, t.user_name, t.user_text FROM turns_fts CROSS JOIN turns AS t ON t.id = turns_fts.rowid
+_TURN_COLUMNS = "t.id, t.user_id, t.user_name, t.user_text, t.created_at"
+
+SEARCH_TURNS_SQL = f"""
+SELECT {_TURN_COLUMNS}, -bm25(turns_fts, 1.0, 0.0) FROM turns_fts CROSS JOIN turns AS t
+    ON t.id = turns_fts.rowid
 WHERE turns_fts MATCH ?1 AND turns_fts.rowid < ?2 AND t.conv_key = ?3
   AND bm25(turns_fts, 1.0, 0.0) <= -?4
   AND t.id > coalesce((SELECT after_turn_id FROM resets WHERE conv_key = ?3), 0)
 ORDER BY bm25(turns_fts, 1.0, 0.0), t.id DESC LIMIT ?5
+"""
+
+_AFTER_RESET = "t.id > coalesce((SELECT after_turn_id FROM resets WHERE conv_key = ?1), 0)"
+
+# The conversation's newest turns first, on turns_by_conversation; each vector by primary key.
+_TURN_VECTORS = f"""
+SELECT {_TURN_COLUMNS}, 0.0, v.vector FROM turns AS t CROSS JOIN turn_vectors AS v
+    ON v.turn_id = t.id
+WHERE t.conv_key = ?1 AND t.id < ?2 AND {_AFTER_RESET} AND v.model = ?3 AND v.dims = ?4
+ORDER BY t.id DESC LIMIT ?5
+"""
+
+_UNEMBEDDED_TURNS = f"""
+SELECT t.id, t.user_text FROM turns AS t LEFT JOIN turn_vectors AS v ON v.turn_id = t.id
+WHERE t.conv_key = ?1 AND {_AFTER_RESET} AND (v.turn_id IS NULL OR v.model != ?2)
+ORDER BY t.id DESC LIMIT ?3
+"""
+
+_PUT_TURN_VECTOR = """
+INSERT OR REPLACE INTO turn_vectors (turn_id, model, dims, vector)
+    SELECT id, ?2, ?3, ?4 FROM turns WHERE id = ?1
 """
 
 
@@ -86,6 +110,13 @@ def within(scopes: list[str], terms: str) -> str:
     """An FTS5 query: any of ``terms`` in the body, only in rows of one of ``scopes``."""
     wanted = " OR ".join(f'"{token}"' for token in scopes)
     return f"scope : ({wanted}) AND body : ({terms})"
+
+
+def _found_turn(row: Any) -> FoundTurn:
+    turn_id, user_id, user_name, text, created_at, score = row
+    return FoundTurn(
+        int(turn_id), str(user_id), str(user_name), str(text), float(created_at), float(score)
+    )
 
 
 def _memory(row: Any) -> Memory:
@@ -198,7 +229,7 @@ class SQLiteMemories(Part):
         before_turn_id: int,
         limit: int,
         min_score: float,
-    ) -> list[tuple[int, str, str]]:
+    ) -> list[FoundTurn]:
         fts_query = match_query(query)
         if fts_query is None or limit <= 0:
             return []
@@ -207,7 +238,7 @@ class SQLiteMemories(Part):
         rows = await self._db.reader.execute_fetchall(
             SEARCH_TURNS_SQL, (terms, before_turn_id, conversation_key, min_score, limit)
         )
-        return [(int(turn_id), str(name), str(text)) for turn_id, name, text in rows]
+        return [_found_turn(row) for row in rows]
 
     async def index_turns(self, batch: int = 1000) -> int:
         """Index the user messages written since the last call; returns how many.
@@ -262,3 +293,28 @@ class SQLiteMemories(Part):
             _VECTORS, (None, *audience_args(audience), model, dims, limit)
         )
         return [(_memory(row[:-1]), unpack_vector(row[-1])) for row in rows]
+
+    async def put_turn_vectors(
+        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None:
+        async with self._db.transaction() as conn:
+            await conn.executemany(
+                _PUT_TURN_VECTOR,
+                [(i, model, len(vector), pack_vector(vector)) for i, vector in vectors],
+            )
+
+    async def unembedded_turns(
+        self, conversation_key: str, model: str, limit: int
+    ) -> list[tuple[int, str]]:
+        rows = await self._db.reader.execute_fetchall(
+            _UNEMBEDDED_TURNS, (conversation_key, model, limit)
+        )
+        return [(int(turn_id), str(text)) for turn_id, text in rows]
+
+    async def turn_vectors(
+        self, conversation_key: str, model: str, dims: int, *, before_turn_id: int, limit: int
+    ) -> list[tuple[FoundTurn, Sequence[float]]]:
+        rows = await self._db.reader.execute_fetchall(
+            _TURN_VECTORS, (conversation_key, before_turn_id, model, dims, limit)
+        )
+        return [(_found_turn(row[:-1]), unpack_vector(row[-1])) for row in rows]

@@ -434,6 +434,21 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE summaries ADD COLUMN window_start INTEGER;
     ALTER TABLE summaries ADD COLUMN summary_shown TEXT NOT NULL DEFAULT '';
     """,
+    # 15 (after 14): embedding vectors of turns' user messages, so recall finds old messages by
+    # meaning too (bot.memory.store, memory.embeddings), stored as memory_vectors are (step 6).
+    # A trigger deletes a turn's vector with it, as for its FTS row: the cascade needs
+    # ``PRAGMA foreign_keys=ON``.
+    """
+    CREATE TABLE turn_vectors (
+        turn_id INTEGER PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        dims INTEGER NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE TRIGGER turn_vectors_delete AFTER DELETE ON turns BEGIN
+        DELETE FROM turn_vectors WHERE turn_id = old.id;
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -166,9 +166,8 @@ async def test_turns_from_before_the_memory_schema_are_indexed(tmp_path: Path) -
         memories = MemoryStore(store)
         assert await memories.sync_turns(batch=1) == 1
         assert await memories.sync_turns() == 0
-        assert await memories.search_turns("tg:1", "花生", before_turn_id=2) == [
-            (1, "", "我对花生过敏")
-        ]
+        found = await memories.search_turns("tg:1", "花生", before_turn_id=2)
+        assert [(t.turn_id, t.user_name, t.text) for t in found] == [(1, "", "我对花生过敏")]
 
 
 async def test_searches_use_the_fts_index_and_primary_keys(store: SQLiteStore) -> None:

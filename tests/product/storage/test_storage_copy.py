@@ -82,6 +82,7 @@ async def seed(url: StorageURL) -> None:
             NewMemory(GROUP, GROUP_CONV, "8", "Bo", MemoryScope.CHAT, "京都で花見をする")
         )
         await store.put_vectors(VECTOR_MODEL, [(kyoto.memory_id, [1.0, 0.0])])
+        await store.put_turn_vectors(VECTOR_MODEL, [(first, [0.6, 0.8])])
         assert cat.memory_id < kyoto.memory_id
         await store.save_summary(GROUP_CONV, GROUP, "They planned a picnic.", first)
         await store.book_usage(GROUP, "", "", Usage(300, 40))  # a summary's own tokens
@@ -144,8 +145,13 @@ async def what_the_bot_reads(store: Storage) -> dict[str, Any]:
             (m.memory_id, list(v)) for m, v in await store.memory_vectors(
                 group, VECTOR_MODEL, 2, 10)
         ],
-        "turns": await store.search_turns(
-            GROUP_CONV, "picnic", before_turn_id=10**9, limit=5, min_score=0),
+        "turns": [(t.turn_id, t.user_id, t.user_name, t.text, t.created_at)
+            for t in await store.search_turns(
+                GROUP_CONV, "picnic", before_turn_id=10**9, limit=5, min_score=0)],
+        "turn vectors": [
+            (t.turn_id, list(v)) for t, v in await store.turn_vectors(
+                GROUP_CONV, VECTOR_MODEL, 2, before_turn_id=10**9, limit=10)
+        ],
         "audit": await store.clear_audit(CLEARED),
         "preferences": await store.load_preferences(),
         "summary": await store.load_summary(GROUP_CONV),
@@ -206,7 +212,7 @@ async def test_the_copy_goes_on_where_the_source_left_off(
         found = await store.search_turns(
             GROUP_CONV, "picnic", before_turn_id=turn + 1, limit=5, min_score=0
         )
-        assert turn in [turn_id for turn_id, _, _ in found]
+        assert turn in [t.turn_id for t in found]
 
 
 async def test_a_target_with_rows_is_refused_without_force_and_nothing_is_copied_twice(
