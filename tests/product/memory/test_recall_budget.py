@@ -1,0 +1,122 @@
+"""Recall fills its budget (issue 15, item 4), through ChatService and the fake model: recalled
+old messages carry their date and, in a group, their speaker; the block grows with
+``memory.max_tokens`` up to it; neighbouring messages come as one item; and with embeddings an
+old message is found by meaning alone."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.conversation.prompt_safety import RECALLED_HEADER
+from bot.testing.fake_llm import FakeLLM
+from tests.conftest import AppFactory, group, private
+from tests.product.memory.test_memory import recalled_text
+
+SMALL = {"history": {"max_turns": 3}}
+MODEL = "text-embedding-3-small"
+
+
+def items(fake: FakeLLM, index: int = -1) -> list[dict[str, Any]]:
+    block = recalled_text(fake, index)
+    return [json.loads(line) for line in block.splitlines()[1:]]
+
+
+def recalled_messages(found: list[dict[str, Any]]) -> list[str]:
+    """Every old message in the items, merged ones too, in order."""
+    texts: list[str] = []
+    for item in found:
+        texts += item.get("earlier_messages", [item.get("earlier_message")])
+    return [t for t in texts if t is not None]
+
+
+def today() -> set[str]:
+    return {datetime.now(UTC).date().isoformat()}
+
+
+async def test_an_old_message_carries_its_date_and_in_a_group_its_speaker(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    alice, bob = group("8", "Alice", chat="-300"), group("9", "Bob", chat="-300")
+    mei = private("7", "Mei")
+    async with make_app(**SMALL) as app:
+        days = today()
+        await app.service.chat(alice, "the spare key is under the blue pot")
+        await app.service.chat(mei, "my locker code is 7319")
+        for n in range(4):
+            await app.service.chat(bob, f"what about the weather {n}")
+            await app.service.chat(mei, f"tell me a joke {n}")
+        await app.service.chat(bob, "where is the spare key?")
+        in_group = items(fake_llm)
+        await app.service.chat(mei, "what was my locker code?")
+        in_private = items(fake_llm)
+    days |= today()
+    [key] = [i for i in in_group if "blue pot" in i.get("earlier_message", "")]
+    assert key["by"] == "Alice" and key["date"] in days
+    [code] = [i for i in in_private if "7319" in i.get("earlier_message", "")]
+    assert code["by"] == "the user" and code["date"] in days
+
+
+async def test_the_recalled_block_grows_with_the_budget_up_to_it(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    """30 matching old messages, top_k far above what fits: max_tokens decides how many."""
+    blocks: dict[int, str] = {}
+    for cap in (120, 480):
+        sections = {**SMALL, "memory": {"top_k": 100, "max_tokens": cap}}
+        async with make_app(**sections) as app:
+            ann, bo = group("1", "Ann", chat=f"-{cap}"), group("2", "Bo", chat=f"-{cap}")
+            for n in range(30):  # two speakers taking turns: nothing merges
+                await app.service.chat(ann if n % 2 else bo, f"roses in bed {n} are lovely")
+                for other in ("trains", "bread"):  # so that roses stay a distinctive word
+                    await app.service.chat(ann, f"{other} number {n}")
+            await app.service.chat(ann, "which roses were lovely?")
+            blocks[cap] = recalled_text(fake_llm).split(RECALLED_HEADER, 1)[1]
+            counter = app.service.counter  # the cap's own accounting: each line + 2
+            costs = [counter.count_text(line) + 2 for line in blocks[cap].splitlines()[1:]]
+            assert cap - max(costs) < sum(costs) <= cap  # filled: the next line would not fit
+    small, large = (blocks[cap].count("roses in bed") for cap in (120, 480))
+    assert 2 <= small < large and large > 5  # more than the old top_k, as far as the cap allows
+
+
+async def test_neighbouring_messages_come_as_one_item(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    alice, bob = group("8", "Alice", chat="-400"), group("9", "Bob", chat="-400")
+    async with make_app(**SMALL) as app:
+        await app.service.chat(alice, "the picnic is at the lake")
+        await app.service.chat(alice, "the picnic starts at noon")
+        for n in range(4):
+            await app.service.chat(bob, f"nice weather {n}")
+        await app.service.chat(bob, "where and when is the picnic?")
+    [item] = [i for i in items(fake_llm) if "earlier_messages" in i]
+    assert item["earlier_messages"] == ["the picnic is at the lake", "the picnic starts at noon"]
+    assert item["by"] == "Alice" and item["date"]
+    assert recalled_messages(items(fake_llm)).count("the picnic is at the lake") == 1
+
+
+async def test_with_embeddings_an_old_message_is_found_by_meaning(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    """'allergic' and 'allergies' share no stem (Porter: allerg / allergi), so full text alone
+    misses; the fake's embeddings put them close, as a real model would."""
+    said = "Mei is allergic to peanuts"
+    asked = "any allergies?"
+    for embeddings in (False, True):
+        memory = {"embeddings": {"model": MODEL}} if embeddings else {}
+        ctx = private("7" if embeddings else "8", "Mei")
+        async with make_app(**SMALL, memory=memory) as app:
+            assert app.memories is not None
+            await app.service.chat(ctx, said)
+            for n in range(4):
+                await app.service.chat(ctx, f"tell me about trains {n}")
+            await app.memories.wait_for_turn_vectors()  # the background filling, done
+            await app.service.chat(ctx, asked)
+        found = recalled_messages(items(fake_llm))
+        assert (said in found) is embeddings
+    # Each message was embedded once, for its own recall: its stored turn reused that vector.
+    embedded = [text for r in fake_llm.embedding_requests for text in r.json["input"]]
+    assert sorted(embedded) == sorted(
+        [said, *(f"tell me about trains {n}" for n in range(4)), asked]
+    )
