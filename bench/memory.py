@@ -8,6 +8,12 @@ and how fast is a memory search in a big database?
   fact's distinctive word (the question itself never does).
 * **Prompt size**: ``usage.prompt_tokens`` of every turn of that run, and the history part of
   each request (everything between the system messages and the new user message).
+* **Recall of facts trimmed by the token budget**: facts said first, then long turns, so that
+  ``history.max_tokens`` (not ``history.max_turns``: every turn stays loaded) pushes the facts
+  out of the prompt; then a question per fact. It counts when the fact is in the recalled
+  block (questions whose fact was still in the history sent are counted apart). Recall only
+  reaches turns older than the prompt's oldest: this needs the service to pass the first turn
+  *sent*, not the first loaded (issue 15, item 3).
 * **Search at 10^5 memories**: memories spread over 1,000 private chats, written by the real
   ``MemoryStore.add`` (one transaction each, as the bot writes them) in a child process that
   runs while the conversation above is measured; then timed ``MemoryStore.search`` calls.
@@ -27,10 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import make_settings, private
-from bench.memory_texts import FACTS, filler, memory_text, query_text
+from bench.memory_texts import FACTS, filler, long_filler, memory_text, query_text
 from bot.app import App
 from bot.config import MemorySettings
 from bot.context import Scope
+from bot.conversation.prompt_safety import RECALLED_HEADER
 from bot.llm.tokens import get_counter
 from bot.memory.store import MemoryStore
 from bot.storage.sqlite import SQLiteStore
@@ -44,6 +51,9 @@ SEARCH_CHATS = 1000
 SEARCH_CALLS = 500
 SEARCH_WARMUP = 20
 RETENTION_USER = "4242"
+TRIMMED_TURNS = 30  # long turns after the facts in the budget-trimmed run
+TRIMMED_BUDGET = 1500  # history.max_tokens of that run: about six long turns
+TRIMMED_MAX_TURNS = 150  # history.max_turns of that run: every one of its 130 turns loaded
 PROJECT = Path(__file__).resolve().parent.parent  # bench/ is not installed; children run here
 
 
@@ -59,6 +69,23 @@ class RetentionFigures:
     @property
     def share(self) -> float:
         return self.carried / self.questions if self.questions else float("nan")
+
+
+@dataclass(slots=True)
+class TrimmedFigures:
+    """Facts the token budget (not the turn count) pushed out of the prompt, asked about."""
+
+    questions: int = 0
+    recalled: int = 0  # the fact came back in the recalled block
+    still_sent: int = 0  # the fact was still in the history sent: not a trimmed case
+    missed: list[str] = field(default_factory=list)
+    loaded_turns: int = 0  # turns stored when the last question was asked (<= max_turns)
+    max_turns: int = 0
+
+    @property
+    def share(self) -> float:
+        trimmed = self.questions - self.still_sent
+        return self.recalled / trimmed if trimmed else float("nan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +109,7 @@ class MemoryFigures:
     retention: RetentionFigures
     search: SearchFigures
     with_embeddings: RetentionFigures | EmbeddingFailure | None = None
+    trimmed: TrimmedFigures | None = None
 
 
 def embeddings_configurable() -> bool:
@@ -146,6 +174,53 @@ async def measure_retention(
                     figures.carried += 1
                 else:
                     figures.missed.append(needle)
+    return figures
+
+
+async def measure_trimmed_recall(db_path: Path) -> TrimmedFigures:
+    """Facts, long turns the token budget trims while ``max_turns`` still loads them, then a
+    question per fact: is the fact recalled once the prompt no longer holds it?"""
+    facts = FACTS
+    said = [question for _, question, _ in facts]
+    said += [long_filler(n) for n in range(TRIMMED_TURNS)]
+    for text in said:
+        if any(_carries(text, needle) for _, _, needle in facts):
+            raise ValueError(f"{text!r} names a fact")
+    figures = TrimmedFigures()
+    async with FakeLLM() as fake:
+        settings = make_settings(
+            fake.base_url,
+            db_path,
+            history={"max_tokens": TRIMMED_BUDGET, "max_turns": TRIMMED_MAX_TURNS},
+            memory={"enabled": True},
+        )
+        figures.max_turns = settings.history.max_turns
+        if 2 * len(facts) + TRIMMED_TURNS > figures.max_turns:
+            raise ValueError("the run must stay within history.max_turns")
+        ctx = private(RETENTION_USER, "Sam")
+        async with App(settings) as app:
+            for fact, _, _ in facts:
+                await app.service.chat(ctx, fact)
+            for n in range(TRIMMED_TURNS):
+                await app.service.chat(ctx, long_filler(n))
+            for _, question, needle in facts:
+                await app.service.chat(ctx, question)
+                messages: list[dict[str, object]] = fake.chat_requests[-1].json["messages"]
+                fake.requests.clear()
+                recalled = [
+                    str(m.get("content", ""))
+                    for m in messages
+                    if str(m.get("content", "")).startswith(RECALLED_HEADER)
+                ]
+                sent = [str(m.get("content", "")) for m in messages[:-1]]
+                figures.questions += 1
+                if any(_carries(text, needle) for text in sent if text not in recalled):
+                    figures.still_sent += 1
+                elif any(_carries(text, needle) for text in recalled):
+                    figures.recalled += 1
+                else:
+                    figures.missed.append(needle)
+            figures.loaded_turns = 2 * len(facts) + TRIMMED_TURNS
     return figures
 
 
@@ -215,6 +290,7 @@ async def measure_memory(root: Path, *, embeddings_model: str | None = None) -> 
     seeder = await seed_in_child(search_db, SEARCH_MEMORIES, SEARCH_CHATS)
     try:
         retention = await measure_retention(root / "retention.db")
+        trimmed = await measure_trimmed_recall(root / "trimmed.db")
         with_embeddings: RetentionFigures | EmbeddingFailure | None = None
         if embeddings_model is not None:
             try:
@@ -232,7 +308,7 @@ async def measure_memory(root: Path, *, embeddings_model: str | None = None) -> 
             await seeder.wait()
     seed_s = time.perf_counter() - started
     search = await measure_search(search_db, SEARCH_MEMORIES, SEARCH_CHATS, seed_s)
-    return MemoryFigures(retention, search, with_embeddings)
+    return MemoryFigures(retention, search, with_embeddings, trimmed)
 
 
 def main(argv: list[str]) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["FACTS", "filler", "memory_text", "query_text"]
+__all__ = ["FACTS", "filler", "long_filler", "memory_text", "query_text"]
 
 # (said early on, asked at the end, the distinctive text the prompt must carry)
 FACTS: tuple[tuple[str, str, str], ...] = (
@@ -124,6 +124,12 @@ _CHAT = (
 def filler(n: int) -> str:
     """The n-th chit-chat message: ordinary, and never about any of :data:`FACTS`."""
     return f"{_OPENERS[n % len(_OPENERS)]} {_CHAT[(n * 7) % len(_CHAT)]}."
+
+
+def long_filler(n: int, sentences: int = 6) -> str:
+    """A long chit-chat message (about 100 tokens): turns the token budget trims long before
+    ``history.max_turns`` would."""
+    return " ".join(filler(n * sentences + k) for k in range(sentences))
 
 
 _RELATIONS = ("sister", "brother", "cousin", "aunt", "uncle", "niece", "nephew", "neighbour")

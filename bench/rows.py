@@ -11,9 +11,11 @@ from bench.concurrency import Burst
 from bench.memory import (
     HISTORY_BUDGET,
     SAMPLE_TURNS,
+    TRIMMED_BUDGET,
     EmbeddingFailure,
     MemoryFigures,
     RetentionFigures,
+    TrimmedFigures,
 )
 from bench.replicas import LATENCY as REPLICA_LATENCY
 from bench.replicas import MESSAGES as REPLICA_MESSAGES
@@ -37,6 +39,7 @@ S5 = "5. Telegram"
 RENDER_TARGET = 0.1  # seconds to render and split a 10,000-character reply
 S6 = "6. Long-term memory"
 RETENTION_TARGET = 0.95  # share of questions whose prompt carries the fact asked about
+MISSES_SHOWN = 8  # a row names at most this many of the facts it missed
 SEARCH_P95_TARGET = 0.005  # seconds, MemoryStore.search at 10^5 memories
 EMBEDDING_MODEL = "text-embedding-3-small"  # section 6 with embeddings, on the fake
 S8 = "8. Two replicas, one PostgreSQL"
@@ -206,6 +209,31 @@ def _retention_rows(r: RetentionFigures, how: str) -> list[Row]:
     ]
 
 
+def _trimmed_rows(t: TrimmedFigures) -> list[Row]:
+    trimmed = t.questions - t.still_sent
+    case = (
+        f"recall of facts trimmed by the token budget: {t.questions} facts, then long turns"
+        f" (`history.max_tokens` {TRIMMED_BUDGET:,}; all {t.loaded_turns} turns within"
+        f" `history.max_turns` {t.max_turns}), then a question per fact; recalled blocks"
+        " carrying the fact"
+    )
+    if t.still_sent:
+        case += f" ({t.still_sent} still in the history sent, not counted)"
+    if t.missed:
+        shown = ", ".join(t.missed[:MISSES_SHOWN])
+        more = len(t.missed) - MISSES_SHOWN
+        case += f" (missed: {shown}{f' and {more} more' if more > 0 else ''})"
+    return [
+        Row(
+            S6,
+            case,
+            f"{t.recalled}/{trimmed} ({t.share:.0%})",
+            f">= {RETENTION_TARGET:.0%}",
+            t.share >= RETENTION_TARGET,
+        )
+    ]
+
+
 def memory_rows(m: MemoryFigures) -> list[Row]:
     r, s = m.retention, m.search
     sampled = [r.prompt_tokens[t - 1] for t in SAMPLE_TURNS if t <= len(r.prompt_tokens)]
@@ -218,6 +246,8 @@ def memory_rows(m: MemoryFigures) -> list[Row]:
         rows += _retention_rows(e, f"with embeddings ({EMBEDDING_MODEL} on the fake)")
         if not e.embedding_requests:
             rows.append(Row(S6, "`/embeddings` requests in that run", "0 (not wired in yet)"))
+    if m.trimmed is not None:
+        rows += _trimmed_rows(m.trimmed)
     rows += [
         Row(
             S6,
