@@ -8,7 +8,10 @@ newest first (the ones recall reaches first), a batch at a time. Most cost nothi
 message was its own recall's query, whose vector the store remembers
 (:meth:`~bot.memory.store.MemoryStore.query_vector`), so only a message whose query vector was
 lost (a restart, a failed embedding, history from before embeddings were on) is embedded again.
-A failing endpoint stops the task; the next recall starts another.
+A failing endpoint stops the task; the next recall starts another. After a pass, later passes of
+the conversation look only at turns above the newest one it filled; a turn another replica
+commits out of id order may be left without a vector until the next start (it is still found
+by its words).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import MutableMapping
+
+from cachetools import LRUCache
 
 from bot.errors import LLMError, StoreError
 from bot.llm.embeddings import Embedder
@@ -27,6 +32,7 @@ log = logging.getLogger(__name__)
 
 FILL_BATCH = 64  # turns looked up (and at most embedded) per round
 MAX_FILLED = 5000  # per task: the newest vectors a search scores (store.MAX_VECTOR_CANDIDATES)
+WATERMARKS_KEPT = 10_000  # conversations whose filled-up-to turn is remembered
 
 
 class TurnVectorFiller:
@@ -43,6 +49,9 @@ class TurnVectorFiller:
         self.known = known  # text -> vector of recent queries (the store's cache)
         self._tasks: dict[str, asyncio.Task[int]] = {}
         self._again: set[str] = set()
+        # conversation -> the newest turn a finished pass gave a vector: later passes look only
+        # above it (an index range), not through the whole conversation again
+        self._done: LRUCache[str, int] = LRUCache(WATERMARKS_KEPT)
 
     def schedule(self, conversation_key: str) -> None:
         """Fill the conversation's missing vectors soon; a running task goes round once more."""
@@ -62,10 +71,15 @@ class TurnVectorFiller:
         if self.embedder is None:
             return 0
         model, filled = self.embedder.model, 0
+        after = self._done.get(conversation_key, 0)
+        newest = after
         while filled < MAX_FILLED:
-            rows = await self.store.unembedded_turns(conversation_key, model, FILL_BATCH)
+            rows = await self.store.unembedded_turns(
+                conversation_key, model, after_turn_id=after, limit=FILL_BATCH
+            )
             if not rows:
                 break
+            newest = max(newest, rows[0][0])
             vectors = {i: self.known[text] for i, text in rows if text in self.known}
             missing = [(i, text) for i, text in rows if i not in vectors]
             if missing:
@@ -75,6 +89,7 @@ class TurnVectorFiller:
             filled += len(rows)
             if len(rows) < FILL_BATCH:
                 break
+        self._done[conversation_key] = newest
         return filled
 
     async def _run(self, conversation_key: str) -> int:

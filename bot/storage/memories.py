@@ -152,10 +152,11 @@ class MemoryVectors(Protocol):
         ...
 
     async def unembedded_turns(
-        self, conversation_key: str, model: str, limit: int
+        self, conversation_key: str, model: str, *, after_turn_id: int, limit: int
     ) -> list[tuple[int, str]]:
-        """``(turn_id, user_text)`` of the conversation's turns after its last reset that have
-        no vector of ``model``, newest first (the ones recall will reach first)."""
+        """``(turn_id, user_text)`` of the conversation's turns with ids above
+        ``after_turn_id`` and after its last reset that have no vector of ``model``, newest
+        first (the ones recall will reach first)."""
         ...
 
     async def turn_vectors(

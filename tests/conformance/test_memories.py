@@ -572,16 +572,21 @@ async def test_turn_vectors_follow_their_conversation_and_go_with_their_turns(
     first = await storage.begin_turn(turn(conv, "we sail at dawn"))
     second = await storage.begin_turn(turn(conv, "bring a coat", user="2"))
     elsewhere = await answered(storage, other, "another chat", "ok", chat=other)
-    assert await storage.unembedded_turns(conv, "m1", 10) == [
+    assert await storage.unembedded_turns(conv, "m1", after_turn_id=0, limit=10) == [
         (second, "bring a coat"),
         (first, "we sail at dawn"),
     ]  # newest first: recall reaches them first
+    assert await storage.unembedded_turns(conv, "m1", after_turn_id=first, limit=10) == [
+        (second, "bring a coat")
+    ]
     await storage.put_turn_vectors(
         "m1", [(first, [0.6, 0.8]), (second, [1.0, 0.0]), (10**9, [1.0, 0.0])]
     )
     await storage.put_turn_vectors("m1", [(elsewhere, [1.0, 0.0])])
-    assert await storage.unembedded_turns(conv, "m1", 10) == []
-    assert await storage.unembedded_turns(conv, "m2", 1) == [(second, "bring a coat")]
+    assert await storage.unembedded_turns(conv, "m1", after_turn_id=0, limit=10) == []
+    assert await storage.unembedded_turns(conv, "m2", after_turn_id=0, limit=1) == [
+        (second, "bring a coat")
+    ]
 
     found = await storage.turn_vectors(conv, "m1", 2, before_turn_id=second + 1, limit=10)
     assert [(t.turn_id, t.user_id, t.text, [round(x, 5) for x in v]) for t, v in found] == [
@@ -601,9 +606,11 @@ async def test_turn_vectors_follow_their_conversation_and_go_with_their_turns(
 
     await storage.reset(conv, conv, "1")  # a fresh start: recall no longer reaches them
     assert await storage.turn_vectors(conv, "m1", 2, before_turn_id=10**9, limit=10) == []
-    assert await storage.unembedded_turns(conv, "m1", 10) == []
+    assert await storage.unembedded_turns(conv, "m1", after_turn_id=0, limit=10) == []
     after = await storage.begin_turn(turn(conv, "a new voyage"))
-    assert await storage.unembedded_turns(conv, "m1", 10) == [(after, "a new voyage")]
+    assert await storage.unembedded_turns(conv, "m1", after_turn_id=0, limit=10) == [
+        (after, "a new voyage")
+    ]
 
     await storage.put_turn_vectors("m1", [(after, [1.0, 0.0])])
     await storage.clear_chat(conv, "admin", "Admin")  # the vectors go with the turns

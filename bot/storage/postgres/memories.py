@@ -117,7 +117,7 @@ ORDER BY t.id DESC LIMIT $5
 
 _UNEMBEDDED_TURNS = f"""
 SELECT t.id, t.user_text FROM turns AS t LEFT JOIN turn_vectors AS v ON v.turn_id = t.id
-WHERE t.conv_key = $1 AND {_AFTER_RESET} AND (v.turn_id IS NULL OR v.model <> $2)
+WHERE t.conv_key = $1 AND t.id > $4 AND {_AFTER_RESET} AND (v.turn_id IS NULL OR v.model <> $2)
 ORDER BY t.id DESC LIMIT $3
 """
 
@@ -311,10 +311,12 @@ class PostgresMemories(Part):
             )
 
     async def unembedded_turns(
-        self, conversation_key: str, model: str, limit: int
+        self, conversation_key: str, model: str, *, after_turn_id: int, limit: int
     ) -> list[tuple[int, str]]:
         async with self._db.acquire() as conn:
-            rows = await conn.fetch(_UNEMBEDDED_TURNS, conversation_key, model, max(limit, 0))
+            rows = await conn.fetch(
+                _UNEMBEDDED_TURNS, conversation_key, model, max(limit, 0), after_turn_id
+            )
         return [(int(row[0]), str(row[1])) for row in rows]
 
     async def turn_vectors(

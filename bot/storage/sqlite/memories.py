@@ -96,7 +96,7 @@ ORDER BY t.id DESC LIMIT ?5
 
 _UNEMBEDDED_TURNS = f"""
 SELECT t.id, t.user_text FROM turns AS t LEFT JOIN turn_vectors AS v ON v.turn_id = t.id
-WHERE t.conv_key = ?1 AND {_AFTER_RESET} AND (v.turn_id IS NULL OR v.model != ?2)
+WHERE t.conv_key = ?1 AND t.id > ?4 AND {_AFTER_RESET} AND (v.turn_id IS NULL OR v.model != ?2)
 ORDER BY t.id DESC LIMIT ?3
 """
 
@@ -304,10 +304,10 @@ class SQLiteMemories(Part):
             )
 
     async def unembedded_turns(
-        self, conversation_key: str, model: str, limit: int
+        self, conversation_key: str, model: str, *, after_turn_id: int, limit: int
     ) -> list[tuple[int, str]]:
         rows = await self._db.reader.execute_fetchall(
-            _UNEMBEDDED_TURNS, (conversation_key, model, limit)
+            _UNEMBEDDED_TURNS, (conversation_key, model, limit, after_turn_id)
         )
         return [(int(turn_id), str(text)) for turn_id, text in rows]
 
