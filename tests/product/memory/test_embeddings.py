@@ -16,6 +16,7 @@ from bot.errors import LLMBadRequestError, LLMBusyError
 from bot.llm.embeddings import Embedder, endpoint_settings
 from bot.memory.store import Memory, MemoryScope, MemoryStore, fuse
 from bot.storage.sqlite import SQLiteStore
+from bot.storage.values import NewTurn
 from bot.testing.fake_llm import (
     FakeLLM,
     error,
@@ -266,3 +267,30 @@ async def test_app_without_embeddings_never_calls_the_endpoint(
         assert app.memories is not None and app.memories.embedder is None
         await app.service.chat(group("1"), "hello there")
     assert fake_llm.embedding_requests == []
+
+
+async def test_old_messages_get_vectors_in_the_background_past_a_failing_endpoint(
+    fake_llm: FakeLLM, store: SQLiteStore, embedder: Embedder
+) -> None:
+    conv = "telegram:5:u:5"
+    said = [MEI, *OTHERS]
+    ids = [await store.begin_turn(NewTurn(conv, "telegram:5", "5", "Mei", t)) for t in said]
+    memories = MemoryStore(store, embedder)
+    later = ids[-1] + 1
+    assert await memories.search_turns(conv, PARAPHRASE, before_turn_id=later) == []
+    fake_llm.script_embeddings(error(400))  # history from before embeddings: none cached
+    memories.embed_turns_later(conv)
+    await memories.wait_for_turn_vectors()
+    assert await store.turn_vectors(conv, MODEL, 256, before_turn_id=later, limit=10) == []
+    asked = len(fake_llm.embedding_requests)
+    memories.embed_turns_later(conv)  # the next recall tries again
+    memories.embed_turns_later(conv)  # while one runs: it goes round once more, no second task
+    await memories.wait_for_turn_vectors()
+    filled = await store.turn_vectors(conv, MODEL, 256, before_turn_id=later, limit=10)
+    assert [t.turn_id for t, _ in filled] == ids[::-1]
+    [batch] = [r.json["input"] for r in fake_llm.embedding_requests[asked:]]  # one request
+    assert sorted(batch) == sorted(said)
+    found = await memories.search_turns(conv, PARAPHRASE, before_turn_id=later)
+    assert [t.text for t in found] == [MEI]  # by meaning: no word in common
+    assert await memories.search_turns(conv, PARAPHRASE, before_turn_id=ids[0]) == []
+    await memories.aclose()
