@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from array import array
+from collections.abc import Sequence
 from typing import Protocol
 
 from cachetools import LRUCache
@@ -102,7 +104,8 @@ class MemoryStore:
         self.store = store
         self.embedder = embedder
         self.share_private = share_private  # memory.share_private: see audience()
-        self._vectors: LRUCache[str, list[float]] = LRUCache(QUERY_VECTORS_KEPT)
+        # float32 arrays: 6 KB a 1536-float vector, where a list of floats takes 50 KB
+        self._vectors: LRUCache[str, Sequence[float]] = LRUCache(QUERY_VECTORS_KEPT)
         self._turn_vectors = TurnVectorFiller(store, embedder, self._vectors)
 
     def audience(self, ctx: ChatContext, conversation_key: str) -> Audience:
@@ -226,7 +229,7 @@ class MemoryStore:
         honours it too. With embeddings, full-text and cosine rankings are fused as for
         memories, over the turns that have a vector already (:meth:`embed_turns_later`).
         """
-        if limit <= 0:
+        if limit <= 0 or match_query(query) is None:  # stop words only: nothing, as for memories
             return []
         pool = limit if self.embedder is None else max(limit, RRF_POOL)
         by_bm25 = await self.store.search_turns(
@@ -234,7 +237,7 @@ class MemoryStore:
         )
         if self.embedder is None:
             return by_bm25
-        vector = await self.query_vector(query) if query.strip() else None
+        vector = await self.query_vector(query)
         if vector is None:
             return by_bm25[:limit]
         candidates = await self.store.turn_vectors(
@@ -248,7 +251,7 @@ class MemoryStore:
         cosine = await asyncio.to_thread(by_cosine, vector, candidates, floor, pool, turn_id)
         return fuse_turns([by_bm25, [turn for _, turn in cosine]], limit)
 
-    async def query_vector(self, query: str) -> list[float] | None:
+    async def query_vector(self, query: str) -> Sequence[float] | None:
         """``query``'s vector, or None (no embeddings, or the endpoint failed or was slow).
 
         Remembered for a while: one message's recall searches memories and old messages with
@@ -266,7 +269,7 @@ class MemoryStore:
         except (LLMError, TimeoutError) as exc:
             log.warning("memory search without embeddings this time: %s", exc)
             return None
-        self._vectors[query] = vector
+        self._vectors[query] = array("f", vector)
         return vector
 
     def embed_turns_later(self, conversation_key: str) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import MutableMapping
+from collections.abc import MutableMapping, Sequence
 
 from cachetools import LRUCache
 
@@ -42,7 +42,7 @@ class TurnVectorFiller:
         self,
         store: MemoryVectors,
         embedder: Embedder | None,
-        known: MutableMapping[str, list[float]],
+        known: MutableMapping[str, Sequence[float]],
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -80,7 +80,9 @@ class TurnVectorFiller:
             if not rows:
                 break
             newest = max(newest, rows[0][0])
-            vectors = {i: self.known[text] for i, text in rows if text in self.known}
+            vectors: dict[int, Sequence[float]] = {
+                i: self.known[text] for i, text in rows if text in self.known
+            }
             missing = [(i, text) for i, text in rows if i not in vectors]
             if missing:
                 made = await self.embedder.embed([text for _, text in missing])
