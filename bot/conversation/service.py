@@ -12,8 +12,9 @@ error (with its chat-safe text) reaches the adapter.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, Protocol
 
 from bot.config import Settings
@@ -25,10 +26,21 @@ from bot.conversation.locks import KeyedLocks
 from bot.conversation.overheard import Overhearing
 from bot.conversation.pending_turn import PendingTurn
 from bot.conversation.preferences import Preferences
-from bot.conversation.prompt import Prompt, PromptLimits, build_prompt, is_shared, window_figures
+from bot.conversation.prompt import (
+    Prompt,
+    PromptLimits,
+    build_prompt,
+    history_cost,
+    history_room,
+    is_shared,
+    system_block,
+    user_message,
+    window_figures,
+)
 from bot.conversation.reply_cap import SplitReply
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
+from bot.conversation.window import Placement, cut_window, place_window
 from bot.errors import ContextTooLongError
 from bot.guardrails.admins import AdminPolicy
 from bot.history.store import (
@@ -44,6 +56,8 @@ from bot.llm.tokens import TokenCounter, get_counter
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
 from bot.storage.coordination import SharedLimits
+from bot.storage.prompt_windows import PromptWindows
+from bot.storage.values import WindowMark
 
 __all__ = [
     "ChatEvent",
@@ -59,8 +73,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class Store(HistoryStore, OverheardStore, ChatSettingsStore, Protocol):
-    """What the service needs: history, overheard group messages, per-chat preferences."""
+class Store(HistoryStore, OverheardStore, ChatSettingsStore, PromptWindows, Protocol):
+    """What the service needs: history, overheard group messages, per-chat preferences, and
+    where each conversation's prompt window begins."""
 
 
 class ChatService:
@@ -203,8 +218,8 @@ class ChatService:
                     await answer.fit(split, self.settings.limits.max_reply_messages)
                 final = answer.final
                 turn_id = await turn.complete(answer.messages, bill.total, final.model)
-                if self.compactor is not None:
-                    self.compactor.turn_done(ctx, key)  # background: never delays this reply
+                if self.compactor is not None:  # background: never delays this reply
+                    self.compactor.turn_done(ctx, key, cut=prompt.cut)
             except BaseException as exc:
                 await turn.fail(exc, bill.total)
                 raise
@@ -220,20 +235,21 @@ class ChatService:
         overheard: list[Overheard],
         tools: list[dict[str, Any]],
     ) -> Prompt:
-        """Fetch what the prompt is built from (the summary, recalled memories), then build it."""
-        summary = await self._summary(key)
-        oldest = history[0].turn_id if history else None
-        recalled = await self.memory.recall(ctx, key, text, before_turn_id=oldest)
+        """Place the window (cut it if it is over), recall from what left it, build the prompt."""
+        shared = is_shared(key)
+        user = user_message(text, ctx.user_name or ctx.user_id, shared)
+        placement, summary, cut = await self._window(ctx, key, history, overheard, user, tools)
+        recalled = await self.memory.recall(ctx, key, text, before_turn_id=placement.recall_before)
         try:
-            return build_prompt(
+            prompt = build_prompt(
                 system_prompt=self.system_prompt(ctx),
                 summary=summary,
-                history=history,
+                history=placement.turns,
                 overheard=overheard,
                 recalled=recalled,
                 text=text,
                 speaker=ctx.user_name or ctx.user_id,
-                shared=is_shared(key),
+                shared=shared,
                 tools=tools,
                 counter=self.counter,
                 limits=self._limits,
@@ -241,6 +257,62 @@ class ChatService:
         except ContextTooLongError:
             log.info("message too long for the model: chars=%d conv=%s", len(text), key)
             raise
+        return dataclasses.replace(prompt, cut=cut)
+
+    async def _window(
+        self,
+        ctx: ChatContext,
+        key: str,
+        history: list[StoredTurn],
+        overheard: Sequence[Overheard],
+        user: dict[str, Any],
+        tools: list[dict[str, Any]],
+        *,
+        save: bool = True,
+    ) -> tuple[Placement, str | None, bool]:
+        """Where this request's history begins, the summary it shows, and whether it was cut
+        now (the new start and summary are then stored, unless ``save`` is False)."""
+        shared = is_shared(key)
+        mark = await self.store.load_window_mark(key)
+        summary = (mark.summary or None) if mark is not None else await self._summary(key)
+        if self.compactor is None:
+            summary = None
+
+        def cost(turns: Sequence[StoredTurn]) -> int:
+            return history_cost(turns, shared, self.counter)
+
+        def room(summary: str | None) -> int:
+            return history_room(
+                system=system_block(self.system_prompt(ctx), summary, self.counter, self._limits),
+                overheard=overheard,
+                user=user,
+                tools=tools,
+                counter=self.counter,
+                limits=self._limits,
+                recalling=not isinstance(self.memory, NoMemory),
+            )
+
+        limits = self._limits
+        start = mark.start_turn_id if mark is not None else 0
+        placement = place_window(
+            history, start, cost=cost, room=room(summary), max_turns=limits.max_turns
+        )
+        if not placement.over:
+            return placement, summary, False
+        summary = await self._summary(key)  # a cut shows the newest summary from now on
+        placement = cut_window(
+            history,
+            cost=cost,
+            room=room(summary),
+            max_turns=limits.max_turns,
+            low_water=limits.low_water,
+        )
+        if save:
+            await self.store.save_window_mark(
+                key, ctx.chat_key, WindowMark(placement.start, summary or "")
+            )
+            log.debug("window cut conv=%s start=%d", key, placement.start)
+        return placement, summary, True
 
     async def _summary(self, key: str) -> str | None:
         summary = await self.compactor.summary(key) if self.compactor is not None else None
@@ -292,12 +364,15 @@ class ChatService:
         key = self.conversation_key(ctx)
         stats = await self.store.stats(key)
         history = await self.store.load_window(key, self.settings.history.max_turns)
+        tools = self.tools.definitions(ctx) if self.tools else []
+        probe = user_message("", ctx.user_name or ctx.user_id, is_shared(key))
+        placement, summary, _ = await self._window(ctx, key, history, [], probe, tools, save=False)
         window_tokens, budget = window_figures(
             system_prompt=self.system_prompt(ctx),
-            summary=await self._summary(key),
-            history=history,
+            summary=summary,
+            history=placement.turns,
             shared=is_shared(key),
-            tools=self.tools.definitions(ctx) if self.tools else [],
+            tools=tools,
             counter=self.counter,
             limits=self._limits,
         )
