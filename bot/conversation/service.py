@@ -40,7 +40,7 @@ from bot.conversation.prompt import (
 from bot.conversation.reply_cap import SplitReply
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
-from bot.conversation.window import Placement, cut_window, place_window
+from bot.conversation.window import Placement, window_for
 from bot.errors import ContextTooLongError
 from bot.guardrails.admins import AdminPolicy
 from bot.history.store import (
@@ -57,7 +57,6 @@ from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
 from bot.storage.coordination import SharedLimits
 from bot.storage.prompt_windows import PromptWindows
-from bot.storage.values import WindowMark
 
 __all__ = [
     "ChatEvent",
@@ -238,12 +237,12 @@ class ChatService:
         """Place the window (cut it if it is over), recall from what left it, build the prompt."""
         shared = is_shared(key)
         user = user_message(text, ctx.user_name or ctx.user_id, shared)
-        placement, summary, cut = await self._window(ctx, key, history, overheard, user, tools)
+        placement = await self._window(ctx, key, history, overheard, user, tools)
         recalled = await self.memory.recall(ctx, key, text, before_turn_id=placement.recall_before)
         try:
             prompt = build_prompt(
                 system_prompt=self.system_prompt(ctx),
-                summary=summary,
+                summary=placement.summary,
                 history=placement.turns,
                 overheard=overheard,
                 recalled=recalled,
@@ -257,7 +256,7 @@ class ChatService:
         except ContextTooLongError:
             log.info("message too long for the model: chars=%d conv=%s", len(text), key)
             raise
-        return dataclasses.replace(prompt, cut=cut)
+        return dataclasses.replace(prompt, cut=placement.cut is not None)
 
     async def _window(
         self,
@@ -269,17 +268,10 @@ class ChatService:
         tools: list[dict[str, Any]],
         *,
         save: bool = True,
-    ) -> tuple[Placement, str | None, bool]:
-        """Where this request's history begins, the summary it shows, and whether it was cut
-        now (the new start and summary are then stored, unless ``save`` is False)."""
+    ) -> Placement:
+        """Where this request's history begins and the summary it shows; a new start (a cut)
+        is stored, unless ``save`` is False."""
         shared = is_shared(key)
-        mark = await self.store.load_window_mark(key)
-        summary = (mark.summary or None) if mark is not None else await self._summary(key)
-        if self.compactor is None:
-            summary = None
-
-        def cost(turns: Sequence[StoredTurn]) -> int:
-            return history_cost(turns, shared, self.counter)
 
         def room(summary: str | None) -> int:
             return history_room(
@@ -292,27 +284,19 @@ class ChatService:
                 recalling=not isinstance(self.memory, NoMemory),
             )
 
-        limits = self._limits
-        start = mark.start_turn_id if mark is not None else 0
-        placement = place_window(
-            history, start, cost=cost, room=room(summary), max_turns=limits.max_turns
-        )
-        if not placement.over:
-            return placement, summary, False
-        summary = await self._summary(key)  # a cut shows the newest summary from now on
-        placement = cut_window(
+        placed = window_for(
             history,
-            cost=cost,
-            room=room(summary),
-            max_turns=limits.max_turns,
-            low_water=limits.low_water,
+            await self.store.load_window_mark(key),
+            await self._summary(key),
+            cost=lambda turns: history_cost(turns, shared, self.counter),
+            room=room,
+            max_turns=self._limits.max_turns,
+            low_water=self._limits.low_water,
         )
-        if save:
-            await self.store.save_window_mark(
-                key, ctx.chat_key, WindowMark(placement.start, summary or "")
-            )
-            log.debug("window cut conv=%s start=%d", key, placement.start)
-        return placement, summary, True
+        if placed.cut is not None and save:
+            await self.store.save_window_mark(key, ctx.chat_key, placed.cut)
+            log.debug("window cut conv=%s start=%d", key, placed.start)
+        return placed
 
     async def _summary(self, key: str) -> str | None:
         summary = await self.compactor.summary(key) if self.compactor is not None else None
@@ -366,10 +350,10 @@ class ChatService:
         history = await self.store.load_window(key, self.settings.history.max_turns)
         tools = self.tools.definitions(ctx) if self.tools else []
         probe = user_message("", ctx.user_name or ctx.user_id, is_shared(key))
-        placement, summary, _ = await self._window(ctx, key, history, [], probe, tools, save=False)
+        placement = await self._window(ctx, key, history, [], probe, tools, save=False)
         window_tokens, budget = window_figures(
             system_prompt=self.system_prompt(ctx),
-            summary=summary,
+            summary=placement.summary,
             history=placement.turns,
             shared=is_shared(key),
             tools=tools,

@@ -16,12 +16,13 @@ Pure functions over the loaded turns; the service fetches and stores.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bot.storage.values import StoredTurn, TurnStatus
+from bot.storage.values import StoredTurn, TurnStatus, WindowMark
 
-__all__ = ["Placement", "cut_window", "place_window", "spans"]
+__all__ = ["Placement", "cut_window", "place_window", "spans", "window_for"]
 
 Span = tuple[StoredTurn, ...]  # one turn, led by the overheard context rows moved into it
 
@@ -33,6 +34,8 @@ class Placement:
     turns: tuple[StoredTurn, ...]  # oldest first: what is sent
     start: int  # the first turn id the window holds (ids below it left the prompt)
     over: bool  # past its budget: it must be cut (see :func:`cut_window`)
+    summary: str | None = None  # the summary the prompt shows
+    cut: WindowMark | None = None  # set when this request moved the start: store it
 
     @property
     def recall_before(self) -> int | None:
@@ -40,6 +43,35 @@ class Placement:
         if self.turns:
             return self.turns[0].turn_id
         return self.start or None
+
+
+def window_for(
+    history: Sequence[StoredTurn],
+    mark: WindowMark | None,
+    latest_summary: str | None,
+    *,
+    cost: Callable[[Sequence[StoredTurn]], int],
+    room: Callable[[str | None], int],
+    max_turns: int,
+    low_water: float,
+) -> Placement:
+    """This request's window: from the stored ``mark`` while it fits, else cut anew.
+
+    ``room(summary)`` is the tokens history may take beside a system block showing
+    ``summary``. Between cuts the prompt shows the summary pinned with the mark, so the
+    system block does not change when compaction writes a newer one; a cut shows
+    ``latest_summary`` from then on (a conversation never cut shows it as it comes).
+    """
+    shown = latest_summary if mark is None else (mark.summary or None)
+    start = 0 if mark is None else mark.start_turn_id
+    placed = place_window(history, start, cost=cost, room=room(shown), max_turns=max_turns)
+    if not placed.over:
+        return dataclasses.replace(placed, summary=shown)
+    cut = cut_window(
+        history, cost=cost, room=room(latest_summary), max_turns=max_turns, low_water=low_water
+    )
+    new_mark = WindowMark(cut.start, latest_summary or "")
+    return dataclasses.replace(cut, summary=latest_summary, cut=new_mark)
 
 
 def spans(history: Sequence[StoredTurn]) -> list[Span]:
