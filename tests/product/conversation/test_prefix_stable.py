@@ -3,6 +3,7 @@ steps, cached by the provider; and what left the window is still recalled."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -51,7 +52,7 @@ async def test_requests_extend_each_other_between_cuts(
             assert len(after) < len(before)
     # 12 turns at most, cut to 7 (0.65): a cut every 5 or 6 turns, not every turn
     assert 4 <= len(breaks) <= 9, breaks
-    assert all(b - a >= 4 for a, b in zip(breaks, breaks[1:], strict=False)), breaks
+    assert all(b - a >= 4 for a, b in itertools.pairwise(breaks)), breaks
     cached = sum(r.cached_tokens or 0 for r in fake_llm.chat_requests)
     prompt = sum(int(r.usage["prompt_tokens"]) for r in fake_llm.chat_requests if r.usage)
     assert cached / prompt > 0.6  # the fake's prefix cache reuses most of every prompt

@@ -7,6 +7,7 @@ chatter, recalled lines, a summary that compaction rewrites now and then.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +39,7 @@ TOOLS = [
         },
     }
 ]
-WORDS = "tea rain bread train book river lamp chess moon garden".split()
+WORDS = ["tea", "rain", "bread", "train", "book", "river", "lamp", "chess", "moon", "garden"]
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ def test_each_request_extends_the_last_or_follows_a_cut(
     by_turns = max_turns - int(max_turns * low_water) - 1
     rooms = _rooms(limits)
     by_tokens = int((rooms[0] - low_water * rooms[1]) // 400)
-    for earlier, later in zip(cuts, cuts[1:], strict=False):
+    for earlier, later in itertools.pairwise(cuts):
         assert later - earlier >= min(by_turns, by_tokens), (cuts, by_turns, by_tokens)
 
 
@@ -240,7 +241,7 @@ def test_a_window_never_cut_shows_the_newest_summary_and_a_cut_pins_it() -> None
     assert shown[0] == ("summary 0", False)  # never cut: shown as it comes
     cut_at = [n for n, (_, cut) in enumerate(shown) if cut]
     assert cut_at  # 4 turns is the budget: cut every few turns
-    for n, (summary, cut) in enumerate(shown):
+    for n, (summary, _cut) in enumerate(shown):
         if n >= cut_at[0]:
             last_cut = max(c for c in cut_at if c <= n)
             assert summary == f"summary {last_cut}"  # pinned at the last cut, not rewritten
