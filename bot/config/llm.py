@@ -46,10 +46,15 @@ class EndpointSettings(Section):
     prompt_cache_key: bool | None = Field(
         None,
         description="send OpenAI's prompt_cache_key (a keyed hash of the conversation, never its "
-        "ids) so one conversation's requests reach the same prompt cache; null: only to "
-        "api.openai.com, true/false: force it for a compatible server",
+        "ids) so one conversation's requests reach the same prompt cache; null or auto: only "
+        "to api.openai.com, true/false: force it for a compatible server",
         json_schema_extra={"shown_default": "`null` (on for api.openai.com)"},
     )
+
+    @field_validator("prompt_cache_key", mode="before")
+    @classmethod
+    def _auto(cls, value: object) -> object:
+        return None if isinstance(value, str) and value.strip().lower() == "auto" else value
 
     @field_validator("base_url")
     @classmethod

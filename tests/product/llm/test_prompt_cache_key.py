@@ -117,6 +117,8 @@ def test_on_by_default_only_for_openai_itself() -> None:
     assert not sends("https://api.openai.com.example.net/v1")  # the host, not a substring
     assert sends("http://127.0.0.1:8000/v1", True)
     assert not sends("https://api.openai.com/v1", False)
+    auto = LLMSettings.model_validate({"base_url": "http://h/v1", "prompt_cache_key": "auto"})
+    assert auto.prompt_cache_key is None and not auto.sends_cache_key
     local = FallbackSettings(base_url="http://127.0.0.1:8000/v1")
     primary = LLMSettings(base_url="https://api.openai.com/v1", fallbacks=(local,))
     assert primary.sends_cache_key and not primary.fallbacks[0].sends_cache_key
