@@ -210,7 +210,9 @@ class ChatService:
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
             try:
-                run = self._loop.run(ctx, prompt, tools, bill, answer, streaming=streaming)
+                run = self._loop.run(
+                    ctx, prompt, tools, bill, answer, streaming=streaming, conversation_key=key
+                )
                 async for event in run:
                     yield event
                 if split is not None:
