@@ -36,7 +36,7 @@ from bot.config_report import config_report
 from bot.errors import ConfigError, ParlourError
 from bot.guardrails.budgets import utc_day
 from bot.guardrails.redact import Redactor, configure_logging
-from bot.guardrails.usage import usage_table
+from bot.guardrails.usage import cached_share, usage_table
 from bot.storage import missing_storage, open_storage
 from bot.storage.copy import DEFAULT_BATCH, copy_storage, parse_copy_url
 from bot.storage.url import StorageURL
@@ -268,6 +268,10 @@ async def _history(args: argparse.Namespace, settings: Settings) -> int:
         return 0
 
 
+def _rounded(share: float | None) -> float | None:
+    return None if share is None else round(share, 4)
+
+
 async def _usage(args: argparse.Namespace, settings: Settings) -> int:
     if args.days < 1:
         sys.stderr.write("--days must be at least 1\n")
@@ -286,8 +290,10 @@ async def _usage(args: argparse.Namespace, settings: Settings) -> int:
                 "user_name": row.user_name,
                 "turns": row.turns,
                 "prompt_tokens": row.usage.prompt_tokens,
+                "cached_tokens": row.usage.cached_tokens,
                 "completion_tokens": row.usage.completion_tokens,
                 "total_tokens": row.usage.total_tokens,
+                "cached_share": _rounded(cached_share(row.usage)),
             }
             sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
         return 0

@@ -29,7 +29,17 @@ class ChatSettings(Section):
 
 class HistorySettings(Section):
     max_tokens: int | None = Field(None, ge=1, description="cap on history tokens per request")
-    max_turns: int = Field(50, ge=1, description="turns loaded from the store per request")
+    max_turns: int = Field(50, ge=1, description="most turns of history in a request")
+    low_water: float = Field(
+        0.65,
+        gt=0,
+        lt=1,
+        description=(
+            "when history would pass its budget (max_tokens, the context window, max_turns),"
+            " cut it to this share of it in one step; between cuts every request starts with"
+            " the previous one, which provider prompt caches bill at a fraction"
+        ),
+    )
     retention_days: float | None = Field(
         None, gt=0, description="delete turns older than this (checked hourly); none: keep all"
     )

@@ -43,6 +43,18 @@ class EndpointSettings(Section):
         None, description="this endpoint's key (a fallback never borrows the primary's)"
     )
     model: str = Field("gpt-4o-mini", description="model name as the server knows it")
+    prompt_cache_key: bool | None = Field(
+        None,
+        description="send OpenAI's prompt_cache_key (a keyed hash of the conversation, never its "
+        "ids) so one conversation's requests reach the same prompt cache; null or auto: only "
+        "to api.openai.com, true/false: force it for a compatible server",
+        json_schema_extra={"shown_default": "`null` (on for api.openai.com)"},
+    )
+
+    @field_validator("prompt_cache_key", mode="before")
+    @classmethod
+    def _auto(cls, value: object) -> object:
+        return None if isinstance(value, str) and value.strip().lower() == "auto" else value
 
     @field_validator("base_url")
     @classmethod
@@ -57,6 +69,14 @@ class EndpointSettings(Section):
     @property
     def effective_base_url(self) -> str:
         return self.base_url or OPENAI_DEFAULT_BASE_URL
+
+    @property
+    def sends_cache_key(self) -> bool:
+        """Whether requests carry ``prompt_cache_key``: as configured, else only to OpenAI
+        itself (other servers may refuse a parameter they do not know)."""
+        if self.prompt_cache_key is not None:
+            return self.prompt_cache_key
+        return urlsplit(self.effective_base_url).hostname == "api.openai.com"
 
     @property
     def needs_key(self) -> bool:

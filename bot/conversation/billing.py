@@ -2,9 +2,10 @@
 
 A call is put on the bill as soon as it is done (a reader that stops later must not lose it).
 A server that reports no usage, and a stream the bot hung up on at its reply cap, are billed
-by our own count, so budgets still hold. The first call of a turn calibrates an estimating
-token counter against the provider's figure, when the primary answered it (a fallback counts
-with another tokenizer, and may have been sent a prompt re-trimmed to its own window).
+by our own count, so budgets still hold (with no cached tokens: we cannot know them). The first
+call of a turn calibrates an estimating token counter against the provider's figure, when the
+primary answered it (a fallback counts with another tokenizer, and may have been sent a prompt
+re-trimmed to its own window).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Bill:
         self.total = Usage(
             self.total.prompt_tokens + usage.prompt_tokens,
             self.total.completion_tokens + usage.completion_tokens,
+            self.total.cached_tokens + usage.cached_tokens,
         )
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, replace
 from bot.context import ChatContext, Scope
 from bot.conversation.service import ChatService
 from bot.errors import UserFacingError
+from bot.guardrails.budgets import utc_day
+from bot.guardrails.usage import cached_share, percent
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +181,13 @@ class Commands:
         mine, chat = await self.service.usage_today(ctx)
         limits = self.service.settings.limits
         lines = [f"You used {mine:,} tokens today (UTC)" + _of(limits.daily_tokens_per_user)]
+        # the part of the input a provider's prompt cache served (billed at a discount)
+        own = await self.service.store.user_usage_on(utc_day(), ctx.platform, ctx.user_id)
+        share = cached_share(own)
+        if share is not None:
+            lines.append(
+                f"Your input: {own.prompt_tokens:,} tokens, of them cached: {percent(share)}"
+            )
         if self.is_admin(ctx) and not ctx.is_private:
             lines.append(f"This chat used {chat:,}" + _of(limits.daily_tokens_per_chat))
         if self.service.admins.is_bot_admin(ctx):  # bot admins see the whole bill

@@ -1,12 +1,17 @@
 """Prompt assembly: what the model is sent for one message, as pure functions over plain data.
 
-The order, oldest first:
+The order, oldest first. The first three are the **stable part**: the next message's request
+starts with their exact bytes (tool definitions come before them on the wire, in a fixed order),
+so a provider's prompt cache reuses them; the window moves only at a cut
+(``bot.conversation.window``). The rest is the **volatile tail**, different every turn:
 
 1. the **system block**: the system prompt (global or the chat's override), then the
-   conversation's summary, quoted (``bot.conversation.prompt_safety``) and cut if it ran away;
-2. the stored **history**, in a shared conversation (chat or thread scope) with the speaker's
-   tag on every line of every user message;
-3. **overheard** group messages since the last turn, tagged the same way;
+   conversation's summary as pinned at the last cut, quoted (``bot.conversation.prompt_safety``)
+   and cut if it ran away;
+2. the stored **history** from the window's start, in a shared conversation (chat or thread
+   scope) with the speaker's tag on every line of every user message;
+3. **overheard** group messages since the last turn, tagged the same way (stored with the turn,
+   they come back in the same form and place in the next request's history);
 4. the **recalled** memories, one user-role message of quoted items capped at
    ``memory.max_tokens`` (most relevant first; a long item never hides shorter ones after it);
 5. the user's **message**, tagged in a shared conversation.
@@ -36,11 +41,14 @@ __all__ = [
     "PromptLimits",
     "build_prompt",
     "fit",
+    "history_cost",
     "history_messages",
+    "history_room",
     "is_shared",
     "recalled_block",
     "system_block",
     "token_budget",
+    "user_message",
     "window_figures",
 ]
 
@@ -56,6 +64,8 @@ class PromptLimits:
     history_cap: int | None = None  # history.max_tokens, beyond the fixed parts
     recalled_cap: int = 400  # memory.max_tokens
     summary_cap: int = 800  # a runaway summary is cut to about this
+    max_turns: int = 50  # history.max_turns
+    low_water: float = 0.65  # history.low_water: a cut leaves this share of both budgets
 
     @classmethod
     def of(cls, settings: Settings) -> PromptLimits:
@@ -66,6 +76,8 @@ class PromptLimits:
             history_cap=settings.history.max_tokens,
             recalled_cap=memory,
             summary_cap=2 * max(memory, 100),
+            max_turns=settings.history.max_turns,
+            low_water=settings.history.low_water,
         )
 
 
@@ -74,6 +86,7 @@ class Prompt:
     messages: list[Message]  # everything, in order (the tool loop re-trims it if asked to)
     window: list[Message]  # ``messages`` trimmed to ``budget``: what is sent
     budget: int
+    cut: bool = False  # the window's start moved for this request (bot.conversation.window)
 
 
 def build_prompt(
@@ -95,7 +108,7 @@ def build_prompt(
     a turn of its own for trimming: the last one to go before the message itself.)"""
     prefix = system_block(system_prompt, summary, counter, limits)
     memories = recalled_block(recalled, counter, limits)
-    user = {"role": "user", "content": with_speaker(speaker, text) if shared else text}
+    user = user_message(text, speaker, shared)
     budget = token_budget([*prefix, *memories], user, tools, counter, limits)
     messages = [
         *prefix,
@@ -105,6 +118,46 @@ def build_prompt(
         user,
     ]
     return Prompt(messages, fit(messages, budget, counter), budget)
+
+
+def user_message(text: str, speaker: str, shared: bool) -> Message:
+    return {"role": "user", "content": with_speaker(speaker, text) if shared else text}
+
+
+def history_room(
+    *,
+    system: list[Message],
+    overheard: Sequence[Overheard],
+    user: Message,
+    tools: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    limits: PromptLimits,
+    recalling: bool,
+) -> int:
+    """Tokens the history may take beside everything else in this turn's request.
+
+    Recall runs after the window is placed (it searches what left it), so its block is
+    reserved at its cap: whatever it brings, the request fits without trimming again.
+    """
+    tail = [*system, *(overheard_message(o, True) for o in overheard), user]
+    room = limits.context_window - limits.reply_reserve - counter.count_messages(tail)
+    if recalling and limits.recalled_cap > 0:  # the header, then items costing at most the cap
+        room -= message_cost([recalled_message([])], counter) + limits.recalled_cap
+    if tools:
+        room -= counter.count_text(json.dumps(list(tools)))
+    if limits.history_cap is not None:
+        heard = [overheard_message(o, True) for o in overheard]
+        room = min(room, limits.history_cap - (message_cost(heard, counter) if heard else 0))
+    return room
+
+
+def history_cost(turns: Sequence[StoredTurn], shared: bool, counter: TokenCounter) -> int:
+    """The tokens ``turns`` add to a request, as sent (speaker tags included)."""
+    return message_cost(history_messages(turns, shared), counter)
+
+
+def message_cost(messages: list[Message], counter: TokenCounter) -> int:
+    return counter.count_messages(messages) - counter.count_messages([])
 
 
 def window_figures(

@@ -12,8 +12,9 @@ error (with its chat-safe text) reaches the adapter.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, Protocol
 
 from bot.config import Settings
@@ -25,10 +26,21 @@ from bot.conversation.locks import KeyedLocks
 from bot.conversation.overheard import Overhearing
 from bot.conversation.pending_turn import PendingTurn
 from bot.conversation.preferences import Preferences
-from bot.conversation.prompt import Prompt, PromptLimits, build_prompt, is_shared, window_figures
+from bot.conversation.prompt import (
+    Prompt,
+    PromptLimits,
+    build_prompt,
+    history_cost,
+    history_room,
+    is_shared,
+    system_block,
+    user_message,
+    window_figures,
+)
 from bot.conversation.reply_cap import SplitReply
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
+from bot.conversation.window import Placement, window_for
 from bot.errors import ContextTooLongError
 from bot.guardrails.admins import AdminPolicy
 from bot.history.store import (
@@ -44,6 +56,7 @@ from bot.llm.tokens import TokenCounter, get_counter
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
 from bot.storage.coordination import SharedLimits
+from bot.storage.prompt_windows import PromptWindows
 
 __all__ = [
     "ChatEvent",
@@ -59,8 +72,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class Store(HistoryStore, OverheardStore, ChatSettingsStore, Protocol):
-    """What the service needs: history, overheard group messages, per-chat preferences."""
+class Store(HistoryStore, OverheardStore, ChatSettingsStore, PromptWindows, Protocol):
+    """What the service needs: history, overheard group messages, per-chat preferences, and
+    where each conversation's prompt window begins."""
 
 
 class ChatService:
@@ -196,15 +210,17 @@ class ChatService:
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
             try:
-                run = self._loop.run(ctx, prompt, tools, bill, answer, streaming=streaming)
+                run = self._loop.run(
+                    ctx, prompt, tools, bill, answer, streaming=streaming, conversation_key=key
+                )
                 async for event in run:
                     yield event
                 if split is not None:
                     await answer.fit(split, self.settings.limits.max_reply_messages)
                 final = answer.final
                 turn_id = await turn.complete(answer.messages, bill.total, final.model)
-                if self.compactor is not None:
-                    self.compactor.turn_done(ctx, key)  # background: never delays this reply
+                if self.compactor is not None:  # background: never delays this reply
+                    self.compactor.turn_done(ctx, key, cut=prompt.cut)
             except BaseException as exc:
                 await turn.fail(exc, bill.total)
                 raise
@@ -220,20 +236,21 @@ class ChatService:
         overheard: list[Overheard],
         tools: list[dict[str, Any]],
     ) -> Prompt:
-        """Fetch what the prompt is built from (the summary, recalled memories), then build it."""
-        summary = await self._summary(key)
-        oldest = history[0].turn_id if history else None
-        recalled = await self.memory.recall(ctx, key, text, before_turn_id=oldest)
+        """Place the window (cut it if it is over), recall from what left it, build the prompt."""
+        shared = is_shared(key)
+        user = user_message(text, ctx.user_name or ctx.user_id, shared)
+        placement = await self._window(ctx, key, history, overheard, user, tools)
+        recalled = await self.memory.recall(ctx, key, text, before_turn_id=placement.recall_before)
         try:
-            return build_prompt(
+            prompt = build_prompt(
                 system_prompt=self.system_prompt(ctx),
-                summary=summary,
-                history=history,
+                summary=placement.summary,
+                history=placement.turns,
                 overheard=overheard,
                 recalled=recalled,
                 text=text,
                 speaker=ctx.user_name or ctx.user_id,
-                shared=is_shared(key),
+                shared=shared,
                 tools=tools,
                 counter=self.counter,
                 limits=self._limits,
@@ -241,6 +258,47 @@ class ChatService:
         except ContextTooLongError:
             log.info("message too long for the model: chars=%d conv=%s", len(text), key)
             raise
+        return dataclasses.replace(prompt, cut=placement.cut is not None)
+
+    async def _window(
+        self,
+        ctx: ChatContext,
+        key: str,
+        history: list[StoredTurn],
+        overheard: Sequence[Overheard],
+        user: dict[str, Any],
+        tools: list[dict[str, Any]],
+        *,
+        save: bool = True,
+    ) -> Placement:
+        """Where this request's history begins and the summary it shows; a new start (a cut)
+        is stored, unless ``save`` is False."""
+        shared = is_shared(key)
+
+        def room(summary: str | None) -> int:
+            return history_room(
+                system=system_block(self.system_prompt(ctx), summary, self.counter, self._limits),
+                overheard=overheard,
+                user=user,
+                tools=tools,
+                counter=self.counter,
+                limits=self._limits,
+                recalling=not isinstance(self.memory, NoMemory),
+            )
+
+        placed = window_for(
+            history,
+            await self.store.load_window_mark(key),
+            await self._summary(key),
+            cost=lambda turns: history_cost(turns, shared, self.counter),
+            room=room,
+            max_turns=self._limits.max_turns,
+            low_water=self._limits.low_water,
+        )
+        if placed.cut is not None and save:
+            await self.store.save_window_mark(key, ctx.chat_key, placed.cut)
+            log.debug("window cut conv=%s start=%d", key, placed.start)
+        return placed
 
     async def _summary(self, key: str) -> str | None:
         summary = await self.compactor.summary(key) if self.compactor is not None else None
@@ -292,12 +350,15 @@ class ChatService:
         key = self.conversation_key(ctx)
         stats = await self.store.stats(key)
         history = await self.store.load_window(key, self.settings.history.max_turns)
+        tools = self.tools.definitions(ctx) if self.tools else []
+        probe = user_message("", ctx.user_name or ctx.user_id, is_shared(key))
+        placement = await self._window(ctx, key, history, [], probe, tools, save=False)
         window_tokens, budget = window_figures(
             system_prompt=self.system_prompt(ctx),
-            summary=await self._summary(key),
-            history=history,
+            summary=placement.summary,
+            history=placement.turns,
             shared=is_shared(key),
-            tools=self.tools.definitions(ctx) if self.tools else [],
+            tools=tools,
             counter=self.counter,
             limits=self._limits,
         )

@@ -103,9 +103,11 @@ class ToolLoop:
         answer: Answer,
         *,
         streaming: bool,
+        conversation_key: str | None = None,
     ) -> AsyncIterator[ChatEvent]:
         """Text deltas (streaming) and tool events; each round's messages go to ``answer``,
-        whose final completion has no tool calls left to run."""
+        whose final completion has no tool calls left to run. ``conversation_key`` goes with
+        every round, for the provider's prompt cache (:mod:`bot.llm.cache_hints`)."""
         window, budget = prompt.window, prompt.budget
         transcript = list(window)
         retried_context = False
@@ -118,7 +120,9 @@ class ToolLoop:
                 completion: Completion | None = None
                 capped: Cut | None = None
                 if streaming:
-                    items = self._streamed(transcript, offer, choice, bill, first=rounds == 0)
+                    items = self._streamed(
+                        transcript, offer, choice, bill, first=rounds == 0, key=conversation_key
+                    )
                     async with contextlib.aclosing(items) as stream:
                         async for item in stream:
                             if isinstance(item, TextDelta):
@@ -130,7 +134,11 @@ class ToolLoop:
                 else:
                     async with self.slot():
                         completion = await self.llm.complete(
-                            transcript, tools=offer, tool_choice=choice, max_tokens=self.max_output
+                            transcript,
+                            tools=offer,
+                            tool_choice=choice,
+                            max_tokens=self.max_output,
+                            conversation_key=conversation_key,
                         )
                     completion = self.meter.paid(transcript, completion, bill, first=rounds == 0)
                     if len(completion.text) > self.max_reply:
@@ -179,12 +187,17 @@ class ToolLoop:
         bill: Bill,
         *,
         first: bool,
+        key: str | None,
     ) -> AsyncGenerator[StreamItem | Cut, None]:
         """One round's stream, buffered (the loop appends to ``transcript`` only after it);
         its completion billed, its text capped."""
         return buffered(
             lambda: self.llm.stream(
-                transcript, tools=tools, tool_choice=choice, max_tokens=self.max_output
+                transcript,
+                tools=tools,
+                tool_choice=choice,
+                max_tokens=self.max_output,
+                conversation_key=key,
             ),
             slot=self.slot,
             max_chars=self.max_reply,

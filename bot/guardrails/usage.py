@@ -1,4 +1,7 @@
-"""Usage reports: the per-day, per-chat, per-user token ledger as a table for people."""
+"""Usage reports: the per-day, per-chat, per-user token ledger as a table for people.
+
+``cached`` is the part of ``prompt`` a provider's prompt cache served (billed at a discount), so
+it is not added to ``total``."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from itertools import groupby
 
 from bot.storage.values import BOT_USER, DailyUsage, Usage
 
-_HEADER = ("day", "chat", "user", "turns", "prompt", "completion", "total")
+_HEADER = ("day", "chat", "user", "turns", "prompt", "cached", "completion", "total")
 
 
 def usage_table(rows: Sequence[DailyUsage]) -> str:
@@ -24,6 +27,7 @@ def usage_table(rows: Sequence[DailyUsage]) -> str:
             total = Usage(
                 sum(r.usage.prompt_tokens for r in members),
                 sum(r.usage.completion_tokens for r in members),
+                sum(r.usage.cached_tokens for r in members),
             )
             lines.append(_line(day, chat, "(all)", sum(r.turns for r in members), total))
     widths = [max(len(line[i]) for line in lines) for i in range(len(_HEADER))]
@@ -44,6 +48,19 @@ def _line(day: str, chat: str, who: str, turns: int, usage: Usage) -> tuple[str,
         who,
         str(turns),
         str(usage.prompt_tokens),
+        str(usage.cached_tokens),
         str(usage.completion_tokens),
         str(usage.total_tokens),
     )
+
+
+def cached_share(usage: Usage) -> float | None:
+    """The fraction of input tokens a provider's cache served; None without input."""
+    if usage.prompt_tokens <= 0:
+        return None
+    return usage.cached_tokens / usage.prompt_tokens
+
+
+def percent(share: float) -> str:
+    """``82 %``: rounded down, so a share short of all is never shown as 100 %."""
+    return f"{int(share * 100)} %"

@@ -24,6 +24,7 @@ from bot.errors import ContextTooLongError, LLMBadRequestError, LLMError, LLMUna
 from bot.guardrails.sanitise import clean_json
 from bot.history.trim import trim_history
 from bot.llm.breaker import CircuitBreaker
+from bot.llm.cache_hints import cache_hint, usage_of
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry, classify
 from bot.llm.tokens import get_counter
 from bot.storage.coordination import SharedLimits
@@ -109,6 +110,8 @@ class Endpoint:
         self.name = f"{safe_url(self.base_url)} ({self.model})"
         self.breaker = CircuitBreaker(cooldown, self.name, shared=shared)
         self.uses_completion_tokens = "api.openai.com" in self.base_url
+        self.sends_cache_key = settings.sends_cache_key
+        self._hint_secret = key  # keys the prompt_cache_key hash (bot.llm.cache_hints)
         self.client = openai.AsyncOpenAI(
             api_key=key or _NO_KEY,
             base_url=self.base_url,
@@ -128,6 +131,7 @@ class Endpoint:
         tools: Sequence[Mapping[str, Any]] | None,
         stream: bool,
         tool_choice: str | None = None,
+        conversation_key: str | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         # OpenAI's newer models want max_completion_tokens; most compatible servers know only
@@ -142,6 +146,8 @@ class Endpoint:
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        if conversation_key is not None and self.sends_cache_key:
+            body["prompt_cache_key"] = cache_hint(conversation_key, self._hint_secret)
         return body
 
     def fit(
@@ -226,11 +232,19 @@ class LLMClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
         tool_choice: str | None = None,
+        conversation_key: str | None = None,
     ) -> Completion:
         """``tool_choice="none"``: the tools stay declared (the history has tool calls; some
-        gateways reject that without ``tools``) but the model must answer in text."""
+        gateways reject that without ``tools``) but the model must answer in text.
+        ``conversation_key``: whose prompt this is, hashed into ``prompt_cache_key`` where the
+        endpoint takes one (``llm.prompt_cache_key``)."""
         endpoint, result = await self._send(
-            messages, tools, max_tokens, stream=False, tool_choice=tool_choice
+            messages,
+            tools,
+            max_tokens,
+            stream=False,
+            tool_choice=tool_choice,
+            conversation_key=conversation_key,
         )
         return _completion(result, endpoint)
 
@@ -241,10 +255,16 @@ class LLMClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
         tool_choice: str | None = None,
+        conversation_key: str | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         """Yield text deltas, then one final :class:`Completion` (tool calls assembled)."""
         endpoint, chunks = await self._send(
-            messages, tools, max_tokens, stream=True, tool_choice=tool_choice
+            messages,
+            tools,
+            max_tokens,
+            stream=True,
+            tool_choice=tool_choice,
+            conversation_key=conversation_key,
         )
         try:
             async for item in _assemble(chunks, endpoint):
@@ -261,6 +281,7 @@ class LLMClient:
         *,
         stream: bool,
         tool_choice: str | None = None,
+        conversation_key: str | None = None,
     ) -> tuple[Endpoint, Any]:
         """POST to the first endpoint that answers, each behind the retry layer, within
         ``llm.deadline`` for all of them together (each gets an even share of what is left, so
@@ -293,6 +314,7 @@ class LLMClient:
                 tools=tools,
                 stream=stream,
                 tool_choice=tool_choice,
+                conversation_key=conversation_key,
             )
 
             async def call(endpoint: Endpoint = endpoint, body: dict[str, Any] = body) -> Any:
@@ -348,9 +370,7 @@ def _completion(result: ChatCompletion, endpoint: Endpoint) -> Completion:
         for c in (choice.message.tool_calls or ())
         if c.type == "function"
     )
-    usage = (
-        Usage(result.usage.prompt_tokens, result.usage.completion_tokens) if result.usage else None
-    )
+    usage = usage_of(result.usage) if result.usage else None
     return Completion(
         text=choice.message.content or "",
         tool_calls=calls,
@@ -375,7 +395,7 @@ async def _assemble(
             async for chunk in chunks:
                 model = chunk.model or model
                 if chunk.usage is not None:
-                    usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                    usage = usage_of(chunk.usage)
                 for choice in chunk.choices[:1]:
                     delta = choice.delta
                     if delta.content:

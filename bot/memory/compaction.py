@@ -22,6 +22,7 @@ from bot.config import Settings
 from bot.context import ChatContext, display_name
 from bot.conversation.prompt_safety import one_line_json
 from bot.llm.client import LLMClient
+from bot.storage.prompt_windows import PromptWindows
 from bot.storage.resets import Resets
 from bot.storage.summaries import Summaries
 from bot.storage.turns import TurnArchive, Turns
@@ -47,8 +48,9 @@ _PROMPT = (
 )
 
 
-class CompactionStore(Summaries, Resets, Turns, TurnArchive, UsageLedger, Protocol):
-    """What compaction reads and writes: summaries, reset points, the window, the ledger."""
+class CompactionStore(Summaries, PromptWindows, Resets, Turns, TurnArchive, UsageLedger, Protocol):
+    """What compaction reads and writes: summaries, where the prompt begins, reset points, the
+    window, the ledger."""
 
 
 class Compactor:
@@ -73,19 +75,22 @@ class Compactor:
 
     # -- after each reply ---------------------------------------------------------------------
 
-    def turn_done(self, ctx: ChatContext, conversation_key: str) -> None:
-        """Count the turn and, when due, compact in the background (one pass per conversation)."""
+    def turn_done(self, ctx: ChatContext, conversation_key: str, *, cut: bool = False) -> None:
+        """Count the turn and, when due, compact in the background (one pass per conversation).
+
+        ``cut``: the prompt's window was just cut, so turns have left it: compact now, and the
+        summary is ready to be pinned at the next cut (the prompt shows a new one only then)."""
         running = self._tasks.get(conversation_key)
         if running is not None and not running.done():
             return
-        task = asyncio.ensure_future(self._after_turn(ctx, conversation_key))
+        task = asyncio.ensure_future(self._after_turn(ctx, conversation_key, cut))
         self._tasks[conversation_key] = task
         task.add_done_callback(lambda _: self._tasks.pop(conversation_key, None))
 
-    async def _after_turn(self, ctx: ChatContext, key: str) -> None:
+    async def _after_turn(self, ctx: ChatContext, key: str, cut: bool) -> None:
         try:
             since = await self.store.count_summary_turn(key, ctx.chat_key)
-            if since >= self.settings.memory.summary_every:
+            if cut or since >= self.settings.memory.summary_every:
                 await self.compact(ctx, key)
         except Exception:  # never the user's problem: the reply is already out
             log.exception("compaction failed conv=%s; next try in some turns", key)
@@ -93,16 +98,22 @@ class Compactor:
                 await self.store.restart_summary_count(key)
 
     async def compact(self, ctx: ChatContext, key: str) -> bool:
-        """Summarise the turns between the last summary and the window. False: nothing to do."""
+        """Summarise the turns between the last summary and the window's start (where the
+        prompt last began: bot.conversation.window). False: nothing to do."""
         previous = await self.store.load_summary(key)  # its text is empty until a first pass
         # Never before the summary's end (even an empty one) nor before a /reset: the user
         # asked to start over, and a summary must not bring the old turns back.
         reset = await self.store.reset_point(key)
         after = max(previous.through_turn_id if previous is not None else 0, reset)
-        window = await self.store.load_window(key, self.settings.history.max_turns)
-        if not window:
-            return False
-        dropped = _within_budget(await self._turns_between(key, after, window[0].turn_id))
+        mark = await self.store.load_window_mark(key)
+        if mark is not None:
+            start = mark.start_turn_id
+        else:  # never cut: what precedes the turns a request would load
+            window = await self.store.load_window(key, self.settings.history.max_turns)
+            if not window:
+                return False
+            start = window[0].turn_id
+        dropped = _within_budget(await self._turns_between(key, after, start))
         if not dropped:
             return False
         text, facts = await self._summarise(ctx, previous.text if previous else "", dropped)

@@ -59,7 +59,12 @@ class ToolRegistry:
     # -- ToolRunner --------------------------------------------------------------------------
 
     def definitions(self, ctx: ChatContext) -> list[dict[str, Any]]:
-        return [spec.definition() for spec, _ in self._tools.values() if self.allowed(spec, ctx)]
+        """The tools offered to ``ctx``, by name: the same set in the same order and form on
+        every turn, so the request's prefix (tools come first) stays cacheable."""
+        offered = (
+            spec for name, (spec, _) in sorted(self._tools.items()) if self.allowed(spec, ctx)
+        )
+        return [spec.definition() for spec in offered]
 
     async def run(self, ctx: ChatContext, call: ToolCall) -> str:
         entry = self._tools.get(call.name)

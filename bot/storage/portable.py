@@ -50,7 +50,8 @@ TABLES: tuple[Table, ...] = (
     _table(
         "turns",
         "id conv_key chat_key user_id user_name platform_message_id user_text answer status"
-        " error model prompt_tokens completion_tokens created_at completed_at owner",
+        " error model prompt_tokens completion_tokens created_at completed_at owner"
+        " cached_tokens",
     ),
     _table("resets", "conv_key chat_key after_turn_id by_user at", "conv_key", identity=False),
     _table(
@@ -80,7 +81,7 @@ TABLES: tuple[Table, ...] = (
     ),
     _table(
         "usage_daily",
-        "day chat_key user_id user_name turns prompt_tokens completion_tokens",
+        "day chat_key user_id user_name turns prompt_tokens completion_tokens cached_tokens",
         "day chat_key user_id",
         identity=False,
     ),

@@ -31,7 +31,8 @@ class Turns(Protocol):
       drops every overheard message of the conversation up to the newest chosen one) atomically;
       ``complete_turn`` stores the whole answer with the status flip atomically. A reader never
       sees half of either.
-    - **Usage booked on completion.** ``complete_turn`` adds the turn's tokens to the usage
+    - **Usage booked on completion.** ``complete_turn`` adds the turn's tokens (cached input
+      included, ``Usage.cached_tokens``) to the usage
       ledger (:mod:`bot.storage.usage`) on the UTC day it completes, as one answered turn, in
       the same transaction (SQLite: trigger ``turns_usage``). ``fail_turn`` of a pending turn
       books its tokens (the rounds that ran were billed) but no answered turn. An answer that

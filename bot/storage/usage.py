@@ -22,6 +22,9 @@ class UsageLedger(Protocol):
     - **Kept by forgetting**: ``clear_chat`` and retention delete turns, never ledger rows.
     - **Moved by migration**: a migrated chat's rows are added to the new chat's (same day and
       user) and leave the old key, so a migration does not refill a budget.
+    - **Cached input** (``Usage.cached_tokens``, part of the prompt tokens) is booked, kept
+      and moved along with the other figures; it is not extra spending, so the ``tokens``
+      sums leave it out.
     - ``book_usage`` adds tokens spent outside a turn (the bot's summaries, user
       :data:`~bot.storage.values.BOT_USER`) to today's row, ``turns`` unchanged.
     - Chat keys start with ``platform:``; user ids are per platform.
@@ -37,6 +40,11 @@ class UsageLedger(Protocol):
     async def user_tokens_on(self, day: str, platform: str, user_id: str) -> int:
         """Tokens one user spent on ``day`` in every chat of ``platform`` (ids are per
         platform), so new threads or groups are not fresh budgets."""
+        ...
+
+    async def user_usage_on(self, day: str, platform: str, user_id: str) -> Usage:
+        """The same user's figures as :meth:`user_tokens_on`, cached input included (what
+        ``/usage`` shows)."""
         ...
 
     async def book_usage(self, chat_key: str, user_id: str, user_name: str, usage: Usage) -> None:

@@ -39,8 +39,17 @@ class TurnStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens of one or more model calls. ``cached_tokens``: the part of ``prompt_tokens`` a
+    provider's prompt cache served (billed at a discount); clamped to ``[0, prompt_tokens]``."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.cached_tokens <= self.prompt_tokens:
+            clamped = max(0, min(self.cached_tokens, self.prompt_tokens))
+            object.__setattr__(self, "cached_tokens", clamped)
 
     @property
     def total_tokens(self) -> int:

@@ -109,3 +109,48 @@ async def test_usage_outside_a_turn(storage: Storage) -> None:
         Usage(41, 3),
     )
     assert await storage.tokens_on(today, "tg:1", BOT_USER) == 44
+
+
+async def test_cached_input_is_booked_with_its_turn(storage: Storage) -> None:
+    today = utc_day()
+    first = await storage.begin_turn(turn("tg:-1", "a", user="1"))
+    await storage.complete_turn(
+        first, [{"role": "assistant", "content": "b"}], Usage(2000, 5, 1536), "m"
+    )
+    second = await storage.begin_turn(turn("tg:-1", "c", user="1"))
+    await storage.complete_turn(
+        second, [{"role": "assistant", "content": "d"}], Usage(2100, 5, 1920), "m"
+    )
+    failed = await storage.begin_turn(turn("tg:-1", "e", user="1"))
+    await storage.fail_turn(failed, "LLMError", Usage(2200, 0, 2048))  # its rounds were billed
+    elsewhere = await storage.begin_turn(turn("tg:-9", "f", user="1"))
+    await storage.complete_turn(
+        elsewhere, [{"role": "assistant", "content": "g"}], Usage(10, 1), "m"
+    )
+    other_platform = await storage.begin_turn(turn("dc:-1", "h", user="1"))
+    await storage.complete_turn(
+        other_platform, [{"role": "assistant", "content": "i"}], Usage(3000, 1, 2944), "m"
+    )
+    rows = {row.chat_key: row for row in await storage.daily_usage(today)}
+    assert rows["tg:-1"].usage == Usage(6300, 10, 1536 + 1920 + 2048)
+    assert rows["tg:-1"].turns == 2
+    assert rows["tg:-9"].usage.cached_tokens == 0
+    # cached input is part of the prompt, not extra spending
+    assert await storage.tokens_on(today, "tg:-1") == 6310
+    assert await storage.user_usage_on(today, "tg", "1") == Usage(6310, 11, 5504)
+    assert await storage.user_usage_on(today, "tg", "2") == Usage()
+    assert await storage.user_usage_on("1999-01-01", "dc", "1") == Usage()
+
+
+async def test_cached_input_outside_a_turn_and_through_a_migration(storage: Storage) -> None:
+    today = utc_day()
+    await storage.book_usage("tg:-1", BOT_USER, "(summaries)", Usage(1500, 20, 1280))
+    await storage.book_usage("tg:-1", BOT_USER, "(summaries)", Usage(1600, 20, 1408))
+    await answered(storage, "tg:-1", "a", "b", usage=Usage(1200, 3, 1024))
+    await answered(storage, "tg:-100", "c", "d", usage=Usage(1300, 3, 1152))
+    await storage.migrate_chat("tg:-1", "tg:-100")
+    rows = await storage.daily_usage(today)
+    assert [(r.chat_key, r.user_id, r.usage) for r in rows] == [
+        ("tg:-100", BOT_USER, Usage(3100, 40, 2688)),
+        ("tg:-100", "u1", Usage(2500, 6, 2176)),
+    ]

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import openai
+import pytest
 import pytest_asyncio
 
 from bot.llm.tokens import get_counter
@@ -160,3 +161,26 @@ async def test_a_scripted_usage_overrides_the_cached_count(
 ) -> None:
     fake_llm.script(reply("ok", usage={"prompt_tokens": 5000, "cached_tokens": 4096}))
     assert await cached(client, chat("short", "question")) == 4096
+
+
+async def test_a_prompt_cache_key_is_checked_as_the_api_checks_it(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    assert await cached(client, chat("short", "q"), prompt_cache_key="k" * 64) == 0
+    with pytest.raises(openai.BadRequestError) as long:
+        await cached(client, chat("short", "q"), prompt_cache_key="k" * 65)
+    assert long.value.code == "string_above_max_length"
+    assert long.value.param == "prompt_cache_key"
+    with pytest.raises(openai.BadRequestError) as number:
+        await cached(client, chat("short", "q"), extra_body={"prompt_cache_key": 7})
+    assert number.value.code == "invalid_type"
+
+
+async def test_other_scripted_usage_fields_are_sent_like_deepseeks(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.script(reply("ok", usage={"prompt_cache_hit_tokens": 900, "prompt_tokens": 1000}))
+    completion = await client.chat.completions.create(model=MODEL, messages=chat("s", "q"))
+    assert completion.usage is not None and completion.usage.model_extra is not None
+    assert completion.usage.model_extra["prompt_cache_hit_tokens"] == 900
+    assert completion.usage.prompt_tokens == 1000

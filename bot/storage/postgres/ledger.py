@@ -41,26 +41,42 @@ class PostgresUsage(Part):
             )
         return int(total)
 
+    async def user_usage_on(self, day: str, platform: str, user_id: str) -> Usage:
+        async with self._db.acquire() as conn:
+            row = await conn.fetchrow(
+                "SELECT coalesce(sum(prompt_tokens), 0) AS prompt,"
+                " coalesce(sum(completion_tokens), 0) AS completion,"
+                " coalesce(sum(cached_tokens), 0) AS cached FROM usage_daily"
+                " WHERE day = $1 AND user_id = $2 AND starts_with(chat_key, $3)",
+                day,
+                user_id,
+                f"{platform}:",
+            )
+        assert row is not None  # an aggregate always has its row
+        return Usage(int(row["prompt"]), int(row["completion"]), int(row["cached"]))
+
     async def book_usage(self, chat_key: str, user_id: str, user_name: str, usage: Usage) -> None:
         async with self._db.acquire() as conn:
             await conn.execute(
                 "INSERT INTO usage_daily AS u (day, chat_key, user_id, user_name, prompt_tokens,"
-                f" completion_tokens) VALUES ({_TODAY_SQL}, $1, $2, $3, $4, $5) ON CONFLICT"
-                " (day, chat_key, user_id) DO UPDATE SET"
+                f" completion_tokens, cached_tokens) VALUES ({_TODAY_SQL}, $1, $2, $3, $4, $5,"
+                " $6) ON CONFLICT (day, chat_key, user_id) DO UPDATE SET"
                 " prompt_tokens = u.prompt_tokens + excluded.prompt_tokens,"
-                " completion_tokens = u.completion_tokens + excluded.completion_tokens",
+                " completion_tokens = u.completion_tokens + excluded.completion_tokens,"
+                " cached_tokens = u.cached_tokens + excluded.cached_tokens",
                 chat_key,
                 user_id,
                 user_name,
                 usage.prompt_tokens,
                 usage.completion_tokens,
+                usage.cached_tokens,
             )
 
     async def daily_usage(self, since_day: str, chat_key: str | None = None) -> list[DailyUsage]:
         async with self._db.acquire() as conn:
             rows = await conn.fetch(
                 "SELECT day, chat_key, user_id, user_name, turns, prompt_tokens,"
-                " completion_tokens FROM usage_daily"
+                " completion_tokens, cached_tokens FROM usage_daily"
                 " WHERE day >= $1 AND ($2::text IS NULL OR chat_key = $2)"
                 ' ORDER BY day COLLATE "C", chat_key COLLATE "C", user_id COLLATE "C"',
                 since_day,
@@ -73,7 +89,9 @@ class PostgresUsage(Part):
                 r["user_id"],
                 r["user_name"],
                 int(r["turns"]),
-                Usage(int(r["prompt_tokens"]), int(r["completion_tokens"])),
+                Usage(
+                    int(r["prompt_tokens"]), int(r["completion_tokens"]), int(r["cached_tokens"])
+                ),
             )
             for r in rows
         ]

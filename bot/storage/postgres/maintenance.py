@@ -82,12 +82,15 @@ class PostgresMaintenance(Part):
             )
             # Today's spending follows the chat, so a migration does not refill its budget.
             await conn.execute(
-                "INSERT INTO usage_daily AS u SELECT day, $1, user_id, user_name, turns,"
-                " prompt_tokens, completion_tokens FROM usage_daily WHERE chat_key = $2"
+                "INSERT INTO usage_daily AS u (day, chat_key, user_id, user_name, turns,"
+                " prompt_tokens, completion_tokens, cached_tokens)"
+                " SELECT day, $1, user_id, user_name, turns, prompt_tokens, completion_tokens,"
+                " cached_tokens FROM usage_daily WHERE chat_key = $2"
                 " ON CONFLICT (day, chat_key, user_id) DO UPDATE SET"
                 " turns = u.turns + excluded.turns,"
                 " prompt_tokens = u.prompt_tokens + excluded.prompt_tokens,"
-                " completion_tokens = u.completion_tokens + excluded.completion_tokens",
+                " completion_tokens = u.completion_tokens + excluded.completion_tokens,"
+                " cached_tokens = u.cached_tokens + excluded.cached_tokens",
                 new_chat_key,
                 old_chat_key,
             )

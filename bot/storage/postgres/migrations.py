@@ -213,6 +213,37 @@ CORE_STEPS: tuple[str, ...] = (
     ALTER TABLE summaries ADD COLUMN window_start BIGINT;
     ALTER TABLE summaries ADD COLUMN summary_shown TEXT NOT NULL DEFAULT '';
     """,
+    # 3: SQLite's v14: the input tokens a provider's prompt cache served, per turn and in the
+    # ledger; turns_usage() books them too (otherwise as step 1 wrote it).
+    f"""
+    ALTER TABLE turns ADD COLUMN cached_tokens BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE usage_daily ADD COLUMN cached_tokens BIGINT NOT NULL DEFAULT 0;
+    CREATE OR REPLACE FUNCTION turns_usage() RETURNS trigger LANGUAGE plpgsql
+    SET search_path FROM CURRENT AS $$
+    BEGIN
+        IF (NEW.status = 'answered' AND OLD.status <> 'answered')
+            OR (OLD.status = 'pending' AND NEW.status = 'unanswered'
+                AND NEW.prompt_tokens + NEW.completion_tokens > 0) THEN
+            INSERT INTO usage_daily AS u (day, chat_key, user_id, user_name, turns,
+                prompt_tokens, completion_tokens, cached_tokens)
+            VALUES ({_DAY_SQL.format(row="NEW")}, NEW.chat_key, NEW.user_id, NEW.user_name,
+                (NEW.status = 'answered')::int, NEW.prompt_tokens, NEW.completion_tokens,
+                NEW.cached_tokens)
+            ON CONFLICT (day, chat_key, user_id) DO UPDATE SET
+                turns = u.turns + excluded.turns,
+                prompt_tokens = u.prompt_tokens + excluded.prompt_tokens,
+                completion_tokens = u.completion_tokens + excluded.completion_tokens,
+                cached_tokens = u.cached_tokens + excluded.cached_tokens,
+                user_name = excluded.user_name;
+        ELSIF OLD.status = 'answered' AND NEW.status = 'undelivered' THEN
+            UPDATE usage_daily SET turns = greatest(turns - 1, 0)
+            WHERE day = {_DAY_SQL.format(row="OLD")}
+                AND chat_key = OLD.chat_key AND user_id = OLD.user_id;
+        END IF;
+        RETURN NULL;
+    END
+    $$;
+    """,
 )
 
 CORE: Component = ("core", CORE_STEPS)

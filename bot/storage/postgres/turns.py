@@ -130,11 +130,13 @@ class PostgresTurns(Part):
         async with self._db.acquire() as conn:
             await conn.execute(
                 "UPDATE turns SET status = 'answered', answer = $1, model = $2,"
-                " prompt_tokens = $3, completion_tokens = $4, completed_at = $5 WHERE id = $6",
+                " prompt_tokens = $3, completion_tokens = $4, cached_tokens = $5, completed_at = $6"
+                " WHERE id = $7",
                 answer,
                 model,
                 usage.prompt_tokens,
                 usage.completion_tokens,
+                usage.cached_tokens,
                 time.time(),
                 turn_id,
             )
@@ -143,11 +145,13 @@ class PostgresTurns(Part):
         async with self._db.acquire() as conn:
             await conn.execute(
                 "UPDATE turns SET status = 'unanswered', error = $1, completed_at = $2,"
-                " prompt_tokens = $3, completion_tokens = $4 WHERE id = $5 AND status = 'pending'",
+                " prompt_tokens = $3, completion_tokens = $4, cached_tokens = $5"
+                " WHERE id = $6 AND status = 'pending'",
                 clean_text(reason[:500]),
                 time.time(),
                 usage.prompt_tokens,
                 usage.completion_tokens,
+                usage.cached_tokens,
                 turn_id,
             )
 

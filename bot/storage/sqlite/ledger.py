@@ -39,21 +39,40 @@ class SQLiteUsage(Part):
         )
         return int(next(iter(rows))[0])
 
+    async def user_usage_on(self, day: str, platform: str, user_id: str) -> Usage:
+        prefix = f"{platform}:"
+        rows = await self._db.reader.execute_fetchall(
+            "SELECT coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),"
+            " coalesce(sum(cached_tokens), 0) FROM usage_daily"
+            " WHERE day = ? AND user_id = ? AND substr(chat_key, 1, ?) = ?",
+            (day, user_id, len(prefix), prefix),
+        )
+        prompt, completion, cached = next(iter(rows))
+        return Usage(int(prompt), int(completion), int(cached))
+
     async def book_usage(self, chat_key: str, user_id: str, user_name: str, usage: Usage) -> None:
         async with self._db.writing() as conn:
             await conn.execute(
                 "INSERT INTO usage_daily (day, chat_key, user_id, user_name, prompt_tokens,"
-                " completion_tokens) VALUES (date('now'), ?, ?, ?, ?, ?) ON CONFLICT"
-                " (day, chat_key, user_id) DO UPDATE SET"
+                " completion_tokens, cached_tokens) VALUES (date('now'), ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (day, chat_key, user_id) DO UPDATE SET"
                 " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-                " completion_tokens = completion_tokens + excluded.completion_tokens",
-                (chat_key, user_id, user_name, usage.prompt_tokens, usage.completion_tokens),
+                " completion_tokens = completion_tokens + excluded.completion_tokens,"
+                " cached_tokens = cached_tokens + excluded.cached_tokens",
+                (
+                    chat_key,
+                    user_id,
+                    user_name,
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    usage.cached_tokens,
+                ),
             )
 
     async def daily_usage(self, since_day: str, chat_key: str | None = None) -> list[DailyUsage]:
         sql = (
-            "SELECT day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens"
-            " FROM usage_daily WHERE day >= ?"
+            "SELECT day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens,"
+            " cached_tokens FROM usage_daily WHERE day >= ?"
         )
         args = [since_day]
         if chat_key is not None:
@@ -63,8 +82,8 @@ class SQLiteUsage(Part):
             sql + " ORDER BY day, chat_key, user_id", args
         )
         return [
-            DailyUsage(day, chat, user, name, turns, Usage(prompt, completion))
-            for day, chat, user, name, turns, prompt, completion in rows
+            DailyUsage(day, chat, user, name, turns, Usage(prompt, completion, cached))
+            for day, chat, user, name, turns, prompt, completion, cached in rows
         ]
 
 

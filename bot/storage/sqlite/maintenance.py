@@ -64,11 +64,14 @@ class SQLiteMaintenance(Part):
             )
             # Today's spending follows the chat, so a migration does not refill its budget.
             await conn.execute(
-                "INSERT INTO usage_daily SELECT day, ?, user_id, user_name, turns, prompt_tokens,"
-                " completion_tokens FROM usage_daily WHERE chat_key = ? ON CONFLICT"
+                "INSERT INTO usage_daily (day, chat_key, user_id, user_name, turns,"
+                " prompt_tokens, completion_tokens, cached_tokens)"
+                " SELECT day, ?, user_id, user_name, turns, prompt_tokens, completion_tokens,"
+                " cached_tokens FROM usage_daily WHERE chat_key = ? ON CONFLICT"
                 " (day, chat_key, user_id) DO UPDATE SET turns = turns + excluded.turns,"
                 " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-                " completion_tokens = completion_tokens + excluded.completion_tokens",
+                " completion_tokens = completion_tokens + excluded.completion_tokens,"
+                " cached_tokens = cached_tokens + excluded.cached_tokens",
                 (new_chat_key, old_chat_key),
             )
             await conn.execute("DELETE FROM usage_daily WHERE chat_key = ?", (old_chat_key,))

@@ -434,7 +434,33 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE summaries ADD COLUMN window_start INTEGER;
     ALTER TABLE summaries ADD COLUMN summary_shown TEXT NOT NULL DEFAULT '';
     """,
-    # 15 (after 14): embedding vectors of turns' user messages, so recall finds old messages by
+    # 14: the input tokens a provider's prompt cache served (part of prompt_tokens, billed at a
+    # discount; bot.llm.cache_hints), per turn and in the ledger: trigger turns_usage (as step
+    # 10 left it) books them too. Earlier rows: 0, nothing was reported.
+    """
+    ALTER TABLE turns ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE usage_daily ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+    DROP TRIGGER turns_usage;
+    CREATE TRIGGER turns_usage AFTER UPDATE OF status ON turns
+        WHEN (new.status = 'answered' AND old.status != 'answered')
+            OR (old.status = 'pending' AND new.status = 'unanswered'
+                AND new.prompt_tokens + new.completion_tokens > 0)
+    BEGIN
+        INSERT INTO usage_daily (day, chat_key, user_id, user_name, turns, prompt_tokens,
+            completion_tokens, cached_tokens)
+        VALUES (date(coalesce(new.completed_at, new.created_at), 'unixepoch'), new.chat_key,
+            new.user_id, new.user_name,
+            new.status = 'answered', new.prompt_tokens, new.completion_tokens,
+            new.cached_tokens)
+        ON CONFLICT (day, chat_key, user_id) DO UPDATE SET
+            turns = turns + excluded.turns,
+            prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+            completion_tokens = completion_tokens + excluded.completion_tokens,
+            cached_tokens = cached_tokens + excluded.cached_tokens,
+            user_name = excluded.user_name;
+    END;
+    """,
+    # 15: embedding vectors of turns' user messages, so recall finds old messages by
     # meaning too (bot.memory.store, memory.embeddings), stored as memory_vectors are (step 6).
     # A trigger deletes a turn's vector with it, as for its FTS row: the cascade needs
     # ``PRAGMA foreign_keys=ON``.

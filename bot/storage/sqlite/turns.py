@@ -88,8 +88,16 @@ class SQLiteTurns(Part):
         async with self._db.writing() as conn:
             await conn.execute(
                 "UPDATE turns SET status = 'answered', answer = ?, model = ?, prompt_tokens = ?,"
-                " completion_tokens = ?, completed_at = ? WHERE id = ?",
-                (answer, model, usage.prompt_tokens, usage.completion_tokens, time.time(), turn_id),
+                " completion_tokens = ?, cached_tokens = ?, completed_at = ? WHERE id = ?",
+                (
+                    answer,
+                    model,
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    usage.cached_tokens,
+                    time.time(),
+                    turn_id,
+                ),
             )
         self._windows.completed(turn_id, plain)
 
@@ -97,12 +105,14 @@ class SQLiteTurns(Part):
         async with self._db.writing() as conn:
             await conn.execute(
                 "UPDATE turns SET status = 'unanswered', error = ?, completed_at = ?,"
-                " prompt_tokens = ?, completion_tokens = ? WHERE id = ? AND status = 'pending'",
+                " prompt_tokens = ?, completion_tokens = ?, cached_tokens = ?"
+                " WHERE id = ? AND status = 'pending'",
                 (
                     reason[:500],
                     time.time(),
                     usage.prompt_tokens,
                     usage.completion_tokens,
+                    usage.cached_tokens,
                     turn_id,
                 ),
             )

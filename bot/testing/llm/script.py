@@ -54,7 +54,8 @@ class Script:
 
     ``delay`` is waited before answering (on top of ``FakeLLM.latency`` for completions);
     ``usage`` overrides counted usage numbers (``prompt_tokens``, ``completion_tokens``,
-    ``total_tokens``, ``cached_tokens``) in the answer.
+    ``total_tokens``, ``cached_tokens``) in the answer; other keys are sent as extra fields of
+    the usage object (``{"prompt_cache_hit_tokens": 900}`` answers like DeepSeek).
     """
 
     text: str | None = None

@@ -30,6 +30,7 @@ from bot.testing.llm.wire import ApiError
 
 __all__ = [
     "INVALID_JSON",
+    "MAX_CACHE_KEY",
     "ORPHAN_TOOL",
     "UNANSWERED_TOOL_CALLS",
     "invalid_json",
@@ -42,6 +43,9 @@ INVALID_JSON = (
     "sent was not valid JSON. If you have trouble figuring out how to fix this, please contact "
     "us through our help center at help.openai.com.)"
 )
+
+
+MAX_CACHE_KEY = 64  # characters of a prompt_cache_key the API accepts
 
 
 def invalid_json() -> ApiError:
@@ -142,6 +146,7 @@ def _check_options(body: dict[str, Any]) -> None:
     _check_number(body, "presence_penalty", -2, 2)
     _check_number(body, "frequency_penalty", -2, 2)
     _check_bool(body, "stream")
+    _check_cache_key(body)
     options = body.get("stream_options")
     if options is not None:
         if body.get("stream") is not True:
@@ -169,6 +174,22 @@ def _check_options(body: dict[str, Any]) -> None:
                 ("stop",),
                 "array_above_max_length",
             )
+
+
+def _check_cache_key(body: dict[str, Any]) -> None:
+    """OpenAI's ``prompt_cache_key``: a string of at most 64 characters."""
+    key = body.get("prompt_cache_key")
+    if key is None:
+        return
+    if not isinstance(key, str):
+        raise wrong_type(("prompt_cache_key",), "a string", key)
+    if len(key) > MAX_CACHE_KEY:
+        raise fail(
+            "Invalid 'prompt_cache_key': string too long. Expected a string with maximum length "
+            f"{MAX_CACHE_KEY}, but got a string with length {len(key)} instead.",
+            ("prompt_cache_key",),
+            "string_above_max_length",
+        )
 
 
 def _check_tools(body: dict[str, Any]) -> None:

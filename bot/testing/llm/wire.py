@@ -83,16 +83,19 @@ def usage_body(
 ) -> JSONDict:
     """The ``usage`` object; ``override`` replaces counted numbers (total follows unless given).
 
-    ``cached_tokens`` is the prompt prefix a provider cache served (see ``prompt_cache``).
+    ``cached_tokens`` is the prompt prefix a provider cache served (see ``prompt_cache``). Any
+    other key of ``override`` is sent as a field of its own, the way other providers extend the
+    object (DeepSeek's ``prompt_cache_hit_tokens``).
     """
     given = dict(override or {})
-    prompt = int(given.get("prompt_tokens", prompt_tokens))
-    completion = int(given.get("completion_tokens", completion_tokens))
-    cached = int(given.get("cached_tokens", cached_tokens))
+    prompt = int(given.pop("prompt_tokens", prompt_tokens))
+    completion = int(given.pop("completion_tokens", completion_tokens))
+    cached = int(given.pop("cached_tokens", cached_tokens))
+    total = int(given.pop("total_tokens", prompt + completion))
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
-        "total_tokens": int(given.get("total_tokens", prompt + completion)),
+        "total_tokens": total,
         "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
         "completion_tokens_details": {
             "reasoning_tokens": 0,
@@ -100,6 +103,7 @@ def usage_body(
             "accepted_prediction_tokens": 0,
             "rejected_prediction_tokens": 0,
         },
+        **{key: int(value) for key, value in given.items()},
     }
 
 

@@ -228,7 +228,9 @@ async def test_long_history_is_trimmed_to_fit(make_app: AppFactory, fake_llm: Fa
 async def test_provider_context_limit_gets_one_smaller_retry(
     make_app: AppFactory, fake_llm: FakeLLM
 ) -> None:
-    async with make_app(llm={"context_window": 4000, "max_output_tokens": 100}) as app:
+    # a window cut only a little below its budget: full enough that 3,000 tokens reject it
+    llm = {"context_window": 4000, "max_output_tokens": 100}
+    async with make_app(llm=llm, history={"low_water": 0.95}) as app:
         for i in range(12):
             await app.service.chat(private(), f"turn {i} " + "lorem ipsum dolor " * 60)
         fake_llm.model_context_window = 3000  # the server is smaller than configured

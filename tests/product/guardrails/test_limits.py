@@ -45,7 +45,10 @@ async def test_daily_budgets_refuse_clearly_and_store_nothing(
         assert (await app.store.stats("telegram:-100")).turns_stored == 3
         assert len(fake_llm.chat_requests) == 3
         mine = (await app.commands.handle(group("1"), "usage")).text
-        assert mine == "You used 200 tokens today (UTC) of a 150-token daily budget."
+        assert mine == (
+            "You used 200 tokens today (UTC) of a 150-token daily budget\n"
+            "Your input: 120 tokens, of them cached: 0 %."
+        )
         admin = (await app.commands.handle(group("2", is_admin=True), "usage")).text
         assert "This chat used 300 of a 250-token daily budget" in admin
 
@@ -134,8 +137,17 @@ async def test_usage_command_reports_tokens_per_chat_user_and_day(
     code, out, err = await run_cli("usage", env=env)
     assert code == 0, err
     header, row = out.splitlines()
-    assert header.split() == ["day", "chat", "user", "turns", "prompt", "completion", "total"]
-    assert row.split()[-4:] == ["2", "120", "80", "200"]
+    assert header.split() == [
+        "day",
+        "chat",
+        "user",
+        "turns",
+        "prompt",
+        "cached",
+        "completion",
+        "total",
+    ]
+    assert row.split()[-5:] == ["2", "120", "0", "80", "200"]  # short prompts: none cached
     assert row.split()[1] == "console:local"
     code, out, err = await run_cli("usage", "--json", "--chat", "console:local", env=env)
     assert code == 0, err

@@ -53,7 +53,7 @@ async def seed(url: StorageURL) -> None:
         first = await store.begin_turn(
             NewTurn(GROUP_CONV, GROUP, "7", "Cy", "what about the picnic?", "m1", tuple(heard[:1]))
         )
-        await store.complete_turn(first, answer("Sunny."), Usage(120, 30), "gpt-test")
+        await store.complete_turn(first, answer("Sunny."), Usage(120, 30, 64), "gpt-test")
         second = await store.begin_turn(NewTurn(GROUP_CONV, GROUP, "7", "Cy", "tell me a joke"))
         await store.fail_turn(second, "llm: timed out", Usage(50, 0))
         third = await store.begin_turn(NewTurn(GROUP_CONV, GROUP, "9", "Ann", "and the rain?"))
@@ -85,7 +85,7 @@ async def seed(url: StorageURL) -> None:
         await store.put_turn_vectors(VECTOR_MODEL, [(first, [0.6, 0.8])])
         assert cat.memory_id < kyoto.memory_id
         await store.save_summary(GROUP_CONV, GROUP, "They planned a picnic.", first)
-        await store.book_usage(GROUP, "", "", Usage(300, 40))  # a summary's own tokens
+        await store.book_usage(GROUP, "", "", Usage(300, 40, 128))  # a summary's own tokens
         await store.kv_set("reminders", "next", {"id": 3, "text": "water the plants ☘"})
         await store.kv_set("notes", "a", [1, 2, 3])
         await store.kv_increment("notes", "count")
