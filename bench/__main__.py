@@ -5,11 +5,13 @@ Sections: 1. per-turn cost of ``ChatService.chat`` against the bare SDK round tr
 4. peak RSS; 5. the Telegram path (rendering a long reply, a burst of chats through the real
 adapter and the fake Bot API); 6. long-term memory (facts recalled after 200 turns, prompt size
 across a conversation, search time at 10^5 memories); 7. RSS after 10^3 / 10^4 / 10^5 distinct
-chats; 8. 1,000 conversations across two replicas on one PostgreSQL database. Sections 1, 3 and
+chats; 8. 1,000 conversations across two replicas on one PostgreSQL database; 9. how much of
+each prompt a provider's prefix cache can reuse over long console conversations (alone:
+``python -m bench.prompt_cache``). Sections 1, 3 and
 7 run on SQLite and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL
 too; section 8 needs one. Targets are printed next to the figures; nothing asserts.
 ``--quick`` skips the 10^6- and 10^7-message databases and the 10^5-chat run, ``--skip-memory``
-section 6. Progress goes to stderr only when it is a terminal.
+section 6, ``--skip-prompt-cache`` section 9. Progress goes to stderr only when it is a terminal.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from bench.memory import (
     measure_memory,
 )
 from bench.pg import PG_URL_ENV
+from bench.prompt_cache import CacheFigures, measure_prompt_cache
 from bench.replicas import CONVERSATIONS as REPLICA_CONVERSATIONS
 from bench.replicas import ReplicaFigures, measure_replicas
 from bench.rows import (
@@ -46,6 +49,7 @@ from bench.rows import (
     buffer_rows,
     concurrency_rows,
     memory_rows,
+    prompt_cache_rows,
     replica_rows,
     telegram_rows,
     turn_rows,
@@ -106,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--skip-memory", action="store_true", help="skip section 6 (seeding takes about a minute)"
     )
     parser.add_argument(
+        "--skip-prompt-cache", action="store_true", help="skip section 9 (about 10 s)"
+    )
+    parser.add_argument(
         "--pg-url",
         default=os.environ.get(PG_URL_ENV) or None,
         help=f"a PostgreSQL server for the PostgreSQL figures (default: ${PG_URL_ENV})",
@@ -129,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _progress("memory: 10^5 memories seeding beside the fact-recall conversation")
             model = EMBEDDING_MODEL if embeddings_configurable() else None
             memory = asyncio.run(measure_memory(root, embeddings_model=model))
+        prompt_cache: list[CacheFigures] = []
+        if not args.skip_prompt_cache:
+            _progress("prompt cache: long console conversations, prefix shares")
+            prompt_cache = asyncio.run(measure_prompt_cache(root))
     _progress("RSS against distinct chats, one fresh process per backend")
     rss = run_backends(args.pg_url, RSS_CHECKPOINTS[:2] if args.quick else RSS_CHECKPOINTS)
     replicas: ReplicaFigures | None = None
@@ -149,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *(memory_rows(memory) if memory is not None else []),
         *rss_rows(rss),
         *(replica_rows(replicas) if replicas is not None else []),
+        *prompt_cache_rows(prompt_cache),
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))

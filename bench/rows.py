@@ -17,6 +17,7 @@ from bench.memory import (
     RetentionFigures,
     TrimmedFigures,
 )
+from bench.prompt_cache import CACHE_DISCOUNT, FULL_WINDOW, CacheFigures
 from bench.replicas import LATENCY as REPLICA_LATENCY
 from bench.replicas import MESSAGES as REPLICA_MESSAGES
 from bench.replicas import ReplicaFigures
@@ -43,6 +44,7 @@ MISSES_SHOWN = 8  # a row names at most this many of the facts it missed
 SEARCH_P95_TARGET = 0.005  # seconds, MemoryStore.search at 10^5 memories
 EMBEDDING_MODEL = "text-embedding-3-small"  # section 6 with embeddings, on the fake
 S8 = "8. Two replicas, one PostgreSQL"
+S9 = "9. Prompt cache"
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,3 +339,52 @@ def buffer_rows(buffers: Mapping[int, int]) -> list[Row]:
             worst <= FLAT_TARGET * base,
         )
     ]
+
+
+def prompt_cache_rows(figures: Sequence[CacheFigures]) -> list[Row]:
+    """Per scenario: how much of each prompt repeats the last one, what the fake's cache
+    reused, and the input tokens a turn is billed with and without a cache discount."""
+    rows: list[Row] = []
+    for f in figures:
+        s = f.scenario
+        rows += [
+            Row(
+                S9,
+                f"{s.turns} console turns, {s.name}: prefix share (common prefix with the"
+                " previous request / request length), mean",
+                f"{f.prefix_share:.2f}",
+                f">= {s.target:.2f}",
+                f.prefix_share >= s.target,
+            ),
+            Row(
+                S9,
+                f"... mean of turns {FULL_WINDOW + 2}-{s.turns} (the 50-turn window full);"
+                " 10th percentile of all; requests sharing under half with the previous one",
+                f"{f.steady_share:.2f}; {f.prefix_p10:.2f}; {f.cuts}/{len(f.prefix_shares)}",
+            ),
+            Row(
+                S9,
+                "... cached-token share reported by the fake (sum cached / sum prompt tokens)",
+                f"{f.cached_share:.2f}",
+            ),
+            Row(
+                S9,
+                f"... input tokens billed per turn: no cache / cached at {CACHE_DISCOUNT:.0%} off",
+                f"{f.billed_full:,.0f} / {f.billed_discounted:,.0f}",
+            ),
+        ]
+        if f.summary_calls:
+            rows.append(
+                Row(S9, "... summarising calls (not in the figures above)", str(f.summary_calls))
+            )
+        if f.failures:
+            rows.append(
+                Row(
+                    S9,
+                    "turns not answered by the model",
+                    f"{len(f.failures)}: {f.failures[0]}",
+                    "0",
+                    False,
+                )
+            )
+    return rows
