@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bench.common import Row, fmt_count, fmt_ms
+from bench.common import Row, fmt_count, fmt_ms, median
 from bench.concurrency import Burst
+from bench.floor import FloorFigures
 from bench.memory import (
     HISTORY_BUDGET,
     SAMPLE_TURNS,
@@ -84,6 +85,62 @@ def turn_rows(figures: Sequence[TurnFigures]) -> list[Row]:
         ]
         if f.wrong_replies:
             rows.append(Row(S1, "wrong replies", str(f.wrong_replies), "0", False))
+    return rows
+
+
+def floor_rows(f: FloorFigures) -> list[Row]:
+    """Section 1 with the fake in its own process: each turn against the replay of its own
+    requests through the same client."""
+    where = "fake in its own process"
+    rows = [
+        Row(
+            S1,
+            f"console turn (`ConsoleAdapter.handle`, streamed), {where}"
+            f" ({f.window_messages}-message request)",
+            f"{fmt_ms(median(f.console))}/turn",
+        ),
+        Row(
+            S1,
+            "floor: the same requests replayed in a row, same client, `client.post`, streamed",
+            f"{fmt_ms(median(f.replay))}/turn",
+        ),
+        Row(
+            S1,
+            f"ratio console / replay, {where}",
+            f"{f.ratio:.2f}x",
+            f"<= {RATIO_TARGET}x",
+            f.ratio <= RATIO_TARGET,
+        ),
+        Row(
+            S1,
+            "reference: the same streams with chunks left as dicts (`AsyncStream[object]`)",
+            f"{fmt_ms(median(f.replay_dicts))}/turn",
+        ),
+        Row(
+            S1,
+            f"`ChatService.chat` (not streamed), same conversation, {where}",
+            f"{fmt_ms(median(f.chat))}/turn",
+        ),
+        Row(
+            S1,
+            "floor: its requests replayed in a row, `client.post`, not streamed",
+            f"{fmt_ms(median(f.replay_chat))}/turn",
+        ),
+        Row(
+            S1,
+            f"ratio chat / replay, {where}",
+            f"{f.chat_ratio:.2f}x",
+            f"<= {RATIO_TARGET}x",
+            f.chat_ratio <= RATIO_TARGET,
+        ),
+        Row(
+            S1,
+            "ratio console / not-streamed replay (what the issue compared)",
+            f"{f.ratio_of(f.console, f.replay_chat):.2f}x",
+        ),
+    ]
+    if f.wrong_replies:
+        rows.append(Row(S1, "wrong replies", str(f.wrong_replies), "0", False))
     return rows
 
 

@@ -22,6 +22,7 @@ import re
 import tempfile
 import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -63,6 +64,12 @@ _TEXT_CACHE_SIZE = 16_384  # distinct texts remembered per counter (~100 windows
 # Texts longer than this are remembered by a 128-bit digest instead (a collision is no risk), so
 # the caches' memory is bounded (~7 MiB at most) however long the messages are.
 _KEPT_TEXT_CHARS = 128
+# Every turn counts its window's long messages again (twice: per turn, then the whole prompt),
+# and their digest costs more than the lookup (0.7 us for 500 characters). The long texts counted
+# most recently are therefore also kept by themselves, up to this many characters in all (at
+# most 4 MiB, usually the very strings the window cache holds anyway); a text is then found by
+# its cached str hash, without hashing its bytes.
+_RECENT_LONG_CHARS = 2**20
 
 _WIDE = re.compile("[\u0800-\uffff]")  # 3 UTF-8 bytes: CJK, kana, Hangul, Indic, Thai...
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # 4 UTF-8 bytes: emoji, rare CJK
@@ -215,6 +222,8 @@ class TokenCounter:
         # 100-message window cost dictionary lookups instead of BPE runs (bench/).
         self._cached_count = functools.lru_cache(maxsize=_TEXT_CACHE_SIZE)(self._count_uncached)
         self._long_counts: LRUCache[bytes, int] = LRUCache(maxsize=_TEXT_CACHE_SIZE)
+        self._recent_long: OrderedDict[str, int] = OrderedDict()  # bounded by _RECENT_LONG_CHARS
+        self._recent_chars = 0
         self._long_lock = threading.Lock()  # counters are shared by every thread of the process
 
     @property
@@ -235,13 +244,25 @@ class TokenCounter:
             return 0
         if len(text) <= _KEPT_TEXT_CHARS:
             return self._cached_count(text)
+        recent = self._recent_long
+        with self._long_lock:
+            found = recent.get(text)
+            if found is not None:
+                recent.move_to_end(text)
+                return found
         digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         with self._long_lock:
             found = self._long_counts.get(digest)
         if found is None:
             found = self._count_uncached(text)
-            with self._long_lock:
-                self._long_counts[digest] = found
+        with self._long_lock:
+            self._long_counts[digest] = found
+            if text not in recent and len(text) <= _RECENT_LONG_CHARS // 16:
+                recent[text] = found
+                self._recent_chars += len(text)
+                while self._recent_chars > _RECENT_LONG_CHARS:
+                    oldest, _ = recent.popitem(last=False)
+                    self._recent_chars -= len(oldest)
         return found
 
     def _count_uncached(self, text: str) -> int:
@@ -274,6 +295,9 @@ class TokenCounter:
         if len(message) == 2:  # the common {"role", "content": str} message, counted per turn
             role, content = message.get("role"), message.get("content")
             if isinstance(role, str) and isinstance(content, str):
+                if len(role) <= _KEPT_TEXT_CHARS and len(content) <= _KEPT_TEXT_CHARS:
+                    cached = self._cached_count  # count_text's short path, one call less each
+                    return PER_MESSAGE + cached(role) + cached(content)
                 return PER_MESSAGE + self.count_text(role) + self.count_text(content)
         total = PER_MESSAGE
         for key, value in message.items():
