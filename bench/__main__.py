@@ -1,6 +1,7 @@
 """``python -m bench``: Parlour's performance table (``make bench``).
 
-Sections: 1. per-turn cost of ``ChatService.chat`` against the bare SDK round trip; 2. a burst of
+Sections: 1. per-turn cost of ``ChatService.chat`` against the bare SDK round trip (with the fake
+in this process, then in its own: ``python -m bench.floor``, which also profiles); 2. a burst of
 1,000 conversations at once, and ordering under load; 3. window load time against stored size;
 4. peak RSS; 5. the Telegram path (rendering a long reply, a burst of chats through the real
 adapter and the fake Bot API); 6. long-term memory (facts recalled after 200 turns, prompt size
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from bench.common import Row, fake_in_child
 from bench.concurrency import fan_out, ordered, sdk_floor
+from bench.floor import FloorFigures, measure_floor
 from bench.memory import (
     MemoryFigures,
     embeddings_configurable,
@@ -48,6 +50,7 @@ from bench.rows import (
     Concurrency,
     buffer_rows,
     concurrency_rows,
+    floor_rows,
     memory_rows,
     prompt_cache_rows,
     replica_rows,
@@ -128,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="parlour-bench-") as tmp:
         root = Path(tmp)
         scale = measure_scale(root, args.pg_url, sizes, turn_sizes)
+        _progress("per-turn floor with the fake in its own process")
+        floor: FloorFigures = asyncio.run(measure_floor(root))
         concurrency = asyncio.run(_concurrency(root))
         _progress("telegram: rendering and a burst of chats")
         telegram = asyncio.run(measure_telegram(root, TELEGRAM_CHATS))
@@ -151,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     rows = [
         *turn_rows(scale.turns),
+        *floor_rows(floor),
         *concurrency_rows(concurrency),
         *(row for windows in scale.windows for row in window_rows(windows)),
         *buffer_rows(scale.pg_buffers),
@@ -171,7 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(
         "Section 1: latency-0 fake in this process (its work is in both figures); median of "
-        "5 interleaved batches of 200 turns (create: 40). Section 2: fresh databases. "
+        "5 interleaved batches of 200 turns (create: 40); then the fake in its own process,"
+        " 5 interleaved batches of 200 turns per kind, the replays sending the bodies recorded"
+        " from the turns just before. Section 2: fresh databases. "
         "Section 3: median of 7 x 200 loads. Databases seeded with stdlib sqlite3 and, for"
         f" PostgreSQL, generate_series on the server ({'; '.join(scale.seeding)})."
         + (

@@ -63,6 +63,11 @@ class FloorFigures:
         """Median of the per-batch ratios: shrugs off a slow moment of a shared machine."""
         return median([n / d for n, d in zip(numerator, denominator, strict=True)])
 
+    @staticmethod
+    def own(turns: list[float], replays: list[float]) -> float:
+        """Median over the batches of turn - replay: what Parlour adds to the round trip."""
+        return median([t - r for t, r in zip(turns, replays, strict=True)])
+
     @property
     def ratio(self) -> float:
         return self.ratio_of(self.console, self.replay)

@@ -40,7 +40,7 @@ from bot.testing.llm.prompt_cache import canonical_prompt, common_prefix_length
 
 CACHE_DISCOUNT = 0.9  # cached input billed at 10 % of the price
 SEED = 15
-FULL_WINDOW = 50  # history.max_turns by default: from turn 52 on, every window has slid
+FULL_WINDOW = 50  # history.max_turns by default: from turn 52 on, the turn count cuts too
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class CacheFigures:
 
     @property
     def steady_share(self) -> float:
-        """The mean once the default 50-turn window is full (shares[i] is request i + 2's)."""
+        """The mean past ``history.max_turns`` (shares[i] is request i + 2's)."""
         steady = self.prefix_shares[FULL_WINDOW:]
         return statistics.fmean(steady) if steady else float("nan")
 

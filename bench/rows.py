@@ -135,6 +135,11 @@ def floor_rows(f: FloorFigures) -> list[Row]:
         ),
         Row(
             S1,
+            "Parlour's own time per turn, streamed (console - replay) / not (chat - replay)",
+            f"{fmt_ms(f.own(f.console, f.replay))} / {fmt_ms(f.own(f.chat, f.replay_chat))}",
+        ),
+        Row(
+            S1,
             "ratio console / not-streamed replay (what the issue compared)",
             f"{f.ratio_of(f.console, f.replay_chat):.2f}x",
         ),
@@ -415,7 +420,7 @@ def prompt_cache_rows(figures: Sequence[CacheFigures]) -> list[Row]:
             ),
             Row(
                 S9,
-                f"... mean of turns {FULL_WINDOW + 2}-{s.turns} (the 50-turn window full);"
+                f"... mean of turns {FULL_WINDOW + 2}-{s.turns} (past `history.max_turns`);"
                 " 10th percentile of all; requests sharing under half with the previous one",
                 f"{f.steady_share:.2f}; {f.prefix_p10:.2f}; {f.cuts}/{len(f.prefix_shares)}",
             ),
