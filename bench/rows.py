@@ -414,7 +414,7 @@ def prompt_cache_rows(figures: Sequence[CacheFigures]) -> list[Row]:
                 S9,
                 f"{s.turns} console turns, {s.name}: prefix share (common prefix with the"
                 " previous request / request length), mean",
-                f"{f.prefix_share:.2f}",
+                f"{f.prefix_share:.3f}",  # 0.8995 must not read as 0.90
                 f">= {s.target:.2f}",
                 f.prefix_share >= s.target,
             ),
