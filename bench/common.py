@@ -83,23 +83,27 @@ def fmt_count(n: int) -> str:
     return f"10^{k}" if n == 10**k and k >= 3 else f"{n:,}"
 
 
+PROJECT = Path(__file__).resolve().parent.parent  # bench/ is not installed; children run here
+
+
 @asynccontextmanager
-async def fake_in_child(latency: float) -> AsyncIterator[str]:
-    """The test kit's fake LLM in its own process (``python -m bot.testing.fake_llm``).
+async def fake_in_child(latency: float, *, prompt_cache: bool = True) -> AsyncIterator[str]:
+    """The test kit's fake LLM in its own process (``python -m bot.testing.fake_llm``; without
+    its prompt-cache emulation ``python -m bench.fake_child --no-prompt-cache``).
 
     Yields its base URL. Like a real model server, its CPU time is then not the bot's.
     """
+    if prompt_cache:
+        command = ["-m", "bot.testing.fake_llm", "--host", "127.0.0.1", "--port", "0"]
+    else:
+        command = ["-m", "bench.fake_child", "--no-prompt-cache"]
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-m",
-        "bot.testing.fake_llm",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
+        *command,
         "--latency",
         str(latency),
         stdout=asyncio.subprocess.PIPE,
+        cwd=PROJECT,
     )
     try:
         assert proc.stdout is not None

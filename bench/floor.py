@@ -1,9 +1,9 @@
 """Section 1, measured outside the process: the per-turn floor with the fake in its own process.
 
 Section 1 proper puts the floor fake in the bench's own process and event loop, so the fake's
-work is in both figures. Here the fake LLM runs in a child process (``python -m
-bot.testing.fake_llm``, latency 0), like a real model server, and one App on a fresh SQLite file
-(the bench's settings: no plugins, no recall) answers:
+work is in both figures. Here the fake LLM runs in a child process (latency 0, its prompt-cache
+emulation off: :mod:`bench.fake_child` says why), like a real model server, and one App on a
+fresh SQLite file (the bench's settings: no plugins, no recall) answers:
 
 * **console**: ``ConsoleAdapter.handle(text)``, the terminal's whole streamed turn (the adapter,
   admission, the lock, the window load, prompt assembly and trimming, the streamed request, the
@@ -182,7 +182,9 @@ class _Run:
 
 
 async def _with_run(root: Path, work: Callable[[_Run], Awaitable[None]]) -> None:
-    async with fake_in_child(0.0) as url, App(make_settings(url, root / "floor.db")) as app:
+    # The fake's cache emulation would do more for a turn than for its replay (bench.fake_child).
+    fake = fake_in_child(0.0, prompt_cache=False)
+    async with fake as url, App(make_settings(url, root / "floor.db")) as app:
         await work(_Run(app))
 
 
