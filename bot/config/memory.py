@@ -56,6 +56,15 @@ class MemorySettings(Section):
     recall_history: bool = Field(
         True, description="also search this conversation's messages older than the window"
     )
+    min_relevance: float = Field(
+        0.7,
+        ge=0,
+        le=1,
+        description=(
+            "old messages scoring under this share of the best match are not recalled (they"
+            " share only common words with the message); 0: every match, up to max_tokens"
+        ),
+    )
     share_private: bool = Field(
         False, description="recall a user's private-chat memories for them in groups too"
     )

@@ -107,6 +107,7 @@ class StoredMemory:
                 earlier = await self.memories.search_turns(
                     conversation_key, text, before_turn_id=before_turn_id, limit=limit
                 )
+                earlier = self._relevant(earlier)
         return recalled_lines(
             facts,
             earlier,
@@ -114,6 +115,19 @@ class StoredMemory:
             budget=self.settings.max_tokens,
             cost=self._cost,
         )
+
+    def _relevant(self, found: list[FoundTurn]) -> list[FoundTurn]:
+        """Old messages within ``memory.min_relevance`` of the best one's full-text score.
+
+        Any message sharing one ordinary word with the query passes the absolute floor, and a
+        budget of 400 tokens would fill with them on every turn: noise the model must read, and
+        new bytes in every request that no prompt cache holds. (With embeddings the scores are
+        fused ranks, which a ratio does not describe: they are left as they are.)"""
+        ratio = self.settings.min_relevance
+        if not found or ratio <= 0 or self.settings.embeddings.model is not None:
+            return found
+        best = max(turn.score for turn in found)
+        return [turn for turn in found if turn.score >= ratio * best]
 
     def _cost(self, line: str) -> int:
         return self.count_tokens(line) + LINE_OVERHEAD

@@ -120,3 +120,27 @@ async def test_with_embeddings_an_old_message_is_found_by_meaning(
     assert sorted(embedded) == sorted(
         [said, *(f"tell me about trains {n}" for n in range(4)), asked]
     )
+
+
+async def test_old_messages_far_below_the_best_match_are_left_out(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    """``memory.min_relevance``: a message sharing one ordinary word with the question is noise
+    next to one that matches it well; with 0 every match comes, up to the budget."""
+    said = [
+        "the boiler pressure gauge reads two bar after the plumber visit",
+        "the pressure at work is high this month",
+        "my cousin visit went well",
+    ]
+    found: dict[float, list[str]] = {}
+    for ratio in (0.7, 0.0):
+        async with make_app(**SMALL, memory={"min_relevance": ratio}) as app:
+            ctx = private(str(int(ratio * 10) + 20), "Ann")
+            for text in said:
+                await app.service.chat(ctx, text)
+            for n in range(4):
+                await app.service.chat(ctx, f"tell me a joke {n}")
+            await app.service.chat(ctx, "what does the boiler pressure gauge read after the visit?")
+        found[ratio] = recalled_messages(items(fake_llm))
+    assert found[0.7] == [said[0]]  # the best match alone: the others share one word with it
+    assert set(found[0.0]) == set(said)
