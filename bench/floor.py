@@ -51,8 +51,9 @@ class FloorFigures:
     """Seconds per turn, one figure per batch, for each kind (see the module docstring)."""
 
     console: list[float] = field(default_factory=list)
-    replay: list[float] = field(default_factory=list)  # the console's bodies, streamed
-    replay_dicts: list[float] = field(default_factory=list)  # same, chunks left as dicts
+    replay: list[float] = field(default_factory=list)  # the console's bodies, streamed, chunks
+    # read as dicts like the client does (bot.llm.streaming)
+    replay_typed: list[float] = field(default_factory=list)  # same, SDK's typed chunk models
     chat: list[float] = field(default_factory=list)  # ChatService.chat, not streamed
     replay_chat: list[float] = field(default_factory=list)  # its bodies, not streamed
     window_messages: int = 0  # messages in the last request
@@ -201,8 +202,8 @@ async def measure_floor(
             run.take_bodies()
             figures.console.append(await run.console_turns(turns))
             streamed = run.take_bodies()
-            figures.replay.append(await run.replay(streamed))
-            figures.replay_dicts.append(await run.replay(streamed, dicts=True))
+            figures.replay.append(await run.replay(streamed, dicts=True))
+            figures.replay_typed.append(await run.replay(streamed))
             figures.window_messages = len(streamed[-1]["messages"])
             run.take_bodies()
             figures.chat.append(await run.chat_turns(turns))
