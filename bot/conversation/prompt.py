@@ -132,16 +132,18 @@ def history_room(
     tools: Sequence[Mapping[str, Any]],
     counter: TokenCounter,
     limits: PromptLimits,
-    recalling: bool,
+    recalled: Sequence[str] | None,
 ) -> int:
     """Tokens the history may take beside everything else in this turn's request.
 
-    Recall runs after the window is placed (it searches what left it), so its block is
-    reserved at its cap: whatever it brings, the request fits without trimming again.
+    ``recalled``: the lines recall brought (their block is counted as the prompt will hold
+    it), or None to reserve the block at its cap, whatever recall may bring.
     """
     tail = [*system, *(overheard_message(o, True) for o in overheard), user]
+    if recalled is not None:
+        tail += recalled_block(recalled, counter, limits)
     room = limits.context_window - limits.reply_reserve - counter.count_messages(tail)
-    if recalling and limits.recalled_cap > 0:  # the header, then items costing at most the cap
+    if recalled is None and limits.recalled_cap > 0:  # the header, then at most the cap
         room -= message_cost([recalled_message([])], counter) + limits.recalled_cap
     if tools:
         room -= counter.count_text(json.dumps(list(tools)))

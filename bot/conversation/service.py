@@ -40,7 +40,7 @@ from bot.conversation.prompt import (
 from bot.conversation.reply_cap import SplitReply
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
-from bot.conversation.window import Placement, window_for
+from bot.conversation.window import Placement, recall_boundary, window_for
 from bot.errors import ContextTooLongError
 from bot.guardrails.admins import AdminPolicy
 from bot.history.store import (
@@ -57,6 +57,7 @@ from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
 from bot.storage.coordination import SharedLimits
 from bot.storage.prompt_windows import PromptWindows
+from bot.storage.values import WindowMark
 
 __all__ = [
     "ChatEvent",
@@ -236,11 +237,19 @@ class ChatService:
         overheard: list[Overheard],
         tools: list[dict[str, Any]],
     ) -> Prompt:
-        """Place the window (cut it if it is over), recall from what left it, build the prompt."""
+        """Recall from what left the window, place the window (cut it if it is over) beside
+        what recall brought, build the prompt. A cut moves turns out of the window: recall
+        searches again, so they are found from this very request on."""
         shared = is_shared(key)
         user = user_message(text, ctx.user_name or ctx.user_id, shared)
-        placement = await self._window(ctx, key, history, overheard, user, tools)
-        recalled = await self.memory.recall(ctx, key, text, before_turn_id=placement.recall_before)
+        mark = await self.store.load_window_mark(key)
+        before = recall_boundary(history, mark)
+        recalled = await self.memory.recall(ctx, key, text, before_turn_id=before)
+        placement = await self._window(ctx, key, history, overheard, user, tools, mark, recalled)
+        if placement.cut is not None and placement.recall_before != before:
+            recalled = await self.memory.recall(
+                ctx, key, text, before_turn_id=placement.recall_before
+            )
         try:
             prompt = build_prompt(
                 system_prompt=self.system_prompt(ctx),
@@ -268,6 +277,8 @@ class ChatService:
         overheard: Sequence[Overheard],
         user: dict[str, Any],
         tools: list[dict[str, Any]],
+        mark: WindowMark | None,
+        recalled: Sequence[str] | None,
         *,
         save: bool = True,
     ) -> Placement:
@@ -283,12 +294,12 @@ class ChatService:
                 tools=tools,
                 counter=self.counter,
                 limits=self._limits,
-                recalling=not isinstance(self.memory, NoMemory),
+                recalled=recalled,
             )
 
         placed = window_for(
             history,
-            await self.store.load_window_mark(key),
+            mark,
             await self._summary(key),
             cost=lambda turns: history_cost(turns, shared, self.counter),
             room=room,
@@ -352,7 +363,11 @@ class ChatService:
         history = await self.store.load_window(key, self.settings.history.max_turns)
         tools = self.tools.definitions(ctx) if self.tools else []
         probe = user_message("", ctx.user_name or ctx.user_id, is_shared(key))
-        placement = await self._window(ctx, key, history, [], probe, tools, save=False)
+        mark = await self.store.load_window_mark(key)
+        reserve: list[str] | None = None if not isinstance(self.memory, NoMemory) else []
+        placement = await self._window(
+            ctx, key, history, [], probe, tools, mark, reserve, save=False
+        )
         window_tokens, budget = window_figures(
             system_prompt=self.system_prompt(ctx),
             summary=placement.summary,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from bot.storage.values import StoredTurn, TurnStatus, WindowMark
 
-__all__ = ["Placement", "cut_window", "place_window", "spans", "window_for"]
+__all__ = ["Placement", "cut_window", "place_window", "recall_boundary", "spans", "window_for"]
 
 Span = tuple[StoredTurn, ...]  # one turn, led by the overheard context rows moved into it
 
@@ -72,6 +72,15 @@ def window_for(
     )
     new_mark = WindowMark(cut.start, latest_summary or "")
     return dataclasses.replace(cut, summary=latest_summary, cut=new_mark)
+
+
+def recall_boundary(history: Sequence[StoredTurn], mark: WindowMark | None) -> int | None:
+    """Where recall starts searching before the window is placed: below its stored start
+    (below the first loaded turn if it was never cut). If this request cuts the window, the
+    service searches again from the new start."""
+    start = 0 if mark is None else mark.start_turn_id
+    kept = next((t.turn_id for t in history if t.turn_id >= start), None)
+    return kept if kept is not None else (start or None)
 
 
 def spans(history: Sequence[StoredTurn]) -> list[Span]:

@@ -99,6 +99,8 @@ class Conversation:
         said = text(step.words, n)
         user = user_message(said, "Ann", True)
 
+        recalled = [json.dumps({"fact": text(6, n * 3 + i)}) for i in range(step.recalled)]
+
         def room(summary: str | None) -> int:
             return history_room(
                 system=system_block("be kind", summary, COUNTER, self.limits),
@@ -107,7 +109,7 @@ class Conversation:
                 tools=TOOLS,
                 counter=COUNTER,
                 limits=self.limits,
-                recalling=True,
+                recalled=recalled,
             )
 
         placed = window_for(
@@ -121,7 +123,6 @@ class Conversation:
         )
         if placed.cut is not None:
             self.mark = placed.cut
-        recalled = [json.dumps({"fact": text(6, n * 3 + i)}) for i in range(step.recalled)]
         prompt = build_prompt(
             system_prompt="be kind",
             summary=placed.summary,
@@ -214,7 +215,7 @@ def _rooms(limits: PromptLimits) -> tuple[int, int]:
             tools=TOOLS,
             counter=COUNTER,
             limits=limits,
-            recalling=True,
+            recalled=None if heard else [],  # the cap reserved, or nothing recalled
         )
 
     return room(60, 2, "summary 99: " + text(20, 1)), room(1, 0, None)
