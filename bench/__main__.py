@@ -30,14 +30,14 @@ from pathlib import Path
 
 from bench.common import Row, fake_in_child
 from bench.concurrency import fan_out, ordered, sdk_floor
-from bench.floor import FloorFigures, measure_floor
+from bench.floor import FloorFigures, floor_rows, measure_floor
 from bench.memory import (
     MemoryFigures,
     embeddings_configurable,
     measure_memory,
 )
 from bench.pg import PG_URL_ENV
-from bench.prompt_cache import CacheFigures, measure_prompt_cache
+from bench.prompt_cache import CacheFigures, measure_prompt_cache, prompt_cache_rows
 from bench.replicas import CONVERSATIONS as REPLICA_CONVERSATIONS
 from bench.replicas import ReplicaFigures, measure_replicas
 from bench.rows import (
@@ -50,9 +50,7 @@ from bench.rows import (
     Concurrency,
     buffer_rows,
     concurrency_rows,
-    floor_rows,
     memory_rows,
-    prompt_cache_rows,
     replica_rows,
     telegram_rows,
     turn_rows,

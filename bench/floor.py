@@ -40,7 +40,8 @@ from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from adapters.console import ConsoleAdapter
-from bench.common import fake_in_child, make_settings, median
+from bench.common import Row, fake_in_child, fmt_ms, make_settings, median
+from bench.rows import RATIO_TARGET, S1
 from bot.app import App
 
 TURNS, BATCHES, WARMUP = 200, 5, 60
@@ -229,6 +230,69 @@ async def profile_console(root: Path, turns: int, warmup: int = WARMUP) -> pstat
     return pstats.Stats(profiler)
 
 
+def floor_rows(f: FloorFigures) -> list[Row]:
+    """Section 1 with the fake in its own process: each turn against the replay of its own
+    requests through the same client."""
+    where = "fake in its own process"
+    rows = [
+        Row(
+            S1,
+            f"console turn (`ConsoleAdapter.handle`, streamed), {where}"
+            f" ({f.window_messages}-message request)",
+            f"{fmt_ms(median(f.console))}/turn",
+        ),
+        Row(
+            S1,
+            "floor: the same requests replayed in a row, same client, `client.post`, streamed"
+            " (chunks read as dicts, as the client reads them)",
+            f"{fmt_ms(median(f.replay))}/turn",
+        ),
+        Row(
+            S1,
+            f"ratio console / replay, {where}",
+            f"{f.ratio:.2f}x",
+            f"<= {RATIO_TARGET}x",
+            f.ratio <= RATIO_TARGET,
+        ),
+        Row(
+            S1,
+            "reference: the same streams parsed into the SDK's typed chunks (the client did"
+            " until issue 15)",
+            f"{fmt_ms(median(f.replay_typed))}/turn",
+        ),
+        Row(
+            S1,
+            f"`ChatService.chat` (not streamed), same conversation, {where}",
+            f"{fmt_ms(median(f.chat))}/turn",
+        ),
+        Row(
+            S1,
+            "floor: its requests replayed in a row, `client.post`, not streamed",
+            f"{fmt_ms(median(f.replay_chat))}/turn",
+        ),
+        Row(
+            S1,
+            f"ratio chat / replay, {where}",
+            f"{f.chat_ratio:.2f}x",
+            f"<= {RATIO_TARGET}x",
+            f.chat_ratio <= RATIO_TARGET,
+        ),
+        Row(
+            S1,
+            "Parlour's own time per turn, streamed (console - replay) / not (chat - replay)",
+            f"{fmt_ms(f.own(f.console, f.replay))} / {fmt_ms(f.own(f.chat, f.replay_chat))}",
+        ),
+        Row(
+            S1,
+            "ratio console / not-streamed replay (what the issue compared)",
+            f"{f.ratio_of(f.console, f.replay_chat):.2f}x",
+        ),
+    ]
+    if f.wrong_replies:
+        rows.append(Row(S1, "wrong replies", str(f.wrong_replies), "0", False))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__)
     parser.add_argument("--profile", type=int, default=0, metavar="TURNS")
@@ -241,7 +305,6 @@ def main() -> int:
             stats.sort_stats(args.sort).print_stats(args.limit)
             return 0
         figures = asyncio.run(measure_floor(Path(tmp)))
-    from bench.rows import floor_rows
     from bench.table import machine_line, render
 
     print(machine_line())

@@ -26,13 +26,15 @@ import asyncio
 import io
 import statistics
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from adapters.console import ConsoleAdapter
 from bench.chat_texts import fake_reply, is_summary_request, user_messages
-from bench.common import API_KEY, MODEL
+from bench.common import API_KEY, MODEL, Row
+from bench.rows import S9
 from bot.app import App
 from bot.config import Settings, settings_from_mapping
 from bot.testing.fake_llm import FakeLLM
@@ -171,8 +173,56 @@ async def measure_prompt_cache(root: Path) -> list[CacheFigures]:
     return figures
 
 
+def prompt_cache_rows(figures: Sequence[CacheFigures]) -> list[Row]:
+    """Per scenario: how much of each prompt repeats the last one, what the fake's cache
+    reused, and the input tokens a turn is billed with and without a cache discount."""
+    rows: list[Row] = []
+    for f in figures:
+        s = f.scenario
+        rows += [
+            Row(
+                S9,
+                f"{s.turns} console turns, {s.name}: prefix share (common prefix with the"
+                " previous request / request length), mean",
+                f"{f.prefix_share:.3f}",  # 0.8995 must not read as 0.90
+                f">= {s.target:.2f}",
+                f.prefix_share >= s.target,
+            ),
+            Row(
+                S9,
+                f"... mean of turns {FULL_WINDOW + 2}-{s.turns} (past `history.max_turns`);"
+                " 10th percentile of all; requests sharing under half with the previous one",
+                f"{f.steady_share:.2f}; {f.prefix_p10:.2f}; {f.cuts}/{len(f.prefix_shares)}",
+            ),
+            Row(
+                S9,
+                "... cached-token share reported by the fake (sum cached / sum prompt tokens)",
+                f"{f.cached_share:.2f}",
+            ),
+            Row(
+                S9,
+                f"... input tokens billed per turn: no cache / cached at {CACHE_DISCOUNT:.0%} off",
+                f"{f.billed_full:,.0f} / {f.billed_discounted:,.0f}",
+            ),
+        ]
+        if f.summary_calls:
+            rows.append(
+                Row(S9, "... summarising calls (not in the figures above)", str(f.summary_calls))
+            )
+        if f.failures:
+            rows.append(
+                Row(
+                    S9,
+                    "turns not answered by the model",
+                    f"{len(f.failures)}: {f.failures[0]}",
+                    "0",
+                    False,
+                )
+            )
+    return rows
+
+
 def main() -> int:
-    from bench.rows import prompt_cache_rows
     from bench.table import machine_line, render
 
     with tempfile.TemporaryDirectory(prefix="parlour-bench-") as tmp:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bench.common import Row, fmt_count, fmt_ms, median
+from bench.common import Row, fmt_count, fmt_ms
 from bench.concurrency import Burst
-from bench.floor import FloorFigures
 from bench.memory import (
     HISTORY_BUDGET,
     SAMPLE_TURNS,
@@ -18,7 +17,6 @@ from bench.memory import (
     RetentionFigures,
     TrimmedFigures,
 )
-from bench.prompt_cache import CACHE_DISCOUNT, FULL_WINDOW, CacheFigures
 from bench.replicas import LATENCY as REPLICA_LATENCY
 from bench.replicas import MESSAGES as REPLICA_MESSAGES
 from bench.replicas import ReplicaFigures
@@ -85,69 +83,6 @@ def turn_rows(figures: Sequence[TurnFigures]) -> list[Row]:
         ]
         if f.wrong_replies:
             rows.append(Row(S1, "wrong replies", str(f.wrong_replies), "0", False))
-    return rows
-
-
-def floor_rows(f: FloorFigures) -> list[Row]:
-    """Section 1 with the fake in its own process: each turn against the replay of its own
-    requests through the same client."""
-    where = "fake in its own process"
-    rows = [
-        Row(
-            S1,
-            f"console turn (`ConsoleAdapter.handle`, streamed), {where}"
-            f" ({f.window_messages}-message request)",
-            f"{fmt_ms(median(f.console))}/turn",
-        ),
-        Row(
-            S1,
-            "floor: the same requests replayed in a row, same client, `client.post`, streamed"
-            " (chunks read as dicts, as the client reads them)",
-            f"{fmt_ms(median(f.replay))}/turn",
-        ),
-        Row(
-            S1,
-            f"ratio console / replay, {where}",
-            f"{f.ratio:.2f}x",
-            f"<= {RATIO_TARGET}x",
-            f.ratio <= RATIO_TARGET,
-        ),
-        Row(
-            S1,
-            "reference: the same streams parsed into the SDK's typed chunks (the client did"
-            " until issue 15)",
-            f"{fmt_ms(median(f.replay_typed))}/turn",
-        ),
-        Row(
-            S1,
-            f"`ChatService.chat` (not streamed), same conversation, {where}",
-            f"{fmt_ms(median(f.chat))}/turn",
-        ),
-        Row(
-            S1,
-            "floor: its requests replayed in a row, `client.post`, not streamed",
-            f"{fmt_ms(median(f.replay_chat))}/turn",
-        ),
-        Row(
-            S1,
-            f"ratio chat / replay, {where}",
-            f"{f.chat_ratio:.2f}x",
-            f"<= {RATIO_TARGET}x",
-            f.chat_ratio <= RATIO_TARGET,
-        ),
-        Row(
-            S1,
-            "Parlour's own time per turn, streamed (console - replay) / not (chat - replay)",
-            f"{fmt_ms(f.own(f.console, f.replay))} / {fmt_ms(f.own(f.chat, f.replay_chat))}",
-        ),
-        Row(
-            S1,
-            "ratio console / not-streamed replay (what the issue compared)",
-            f"{f.ratio_of(f.console, f.replay_chat):.2f}x",
-        ),
-    ]
-    if f.wrong_replies:
-        rows.append(Row(S1, "wrong replies", str(f.wrong_replies), "0", False))
     return rows
 
 
@@ -403,52 +338,3 @@ def buffer_rows(buffers: Mapping[int, int]) -> list[Row]:
             worst <= FLAT_TARGET * base,
         )
     ]
-
-
-def prompt_cache_rows(figures: Sequence[CacheFigures]) -> list[Row]:
-    """Per scenario: how much of each prompt repeats the last one, what the fake's cache
-    reused, and the input tokens a turn is billed with and without a cache discount."""
-    rows: list[Row] = []
-    for f in figures:
-        s = f.scenario
-        rows += [
-            Row(
-                S9,
-                f"{s.turns} console turns, {s.name}: prefix share (common prefix with the"
-                " previous request / request length), mean",
-                f"{f.prefix_share:.3f}",  # 0.8995 must not read as 0.90
-                f">= {s.target:.2f}",
-                f.prefix_share >= s.target,
-            ),
-            Row(
-                S9,
-                f"... mean of turns {FULL_WINDOW + 2}-{s.turns} (past `history.max_turns`);"
-                " 10th percentile of all; requests sharing under half with the previous one",
-                f"{f.steady_share:.2f}; {f.prefix_p10:.2f}; {f.cuts}/{len(f.prefix_shares)}",
-            ),
-            Row(
-                S9,
-                "... cached-token share reported by the fake (sum cached / sum prompt tokens)",
-                f"{f.cached_share:.2f}",
-            ),
-            Row(
-                S9,
-                f"... input tokens billed per turn: no cache / cached at {CACHE_DISCOUNT:.0%} off",
-                f"{f.billed_full:,.0f} / {f.billed_discounted:,.0f}",
-            ),
-        ]
-        if f.summary_calls:
-            rows.append(
-                Row(S9, "... summarising calls (not in the figures above)", str(f.summary_calls))
-            )
-        if f.failures:
-            rows.append(
-                Row(
-                    S9,
-                    "turns not answered by the model",
-                    f"{len(f.failures)}: {f.failures[0]}",
-                    "0",
-                    False,
-                )
-            )
-    return rows

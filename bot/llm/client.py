@@ -220,7 +220,12 @@ class LLMClient:
             conversation_key=conversation_key,
         )
         try:
-            async for item in assemble_stream(chunks, endpoint):
+            async for item in assemble_stream(
+                chunks,
+                endpoint=endpoint.name,
+                model=endpoint.model,
+                from_fallback=endpoint.is_fallback,
+            ):
                 yield item
         except LLMError as exc:
             await endpoint.breaker.judge(exc)  # it opened the stream, then broke off

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import openai
 import pydantic
@@ -22,9 +22,6 @@ from bot.llm.completion import Completion, StreamItem, TextDelta, ToolCall
 from bot.llm.retry import classify
 from bot.storage.values import Usage
 
-if TYPE_CHECKING:
-    from bot.llm.client import Endpoint
-
 __all__ = ["assemble_stream"]
 
 
@@ -36,7 +33,7 @@ class _ToolCallParts:
 
 
 async def assemble_stream(
-    chunks: AsyncStream[object], endpoint: Endpoint
+    chunks: AsyncStream[object], *, endpoint: str, model: str, from_fallback: bool
 ) -> AsyncIterator[StreamItem]:
     """Turn SSE chunks (JSON dicts) into text deltas and a final Completion with whole tool
     calls."""
@@ -44,7 +41,6 @@ async def assemble_stream(
     calls: dict[int, _ToolCallParts] = {}
     finish_reason: str | None = None
     usage: Usage | None = None
-    model = endpoint.model
     try:
         async with chunks:
             async for chunk in chunks:
@@ -74,10 +70,10 @@ async def assemble_stream(
                     if choice.get("finish_reason"):
                         finish_reason = choice["finish_reason"]
     except openai.APIError as exc:
-        error, _ = classify(exc, endpoint=endpoint.name)
+        error, _ = classify(exc, endpoint=endpoint)
         raise error from exc
     if finish_reason is None:  # the connection closed before the model said it was done
-        raise LLMUnavailableError(f"{endpoint.name}: the stream ended before the answer did")
+        raise LLMUnavailableError(f"{endpoint}: the stream ended before the answer did")
     yield Completion(
         text="".join(text),
         tool_calls=tuple(
@@ -87,7 +83,7 @@ async def assemble_stream(
         finish_reason=finish_reason,
         usage=usage,
         model=model,
-        from_fallback=endpoint.is_fallback,
+        from_fallback=from_fallback,
     )
 
 
