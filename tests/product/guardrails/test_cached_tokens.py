@@ -22,6 +22,7 @@ from bot.testing.fake_llm import FakeLLM, reply
 from tests import postgres_support
 from tests.conftest import AppFactory, private
 from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
+from tests.product.guardrails.test_limits import USAGE_COLUMNS
 
 # About 1,500 tokens of a first message: from the second turn on the prompt starts with more
 # than the 1,024 tokens a provider cache needs, and the fake reports a cached prefix.
@@ -107,16 +108,7 @@ async def test_the_usage_command_prints_cached_tokens(fake_llm: FakeLLM, tmp_pat
     code, out, err = await run_cli("usage", env=env)
     assert code == 0, err
     header, row = out.splitlines()
-    assert header.split() == [
-        "day",
-        "chat",
-        "user",
-        "turns",
-        "prompt",
-        "cached",
-        "completion",
-        "total",
-    ]
+    assert header.split() == USAGE_COLUMNS
     assert row.split()[-5:] == ["2", "4100", "1536", "20", "4120"]
     code, out, err = await run_cli("usage", "--json", env=env)
     assert code == 0, err

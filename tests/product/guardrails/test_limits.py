@@ -22,6 +22,8 @@ from bot.testing.fake_llm import FakeLLM, error, reply, tool_calls
 from tests.conftest import AppFactory, group, private
 from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 
+USAGE_COLUMNS = ["day", "chat", "user", "turns", "prompt", "cached", "completion", "total"]
+
 USAGE = {"prompt_tokens": 60, "completion_tokens": 40, "total_tokens": 100}
 USAGE_ = Usage(60, 40)  # the same, as stored
 
@@ -137,16 +139,7 @@ async def test_usage_command_reports_tokens_per_chat_user_and_day(
     code, out, err = await run_cli("usage", env=env)
     assert code == 0, err
     header, row = out.splitlines()
-    assert header.split() == [
-        "day",
-        "chat",
-        "user",
-        "turns",
-        "prompt",
-        "cached",
-        "completion",
-        "total",
-    ]
+    assert header.split() == USAGE_COLUMNS
     assert row.split()[-5:] == ["2", "120", "0", "80", "200"]  # short prompts: none cached
     assert row.split()[1] == "console:local"
     code, out, err = await run_cli("usage", "--json", "--chat", "console:local", env=env)
