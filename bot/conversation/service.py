@@ -264,9 +264,12 @@ class ChatService:
                 counter=self.counter,
                 limits=self._limits,
             )
-        except ContextTooLongError:
+        except ContextTooLongError:  # refused: the window stays where it was
             log.info("message too long for the model: chars=%d conv=%s", len(text), key)
             raise
+        if placement.cut is not None:  # stored once the request is sure to be sent
+            await self.store.save_window_mark(key, ctx.chat_key, placement.cut)
+            log.debug("window cut conv=%s start=%d", key, placement.start)
         return dataclasses.replace(prompt, cut=placement.cut is not None)
 
     async def _window(
@@ -279,11 +282,9 @@ class ChatService:
         tools: list[dict[str, Any]],
         mark: WindowMark | None,
         recalled: Sequence[str] | None,
-        *,
-        save: bool = True,
     ) -> Placement:
-        """Where this request's history begins and the summary it shows; a new start (a cut)
-        is stored, unless ``save`` is False."""
+        """Where this request's history begins and the summary it shows (``cut`` is set when
+        the start moved; the caller stores it once the request is built)."""
         shared = is_shared(key)
 
         def room(summary: str | None) -> int:
@@ -306,9 +307,6 @@ class ChatService:
             max_turns=self._limits.max_turns,
             low_water=self._limits.low_water,
         )
-        if placed.cut is not None and save:
-            await self.store.save_window_mark(key, ctx.chat_key, placed.cut)
-            log.debug("window cut conv=%s start=%d", key, placed.start)
         return placed
 
     async def _summary(self, key: str) -> str | None:
@@ -365,9 +363,7 @@ class ChatService:
         probe = user_message("", ctx.user_name or ctx.user_id, is_shared(key))
         mark = await self.store.load_window_mark(key)
         reserve: list[str] | None = None if not isinstance(self.memory, NoMemory) else []
-        placement = await self._window(
-            ctx, key, history, [], probe, tools, mark, reserve, save=False
-        )
+        placement = await self._window(ctx, key, history, [], probe, tools, mark, reserve)
         window_tokens, budget = window_figures(
             system_prompt=self.system_prompt(ctx),
             summary=placement.summary,

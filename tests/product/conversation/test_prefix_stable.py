@@ -7,7 +7,10 @@ import itertools
 import json
 from typing import Any
 
+import pytest
+
 from bot.conversation.prompt_safety import RECALLED_HEADER
+from bot.errors import ContextTooLongError
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory, group, private
 
@@ -90,5 +93,22 @@ async def test_the_window_start_survives_a_restart(make_app: AppFactory, fake_ll
     before = wire(fake_llm.chat_requests[-1])[0]
     async with make_app(**config) as app:
         await app.service.chat(private(), "after the restart")
+    after = wire(fake_llm.chat_requests[-1])[0]
+    assert after[: len(before) - 1] == before[:-1]
+
+
+async def test_a_refused_long_message_leaves_the_window_where_it_was(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    """A message too long for the model is refused before anything moves: the next request
+    still starts with the same history."""
+    async with make_app(llm={"context_window": 2000, "max_output_tokens": 200}) as app:
+        for n in range(4):
+            await app.service.chat(private(), f"short message {n}")
+        before = wire(fake_llm.chat_requests[-1])[0]
+        with pytest.raises(ContextTooLongError):
+            await app.service.chat(private(), "word " * 3000)
+        assert await app.store.load_window_mark(app.service.conversation_key(private())) is None
+        await app.service.chat(private(), "and now?")
     after = wire(fake_llm.chat_requests[-1])[0]
     assert after[: len(before) - 1] == before[:-1]
