@@ -298,7 +298,7 @@ class ChatService:
                 recalled=recalled,
             )
 
-        placed = window_for(
+        return window_for(
             history,
             mark,
             await self._summary(key),
@@ -307,7 +307,6 @@ class ChatService:
             max_turns=self._limits.max_turns,
             low_water=self._limits.low_water,
         )
-        return placed
 
     async def _summary(self, key: str) -> str | None:
         summary = await self.compactor.summary(key) if self.compactor is not None else None
