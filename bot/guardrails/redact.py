@@ -112,11 +112,26 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
+_WINDOW = 16  # characters judged at a time: a key glued to other text is still a key
+_SCANNED = 512  # a value's first characters looked at, so a huge blob costs no more
+
+
 def _random_looking(value: str) -> bool:
     """Long, mixing letters and digits (or cases) and high in entropy: a key, not a number
-    (``max_tokens: 400``) or a name (``key: plugins.clock``)."""
+    (``max_tokens: 400``) or a name (``key: plugins.clock``).
+
+    Judged over every stretch of :data:`_WINDOW` characters, not the whole value: a key run
+    together with a tail of zeros (``api_key: Ab3...00000000``) reads as less random as a
+    whole, and must be masked all the same."""
     if len(value) < 12:
         return False
+    if len(value) <= _WINDOW:
+        return _random_stretch(value)
+    scanned = value[:_SCANNED]
+    return any(_random_stretch(scanned[i : i + _WINDOW]) for i in range(len(scanned) - _WINDOW + 1))
+
+
+def _random_stretch(value: str) -> bool:
     classes = (
         any(c.islower() for c in value)
         + any(c.isupper() for c in value)
