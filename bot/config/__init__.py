@@ -40,6 +40,7 @@ from bot.config.settings import (
     PluginEntry,
     Settings,
 )
+from bot.config.tools import ToolsSettings
 from bot.errors import ConfigError
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "RetrySettings",
     "Settings",
     "StorageSettings",
+    "ToolsSettings",
     "describe_errors",
     "interpolate",
     "load_settings",

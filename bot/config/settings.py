@@ -12,6 +12,7 @@ from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettin
 from bot.config.guardrails import AccessSettings, LimitSettings
 from bot.config.llm import LLMSettings
 from bot.config.memory import MemorySettings
+from bot.config.tools import ToolsSettings
 
 DEFAULT_PLUGINS = ("plugins.clock", "plugins.calculator", "plugins.reminders", "plugins.memory")
 
@@ -52,6 +53,7 @@ class Settings(Section):
     history: HistorySettings = HistorySettings()
     storage: StorageSettings = StorageSettings()
     memory: MemorySettings = MemorySettings()
+    tools: ToolsSettings = ToolsSettings()
     access: AccessSettings = AccessSettings()
     limits: LimitSettings = LimitSettings()
     logging: LoggingSettings = LoggingSettings()

@@ -88,7 +88,7 @@ class ChatService:
         memory: MemoryProvider | None = None,
         tools: ToolRunner | None = None,
         counter: TokenCounter | None = None,
-        max_tool_rounds: int = 5,
+        max_tool_rounds: int | None = None,
         admins: AdminPolicy | None = None,
         compactor: Compactor | None = None,
         shared_limits: SharedLimits | None = None,
@@ -114,7 +114,7 @@ class ChatService:
             tools,
             Meter(self.counter),
             slot=LLMSlots(limits).slot,
-            max_rounds=max_tool_rounds,
+            max_rounds=settings.tools.max_rounds if max_tool_rounds is None else max_tool_rounds,
             max_output=min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9),
             max_reply=limits.max_reply_chars,
         )

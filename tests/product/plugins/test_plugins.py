@@ -242,3 +242,20 @@ async def test_plugins_from_installed_packages_by_entry_point_name(
     )
     async with make_app(plugins=["calc"]) as app:
         assert app.tools.names() == ["calculate"]
+
+
+@pytest.mark.parametrize("rounds", [0, 2])
+async def test_tools_max_rounds_caps_the_tool_rounds(
+    make_app: AppFactory, fake_llm: FakeLLM, rounds: int
+) -> None:
+    """``tools.max_rounds``: that many rounds of calls run; then the tools are still described
+    but the request says ``tool_choice: none``, and the model answers in text."""
+    call = tool_calls(("calculate", {"expression": "1+1"}))
+    fake_llm.script(*[call] * rounds, reply("Two."))
+    async with make_app(plugins=BUILTINS, tools={"max_rounds": rounds}) as app:
+        answer = await app.service.chat(private(), "1+1, again and again")
+    assert answer.text == "Two."
+    choices = [r.json.get("tool_choice") for r in fake_llm.chat_requests]
+    assert choices == [None] * rounds + ["none"]
+    assert len(tool_results(fake_llm)) == rounds
+    assert offered(fake_llm) == ["calculate", "current_time"]  # still described
