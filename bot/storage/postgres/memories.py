@@ -271,17 +271,7 @@ class PostgresMemories(Part):
     # -- vectors ---------------------------------------------------------------------------
 
     async def put_vectors(self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
-        latest = dict(vectors)  # one row per memory: the last vector given for it
-        if not latest:
-            return
-        async with self._db.acquire() as conn:
-            await conn.execute(
-                _PUT_VECTORS,
-                model,
-                list(latest),
-                [len(vector) for vector in latest.values()],
-                [pack_vector(vector) for vector in latest.values()],
-            )
+        await self._put_vectors(_PUT_VECTORS, model, vectors)  # memory ids
 
     async def unembedded(self, model: str, after_id: int, limit: int) -> list[tuple[int, str]]:
         async with self._db.acquire() as conn:
@@ -298,12 +288,18 @@ class PostgresMemories(Part):
     async def put_turn_vectors(
         self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
     ) -> None:
-        latest = dict(vectors)  # one row per turn: the last vector given for it
+        await self._put_vectors(_PUT_TURN_VECTORS, model, vectors)  # turn ids
+
+    async def _put_vectors(
+        self, sql: str, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None:
+        """One statement for the batch; one row per id, the last vector given for it."""
+        latest = dict(vectors)
         if not latest:
             return
         async with self._db.acquire() as conn:
             await conn.execute(
-                _PUT_TURN_VECTORS,
+                sql,
                 model,
                 list(latest),
                 [len(vector) for vector in latest.values()],
