@@ -21,6 +21,7 @@ from bot.config import Settings
 from bot.context import ChatContext, Scope
 from bot.conversation.admission import Admission, LLMSlots
 from bot.conversation.billing import Bill, Meter
+from bot.conversation.changes import persona_change, scope_change
 from bot.conversation.events import ChatEvent, Done, HistoryInfo, Reply, ToolFinished, ToolStarted
 from bot.conversation.locks import KeyedLocks
 from bot.conversation.overheard import Overhearing
@@ -55,9 +56,10 @@ from bot.llm.client import LLMClient
 from bot.llm.tokens import TokenCounter, get_counter
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
+from bot.storage.audit import AuditTrail
 from bot.storage.coordination import SharedLimits
 from bot.storage.prompt_windows import PromptWindows
-from bot.storage.values import WindowMark
+from bot.storage.values import AuditAction, WindowMark
 
 __all__ = [
     "ChatEvent",
@@ -73,9 +75,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class Store(HistoryStore, OverheardStore, ChatSettingsStore, PromptWindows, Protocol):
-    """What the service needs: history, overheard group messages, per-chat preferences, and
-    where each conversation's prompt window begins."""
+class Store(HistoryStore, OverheardStore, ChatSettingsStore, PromptWindows, AuditTrail, Protocol):
+    """What the service needs: history, overheard group messages, per-chat preferences (their
+    changes audited), and where each conversation's prompt window begins."""
 
 
 class ChatService:
@@ -135,10 +137,24 @@ class ChatService:
         return self.prefs.system_prompt(ctx.chat_key)
 
     async def set_scope(self, ctx: ChatContext, scope: Scope) -> None:
+        """Change the chat's scope; a change is written to the audit trail with who made it."""
+        old = self.prefs.scope(ctx.chat_key)
         await self.prefs.set_scope(ctx.chat_key, scope)
+        if scope is not old:
+            await self.store.record_change(
+                ctx.chat_key,
+                ctx.user_id,
+                ctx.user_name,
+                AuditAction.SCOPE,
+                scope_change(old, scope),
+            )
 
     async def set_system_prompt(self, ctx: ChatContext, prompt: str | None) -> None:
+        """Set the chat's system prompt (None or empty: back to the default), audited."""
         await self.prefs.set_system_prompt(ctx.chat_key, prompt)
+        await self.store.record_change(
+            ctx.chat_key, ctx.user_id, ctx.user_name, AuditAction.PERSONA, persona_change(prompt)
+        )
 
     # -- chatting ------------------------------------------------------------------------------
 
@@ -349,7 +365,7 @@ class ChatService:
     async def reset(self, ctx: ChatContext) -> None:
         key = self.conversation_key(ctx)
         async with self._locks.hold(key):
-            await self.store.reset(key, ctx.chat_key, ctx.user_id)
+            await self.store.reset(key, ctx.chat_key, ctx.user_id, ctx.user_name)
 
     async def clear(self, ctx: ChatContext) -> ClearResult:
         return await self.store.clear_chat(ctx.chat_key, ctx.user_id, ctx.user_name)

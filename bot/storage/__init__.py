@@ -6,6 +6,8 @@ module              protocol(s): what a backend stores
 ``turns``           :class:`Turns` (writing turns, the context window), :class:`TurnArchive`
 ``overheard``       :class:`OverheardStore` (group chatter kept as context)
 ``resets``          :class:`Resets` (soft resets, chat clears and their audit)
+``audit``           :class:`AuditTrail` (clears, resets, persona and scope changes: who, when)
+``erasure``         :class:`Erasure` (deleting one person's data on request)
 ``chat_settings``   :class:`ChatSettingsStore` (per-chat scope and system prompt)
 ``usage``           :class:`UsageLedger` (tokens per day, chat and user)
 ``kv``              :class:`KeyValueStore` (plugin data)
@@ -28,9 +30,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from bot.storage.audit import AuditTrail
 from bot.storage.chat_settings import ChatSettingsStore
 from bot.storage.coordination import Inbox, Leases, SharedLimits
 from bot.storage.deliveries import Deliveries
+from bot.storage.erasure import Erasure
 from bot.storage.kv import KeyValueStore
 from bot.storage.maintenance import Maintenance
 from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors
@@ -46,8 +50,10 @@ if TYPE_CHECKING:
     from bot.config import Settings
 
 __all__ = [
+    "AuditTrail",
     "ChatSettingsStore",
     "Deliveries",
+    "Erasure",
     "Inbox",
     "KeyValueStore",
     "Leases",
@@ -75,6 +81,8 @@ class Storage(
     TurnArchive,
     OverheardStore,
     Resets,
+    AuditTrail,
+    Erasure,
     ChatSettingsStore,
     UsageLedger,
     KeyValueStore,

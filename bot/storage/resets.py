@@ -28,8 +28,12 @@ class Resets(Protocol):
     - **The audit outlives the clear** (and moves with a migrated chat); retention keeps it.
     """
 
-    async def reset(self, conversation_key: str, chat_key: str, by_user: str) -> None:
-        """Soft cut: rows are kept, the context starts after them."""
+    async def reset(
+        self, conversation_key: str, chat_key: str, by_user: str, by_name: str = ""
+    ) -> None:
+        """Soft cut: rows are kept, the context starts after them. ``by_user`` (the id) and
+        ``by_name`` are written to the audit trail (:mod:`bot.storage.audit`) in the same
+        transaction."""
         ...
 
     async def reset_point(self, conversation_key: str) -> int:

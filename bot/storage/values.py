@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
@@ -12,6 +12,8 @@ from bot.context import Scope
 __all__ = [
     "BOT_USER",
     "NO_USAGE",
+    "AuditAction",
+    "AuditEntry",
     "ChatPreferences",
     "ClearResult",
     "DailyUsage",
@@ -25,6 +27,7 @@ __all__ = [
     "Summary",
     "TurnStatus",
     "Usage",
+    "UserDeletion",
     "WindowMark",
 ]
 
@@ -184,3 +187,47 @@ class Delivery:
     shown: str  # what that message shows (plain text)
     turn_id: int | None  # set once the answer is stored
     created_at: float
+
+
+class AuditAction(StrEnum):
+    """What an audit entry records (bot.storage.audit)."""
+
+    CLEAR = "clear"  # /clear: every conversation of the chat deleted
+    RESET = "reset"  # /reset: one conversation's context starts afresh
+    PERSONA = "persona"  # the chat's system prompt set or reset
+    SCOPE = "scope"  # the chat's conversation scope changed
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One change to a chat: who (``actor_id``, ``actor_name``), when (``at``, epoch
+    seconds), what (``action`` and a one-line ``detail``); ``conversation_key`` for a reset."""
+
+    at: float
+    chat_key: str
+    action: AuditAction
+    actor_id: str
+    actor_name: str
+    detail: str = ""
+    conversation_key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UserDeletion:
+    """What :meth:`bot.storage.erasure.Erasure.delete_user` removed (or, for the ledger and
+    the audit, anonymised), per kind."""
+
+    turns: int = 0  # the person's turns: their message with the answer to it
+    messages: int = 0  # those turns' messages: theirs plus each stored answer message
+    overheard: int = 0  # group messages of theirs still waiting as chatter
+    conversations: int = 0  # conversations that lost turns (their own ones included)
+    memories: int = 0
+    summaries: int = 0  # summaries and window marks dropped (rebuilt from what is left)
+    deliveries: int = 0  # delivery records of the deleted answers
+    inbox: int = 0  # platform updates of theirs, their payload blanked
+    usage_rows: int = 0  # ledger rows kept (tokens were spent) with the name blanked
+    audit_rows: int = 0  # audit entries kept (what an admin did) with the name blanked
+
+    def counts(self) -> dict[str, int]:
+        """Every kind with its count, in a fixed order (for printing)."""
+        return {field.name: getattr(self, field.name) for field in fields(self)}

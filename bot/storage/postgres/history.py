@@ -31,7 +31,10 @@ EXPORT_SQL = conversation_page(
 class PostgresHistory(Part):
     # -- resets and clears -----------------------------------------------------------------
 
-    async def reset(self, conversation_key: str, chat_key: str, by_user: str) -> None:
+    async def reset(
+        self, conversation_key: str, chat_key: str, by_user: str, by_name: str = ""
+    ) -> None:
+        now = time.time()
         async with self._db.transaction() as conn:
             # No turn is between getting its id and committing while we read the newest one
             # (bot.storage.postgres.turns): the cut is exactly what is stored now.
@@ -49,7 +52,16 @@ class PostgresHistory(Part):
                 conversation_key,
                 chat_key,
                 by_user,
-                time.time(),
+                now,
+            )
+            await conn.execute(  # the audit trail keeps every reset (bot.storage.audit)
+                "INSERT INTO chat_audit (chat_key, conv_key, actor_id, actor_name, action, at)"
+                " VALUES ($1, $2, $3, $4, 'reset', $5)",
+                chat_key,
+                conversation_key,
+                by_user,
+                clean_text(by_name),
+                now,
             )
 
     async def reset_point(self, conversation_key: str) -> int:

@@ -100,6 +100,13 @@ class PostgresMaintenance(Part):
                 new_chat_key,
                 old_chat_key,
             )
+            await conn.execute(  # the audit trail; a reset names its conversation
+                "UPDATE chat_audit SET chat_key = $1, conv_key = CASE WHEN conv_key = ''"
+                " THEN '' ELSE $1 || substr(conv_key, $2) END WHERE chat_key = $3",
+                new_chat_key,
+                start,
+                old_chat_key,
+            )
             await conn.execute(  # a memory keeps the conversation it was said in
                 "UPDATE memories SET chat_key = $1, conv_key = CASE WHEN"
                 " starts_with(conv_key, $3) THEN $1 || substr(conv_key, $2) ELSE conv_key END"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from bot.storage import owners
+from bot.storage.postgres.audit import PostgresAudit
 from bot.storage.postgres.connection import Database
 from bot.storage.postgres.coordination import PostgresCoordination
 from bot.storage.postgres.deliveries import PostgresDeliveries
+from bot.storage.postgres.erasure import PostgresErasure
 from bot.storage.postgres.history import PostgresHistory
 from bot.storage.postgres.ledger import PostgresKeyValue, PostgresUsage
 from bot.storage.postgres.maintenance import PostgresMaintenance, close_interrupted
@@ -18,6 +20,8 @@ from bot.storage.postgres.turns import PostgresTurns
 class PostgresStore(
     PostgresTurns,
     PostgresHistory,
+    PostgresAudit,
+    PostgresErasure,
     PostgresUsage,
     PostgresKeyValue,
     PostgresSummaries,

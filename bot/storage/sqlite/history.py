@@ -18,7 +18,10 @@ log = logging.getLogger(__name__)
 class SQLiteHistory(Part):
     # -- resets and clears -----------------------------------------------------------------
 
-    async def reset(self, conversation_key: str, chat_key: str, by_user: str) -> None:
+    async def reset(
+        self, conversation_key: str, chat_key: str, by_user: str, by_name: str = ""
+    ) -> None:
+        now = time.time()
         async with self._db.transaction() as conn:
             # Chatter overheard before the reset, and the summary, are forgotten with the rest.
             await conn.execute("DELETE FROM overheard WHERE conv_key = ?", (conversation_key,))
@@ -28,7 +31,12 @@ class SQLiteHistory(Part):
                 " VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM turns), ?, ?)"
                 " ON CONFLICT (conv_key) DO UPDATE SET after_turn_id = excluded.after_turn_id,"
                 " by_user = excluded.by_user, at = excluded.at",
-                (conversation_key, chat_key, by_user, time.time()),
+                (conversation_key, chat_key, by_user, now),
+            )
+            await conn.execute(  # the audit trail keeps every reset (bot.storage.audit)
+                "INSERT INTO chat_audit (chat_key, conv_key, actor_id, actor_name, action, at)"
+                " VALUES (?, ?, ?, ?, 'reset', ?)",
+                (chat_key, conversation_key, by_user, by_name, now),
             )
         self._windows.forget(conversation_key)
 

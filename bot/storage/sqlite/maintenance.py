@@ -79,6 +79,11 @@ class SQLiteMaintenance(Part):
                 "UPDATE clear_audit SET chat_key = ? WHERE chat_key = ?",
                 (new_chat_key, old_chat_key),
             )
+            await conn.execute(  # the audit trail; a reset names its conversation
+                "UPDATE chat_audit SET chat_key = ?, conv_key = CASE WHEN conv_key = '' THEN ''"
+                " ELSE ? || substr(conv_key, ?) END WHERE chat_key = ?",
+                (new_chat_key, new_chat_key, start, old_chat_key),
+            )
             await conn.execute(  # a memory keeps the conversation it was said in
                 "UPDATE memories SET chat_key = ?, conv_key = ? || substr(conv_key, ?)"
                 " WHERE chat_key = ?",

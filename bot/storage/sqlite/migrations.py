@@ -475,6 +475,25 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM turn_vectors WHERE turn_id = old.id;
     END;
     """,
+    # 16: the audit trail (bot.storage.audit): every reset (``resets`` keeps only each
+    # conversation's latest, and /clear deletes it) and every persona or scope change, with
+    # who made it. Clears stay in ``clear_audit``; the trail reads both. The latest reset of
+    # each conversation stored so far becomes an entry (its actor's name was not kept).
+    """
+    CREATE TABLE chat_audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        chat_key TEXT NOT NULL,
+        conv_key TEXT NOT NULL DEFAULT '',
+        actor_id TEXT NOT NULL,
+        actor_name TEXT NOT NULL DEFAULT '',
+        action TEXT NOT NULL,
+        detail TEXT NOT NULL DEFAULT '',
+        at REAL NOT NULL
+    );
+    CREATE INDEX chat_audit_by_chat ON chat_audit (chat_key, id);
+    INSERT INTO chat_audit (chat_key, conv_key, actor_id, action, at)
+        SELECT chat_key, conv_key, by_user, 'reset', at FROM resets ORDER BY at, conv_key;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

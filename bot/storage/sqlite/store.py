@@ -7,9 +7,11 @@ from pathlib import Path
 
 from bot.errors import StoreError
 from bot.storage import owners
+from bot.storage.sqlite.audit import SQLiteAudit
 from bot.storage.sqlite.connection import Database
 from bot.storage.sqlite.coordination import SQLiteCoordination
 from bot.storage.sqlite.deliveries import SQLiteDeliveries
+from bot.storage.sqlite.erasure import SQLiteErasure
 from bot.storage.sqlite.history import SQLiteHistory
 from bot.storage.sqlite.ledger import SQLiteKeyValue, SQLiteUsage
 from bot.storage.sqlite.maintenance import SQLiteMaintenance, close_interrupted
@@ -23,6 +25,8 @@ from bot.storage.url import sqlite_url
 class SQLiteStore(
     SQLiteTurns,
     SQLiteHistory,
+    SQLiteAudit,
+    SQLiteErasure,
     SQLiteUsage,
     SQLiteKeyValue,
     SQLiteMemories,

@@ -1,0 +1,44 @@
+"""The audit trail: who changed what in a chat, and when (``python -m bot history audit``)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.storage.values import AuditAction, AuditEntry
+
+__all__ = ["CHANGES", "AuditTrail", "clear_detail"]
+
+# The actions record_change takes; clears and resets are written by clear_chat and reset.
+CHANGES = frozenset({AuditAction.PERSONA, AuditAction.SCOPE})
+
+
+def clear_detail(turns: int, messages: int) -> str:
+    """A clear's ``detail``, the same words on every backend."""
+    return f"deleted {turns} turns, {messages} messages"
+
+
+class AuditTrail(Protocol):
+    """Changes an operator may be asked about later: clears, resets, persona and scope.
+
+    A backend must provide:
+
+    - :meth:`record_change` stores one persona or scope change (``action`` one of
+      :data:`CHANGES`, anything else is a ``ValueError`` and stores nothing) with who made it.
+    - Every :meth:`~bot.storage.resets.Resets.reset` is an entry too (action ``reset``, its
+      conversation key), each one, not only the latest; every clear (the clear audit's rows,
+      detail :func:`clear_detail`).
+    - :meth:`audit` lists a chat's entries (every chat's for None), oldest first; entries of
+      the same moment keep the order they were written in within their kind.
+    - The trail outlives ``/clear`` and retention, moves with a migrated chat (conversation
+      keys keep their suffix) and travels with ``storage copy``.
+    """
+
+    async def record_change(
+        self, chat_key: str, actor_id: str, actor_name: str, action: AuditAction, detail: str
+    ) -> None:
+        """Store one persona or scope change of ``chat_key``."""
+        ...
+
+    async def audit(self, chat_key: str | None = None) -> list[AuditEntry]:
+        """The chat's (or every chat's) clears, resets and changes, oldest first."""
+        ...
