@@ -111,6 +111,7 @@ async def test_open_storage_url_gives_a_shared_store_with_its_tables_in_the_sche
         "resets",
         "chat_preferences",
         "clear_audit",
+        "chat_audit",
         "overheard",
         "plugin_kv",
         "memories",

@@ -23,7 +23,7 @@ from bot.storage.copy_jobs import JOBS, JobsStore
 from bot.storage.memories import NewMemory
 from bot.storage.portable import PortableStore, Row, Table, key_of
 from bot.storage.url import StorageURL, parse_storage_url
-from bot.storage.values import ChatPreferences, MemoryScope, NewTurn, Usage
+from bot.storage.values import AuditAction, ChatPreferences, MemoryScope, NewTurn, Usage
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
 from tests.product.app.test_cli import run_cli as shared_run_cli
 
@@ -62,7 +62,8 @@ async def seed(url: StorageURL) -> None:
         private = await store.begin_turn(NewTurn(PRIVATE_CONV, PRIVATE, "7", "Cy", "my cat Tom"))
         await store.complete_turn(private, answer("Noted."), Usage(10, 5), "gpt-test")
         await store.begin_turn(NewTurn(PRIVATE_CONV, PRIVATE, "7", "Cy", "still thinking"))
-        await store.reset(GROUP_CONV + ":t:3", GROUP, "7")
+        await store.reset(GROUP_CONV + ":t:3", GROUP, "7", "Cy")
+        await store.record_change(GROUP, "7", "Cy", AuditAction.PERSONA, "reset to the default")
         gone = await store.begin_turn(NewTurn(CLEARED, CLEARED, "1", "Di", "delete me"))
         await store.complete_turn(gone, answer("ok"), Usage(5, 5), "gpt-test")
         await store.clear_chat(CLEARED, "1", "Di")
@@ -153,6 +154,7 @@ async def what_the_bot_reads(store: Storage) -> dict[str, Any]:
                 GROUP_CONV, VECTOR_MODEL, 2, before_turn_id=10**9, limit=10)
         ],
         "audit": await store.clear_audit(CLEARED),
+        "trail": await store.audit(),
         "preferences": await store.load_preferences(),
         "summary": await store.load_summary(GROUP_CONV),
         "kv": await store.kv_items("notes"),
