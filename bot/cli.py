@@ -24,7 +24,6 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
 
 import yaml
 
@@ -37,6 +36,8 @@ from bot.errors import ConfigError, ParlourError
 from bot.guardrails.budgets import utc_day
 from bot.guardrails.redact import Redactor, configure_logging
 from bot.guardrails.usage import cached_share, usage_table
+from bot.history_cli import add_history_parser, history_command
+from bot.history_cli import usage_error as history_usage_error
 from bot.storage import missing_storage, open_storage
 from bot.storage.copy import DEFAULT_BATCH, copy_storage, parse_copy_url
 from bot.storage.url import StorageURL
@@ -54,13 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("chat", help="chat in this terminal")
     sub.add_parser("run", help="run the platform adapters enabled in config")
     sub.add_parser("check-config", help="validate the config and print it, secrets masked")
-    history = sub.add_parser("history", help="stored conversations")
-    history.set_defaults(history_help=history.format_help)
-    history_sub = history.add_subparsers(dest="history_command", metavar="{list,export}")
-    history_sub.add_parser("list", help="conversation keys and their turn counts")
-    export = history_sub.add_parser("export", help="one conversation as JSON lines")
-    export.add_argument("key", help="conversation key, e.g. telegram:-100123 (see `history list`)")
-    export.add_argument("-o", "--output", help="file to write (default: stdout)")
+    add_history_parser(sub)
     usage = sub.add_parser("usage", help="tokens per chat and per user per day (UTC)")
     usage.add_argument("--days", type=int, default=7, help="how many days back (default: 7)")
     usage.add_argument("--chat", help="one chat, e.g. telegram:-100123 (default: every chat)")
@@ -114,9 +109,9 @@ def _add_storage_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "history" and args.history_command is None:
+    if args.command == "history" and (problem := history_usage_error(args)) is not None:
         sys.stderr.write(args.history_help())
-        sys.stderr.write("\nerror: say which: `history list` or `history export KEY`\n")
+        sys.stderr.write(f"\nerror: {problem}\n")
         return 2
     if args.command == "storage":
         return _storage(args)
@@ -208,7 +203,7 @@ async def _dispatch(args: argparse.Namespace, settings: Settings, redactor: Reda
     if command == "check-config":
         return _check_config(settings, redactor)
     if command == "history":
-        return await _history(args, settings)
+        return await _history(args, settings, redactor)
     if command == "usage":
         return await _usage(args, settings)
     if command == "chat":
@@ -244,28 +239,11 @@ def _missing_database(settings: Settings) -> bool:
     return True
 
 
-async def _history(args: argparse.Namespace, settings: Settings) -> int:
+async def _history(args: argparse.Namespace, settings: Settings, redactor: Redactor) -> int:
     if _missing_database(settings):
         return 1
     async with open_storage(settings) as store:
-        if args.history_command == "list":
-            for key, turns in await store.conversations():
-                sys.stdout.write(f"{key}\t{turns} turns\n")
-            return 0
-        if (await store.stats(args.key)).turns_stored == 0:
-            sys.stderr.write(f"no stored messages for {args.key!r} (see `history list`)\n")
-            return 1
-        with contextlib.ExitStack() as stack:
-            # A one-shot CLI command: nothing else runs on this loop, blocking is fine.
-            out: TextIO = (
-                stack.enter_context(Path(args.output).open("w", encoding="utf-8"))  # noqa: ASYNC230
-                if args.output
-                else sys.stdout
-            )
-            async with contextlib.aclosing(store.export(args.key)) as records:
-                async for record in records:
-                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        return 0
+        return await history_command(args, store, redactor)
 
 
 def _rounded(share: float | None) -> float | None:

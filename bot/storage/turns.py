@@ -84,9 +84,9 @@ class TurnArchive(Protocol):
     ``stats`` counts a conversation's turns, ``context`` rows excluded: every stored one, those
     after the last reset, the unanswered and the undelivered, and the tokens they spent (still
     stored: unlike the ledger, this forgets cleared turns). ``export`` yields every stored
-    message oldest first as plain JSON-able dicts: ``turn``, ``seq`` (0 is the user's message),
-    the message's own fields, ``status``, ``created_at`` (the turn's, then its completion's),
-    and on ``seq`` 0 ``user_id`` and ``user_name``.
+    message oldest first as plain JSON-able dicts: ``chat`` (the chat key), ``turn``, ``seq``
+    (0 is the user's message), the message's own fields, ``status``, ``created_at`` (the
+    turn's, then its completion's), and on ``seq`` 0 ``user_id`` and ``user_name``.
     """
 
     async def stats(self, conversation_key: str) -> HistoryStats: ...

@@ -186,7 +186,10 @@ async def test_an_undelivered_answer_is_kept_but_not_counted_answered(storage: S
 async def test_export_and_discovery(storage: Storage) -> None:
     first = await answered(storage, "tg:1", "hello", "hi")
     await answered(storage, "tg:0", "other", "x")
+    await answered(storage, "tg:0:u:5", "theirs", "y", chat="tg:0")
     records = [r async for r in storage.export("tg:1")]
+    [theirs, _] = [r async for r in storage.export("tg:0:u:5")]
+    assert {r["chat"] for r in records} == {"tg:1"} and theirs["chat"] == "tg:0"
     assert [(r["turn"], r["seq"], r["role"], r["content"]) for r in records] == [
         (first, 0, "user", "hello"),
         (first, 1, "assistant", "hi"),
@@ -194,7 +197,7 @@ async def test_export_and_discovery(storage: Storage) -> None:
     assert (records[0]["user_id"], records[0]["user_name"]) == ("u1", "name-u1")
     assert "user_id" not in records[1]
     assert records[0]["status"] == "answered"
-    assert await storage.conversations() == [("tg:0", 1), ("tg:1", 1)]
+    assert await storage.conversations() == [("tg:0", 1), ("tg:0:u:5", 1), ("tg:1", 1)]
     assert await storage.turn_exists(first)
     assert not await storage.turn_exists(first + 100)
 

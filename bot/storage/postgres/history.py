@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 EXPORT_PAGE = 500  # turns per query: an export never holds a connection while it is consumed
 EXPORT_SQL = conversation_page(
-    "id, user_id, user_name, status, user_text, answer, created_at, completed_at",
+    "id, user_id, user_name, status, user_text, answer, created_at, completed_at, chat_key",
     limit=EXPORT_PAGE,
 )
 
@@ -144,6 +144,7 @@ class PostgresHistory(Part):
             for row in rows:
                 for seq, message in enumerate(turn_messages(row["user_text"], row["answer"])):
                     record: dict[str, Any] = {
+                        "chat": row["chat_key"],
                         "turn": row["id"],
                         "seq": seq,
                         **message,

@@ -103,14 +103,15 @@ class SQLiteHistory(Part):
 
     async def export(self, conversation_key: str) -> AsyncGenerator[dict[str, Any], None]:
         async with self._db.reader.execute(
-            "SELECT id, user_id, user_name, status, user_text, answer, created_at, completed_at"
-            " FROM turns WHERE conv_key = ? ORDER BY id",
+            "SELECT id, user_id, user_name, status, user_text, answer, created_at, completed_at,"
+            " chat_key FROM turns WHERE conv_key = ? ORDER BY id",
             (conversation_key,),
         ) as cursor:
             async for row in cursor:
-                turn_id, user_id, user_name, status, user_text, answer, created, completed = row
+                turn_id, user_id, user_name, status, user_text, answer, created, completed = row[:8]
                 for seq, message in enumerate(turn_messages(user_text, answer)):
                     record: dict[str, Any] = {
+                        "chat": row[8],
                         "turn": turn_id,
                         "seq": seq,
                         **message,
