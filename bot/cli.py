@@ -72,7 +72,7 @@ def _add_storage_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "copy",
         help="copy every row from one database to another (stop the bot first)",
         description=(
-            "Copy history, settings, memories, usage, the clear audit, plugin data, deliveries "
+            "Copy history, settings, memories, usage, the audit trail, plugin data, deliveries "
             "and scheduled jobs from SRC_URL to DST_URL (SQLite or PostgreSQL, either way). "
             "Stop the bot first. The target's tables are created if missing; a target that "
             "already holds rows is refused unless --force. Running it again copies nothing "

@@ -5,9 +5,11 @@ through ``bot.cli.main`` on a store the service filled (on SQLite, or on Postgre
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -225,3 +227,45 @@ async def test_delete_removes_a_persons_messages_and_memories_everywhere(
     again = json.loads(out)
     assert again["user"] == "telegram:1"
     assert (again["turns"], again["memories"], again["usage_rows"]) == (0, 0, 3)
+
+
+class Terminal(io.StringIO):
+    """A person at a terminal typing ``answer``."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("answer", "code", "left"), [("no\n", 1, 2), ("yes\n", 0, 0)])
+async def test_delete_at_a_terminal_asks_first(
+    answer: str,
+    code: int,
+    left: int,
+    make_app: AppFactory,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with make_app(llm=LLM) as app:
+        await app.service.chat(private("1", "Ann"), "forget me")
+    config = write_config(tmp_path, fake_llm)
+    monkeypatch.setattr(sys, "stdin", Terminal(answer))
+    got, _, err = await run(capsys, config, "history", "delete", "--user", "telegram:1")
+    assert got == code
+    assert "Type 'yes' to go on" in err
+    _, out, _ = await run(capsys, config, "history", "export", "--all")
+    assert len(lines(out)) == left
+
+
+async def test_only_real_scope_changes_are_audited(make_app: AppFactory) -> None:
+    admin = group("1", "Alice", is_admin=True)
+    async with make_app() as app:
+        await app.service.set_scope(admin, Scope.CHAT)  # already the default: no change
+        await app.service.set_scope(admin, Scope.THREAD)
+        await app.service.set_system_prompt(admin, "x" * 200)
+        entries = await app.store.audit("telegram:-100")
+    assert [(e.action.value, e.detail) for e in entries] == [
+        ("scope", "chat -> thread"),
+        ("persona", 'set (200 chars): "' + "x" * 59 + '…"'),
+    ]
