@@ -26,7 +26,10 @@ from bot.storage.values import AuditEntry, UserDeletion
 
 __all__ = ["COMMANDS", "add_history_parser", "history_command"]
 
-COMMANDS = "`history list`, `history export KEY | --chat KEY | --all`, `history audit`, `history delete --user PLATFORM:ID`"  # noqa: E501
+COMMANDS = (
+    "`history list`, `history export KEY | --chat KEY | --all`, `history audit`, "
+    "`history delete --user PLATFORM:ID`"
+)
 
 # What each count of ``delete`` means, in the order printed.
 _DELETION_WORDS = {
