@@ -475,6 +475,14 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM turn_vectors WHERE turn_id = old.id;
     END;
     """,
+    # 16: what an inbox update is about (a Telegram message: its id), so an edit that arrives
+    # while the original still waits unclaimed replaces its payload (bot.storage.coordination
+    # Inbox.inbox_amend). NULL: nothing amends it.
+    """
+    ALTER TABLE inbox ADD COLUMN subject TEXT;
+    CREATE INDEX inbox_subjects ON inbox (source, lane, subject)
+        WHERE done_at IS NULL AND subject IS NOT NULL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
