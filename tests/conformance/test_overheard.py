@@ -62,9 +62,7 @@ async def test_an_edited_message_is_replaced_where_it_waits(storage: Storage) ->
     ]
     assert not await storage.replace_overheard("tg:-1", "99", "never kept")
     assert not await storage.replace_overheard("tg:-2", "11", "another conversation")
-    assert [o.text for o in await storage.load_overheard("tg:-1", 0)] == [
-        o.text for o in after
-    ]
+    assert [o.text for o in await storage.load_overheard("tg:-1", 0)] == [o.text for o in after]
 
 
 async def test_chatter_that_joined_a_turn_is_not_rewritten(storage: Storage) -> None:

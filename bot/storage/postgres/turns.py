@@ -218,7 +218,7 @@ class PostgresTurns(Part):
                 platform_message_id,
                 clean_text(text),
             )
-        return status.split()[-1] != "0"
+        return str(status).split()[-1] != "0"
 
     async def load_overheard(self, conversation_key: str, since: float) -> list[Overheard]:
         async with self._db.acquire() as conn:
