@@ -37,8 +37,8 @@ also an update the bot's library cannot parse, to test that polling survives it)
 honours ``allowed_updates`` of the last ``getUpdates``/``setWebhook``, as Telegram does.
 Reading back: ``sent`` (every message the bot created, current state after edits),
 ``messages(chat_id)``, ``edits(chat_id, message_id)``, ``actions``, ``commands``, ``calls``
-(every API call) and ``webhook_deliveries``; waiting: ``wait_for_message``, ``wait_until``, ``wait_idle``.
-Failures: ``flood`` (429 with retry_after), ``fail`` (any status), ``block`` (403); ``heal``
+(every API call) and ``webhook_deliveries``; waiting: ``wait_for_message``, ``wait_until``,
+``wait_idle``. Failures: ``flood`` (429 with retry_after), ``fail`` (any status), ``block`` (403); ``heal``
 drops the failures still queued.
 Errors use Telegram's exact texts, so bots can be tested on what they branch on.
 
