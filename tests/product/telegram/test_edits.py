@@ -242,3 +242,43 @@ async def test_a_channel_post_that_arrives_anyway_is_dropped_quietly(
     for record, update in zip(dropped, updates, strict=True):
         assert str(update["update_id"]) in record.getMessage()
     assert "scoop" not in caplog.text  # the update id only, never the content
+
+
+async def test_edited_commands_do_not_run_and_quiet_groups_keep_no_edits(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    tg = fake_telegram
+    alice = tg.user(7, "Alice")
+    chat = tg.private_chat(alice)
+    quiet = tg.group(-200, "Quiet", supergroup=True)
+    section = {"stream": False, "chats": {"-200": {"keep_context": False}}}
+    async with running_bot(make_app, tg, telegram=section):
+        question = tg.send(chat, alice, "remember the number 4")
+        await replies(tg, chat["id"])
+        command = tg.send(chat, alice, "/help")
+        await replies(tg, chat["id"], count=2)
+        tg.edit(command, "/reset")  # not run: the history survives
+        tg.edit(question, "/clear")  # an edit into a command is not run, nor kept
+        mention = tg.send(quiet, alice, "@parlour_bot hi")
+        await replies(tg, quiet["id"])
+        tg.edit(mention, "@parlour_bot hi, typo fixed")  # answered already; nothing kept here
+        await tg.wait_until(lambda: not tg.pending_updates, what="the edits taken")
+        await silence(tg, chat["id"])
+        assert len(tg.messages(quiet["id"])) == 1
+        tg.send(chat, alice, "which number?")
+        tg.send(quiet, alice, "@parlour_bot again")
+        await replies(tg, chat["id"], count=3)
+        await replies(tg, quiet["id"], count=2)
+    private_prompt = next(
+        user_texts(fake_llm, i)
+        for i in range(len(fake_llm.chat_requests))
+        if user_texts(fake_llm, i)[-1] == "which number?"
+    )
+    assert private_prompt == ["remember the number 4", "which number?"]
+    quiet_prompt = next(
+        user_texts(fake_llm, i)
+        for i in range(len(fake_llm.chat_requests))
+        if user_texts(fake_llm, i)[-1] == "[Alice] again"
+    )
+    assert quiet_prompt == ["[Alice] hi", "[Alice] again"]
+    assert "/" not in every_prompt(fake_llm) and "typo" not in every_prompt(fake_llm)
