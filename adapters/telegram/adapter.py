@@ -43,8 +43,14 @@ from aiogram.types import Message, Update, User
 from adapters.telegram.admins import AdminCache
 from adapters.telegram.barrier import ChatBarriers
 from adapters.telegram.commands import TelegramCommands
+from adapters.telegram.edits import (
+    ALLOWED_UPDATES,
+    EditRouting,
+    drop_channel_post,
+    is_channel,
+    store_update,
+)
 from adapters.telegram.flood import FloodRetry, Sleep
-from adapters.telegram.lanes import update_lane
 from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
 from adapters.telegram.output import Outbox, Target
@@ -66,7 +72,6 @@ from bot.storage.coordination import InboxItem
 
 log = logging.getLogger(__name__)
 
-ALLOWED_UPDATES = ["message"]
 _PRIVACY_NOTE = (
     "Privacy mode is on: in groups I only see commands, @mentions of me and replies to my "
     "messages, so keyword triggers and background context do not work. Turn it off with "
@@ -102,6 +107,9 @@ class TelegramAdapter:
         self.dispatcher = Dispatcher()
         router = Router(name="parlour")
         router.message.register(self._on_message)
+        router.edited_message.register(self._on_message)  # edits.py decides what an edit does
+        router.channel_post.register(drop_channel_post)  # not subscribed: dropped if they come
+        router.edited_channel_post.register(drop_channel_post)
         self.dispatcher.include_router(router)
         self.admins = AdminCache(self.bot, self.config.admin_cache_seconds)
         self.throttle = EditThrottle(
@@ -117,6 +125,7 @@ class TelegramAdapter:
         self.barriers = ChatBarriers()
         self.deliveries = DeliveryLog(app.store)
         self.command_handler = TelegramCommands(app, self.bot, self.admins, self.barriers)
+        self.edits = EditRouting(self)
         self.replies = TelegramReplies(
             app, self.bot, self.config, self.retry, self.throttle, self.deliveries
         )
@@ -291,9 +300,7 @@ class TelegramAdapter:
 
     async def _accept(self, update_id: int, raw: dict[str, object], text: str) -> bool:
         """Store a posted update (before Telegram gets its 200); False for a redelivery."""
-        stored = await self.app.store.inbox_put(
-            self.inbox_source, update_id, update_lane(raw), text
-        )
+        stored = await store_update(self.app.store, self.inbox_source, update_id, raw, text)
         if stored and self.worker is not None:
             self.worker.wake()
         return stored
@@ -316,12 +323,17 @@ class TelegramAdapter:
 
     # -- one message -------------------------------------------------------------------------
 
-    async def _on_message(self, message: Message) -> None:
+    async def _on_message(self, message: Message, event_update: Update) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._inflight.add(task)
         try:
-            await self.handle(message)
+            if event_update.edited_message is not None:
+                await self.edits.handle(message, event_update.update_id)
+            elif is_channel(message):
+                await drop_channel_post(message, event_update)
+            else:
+                await self.handle(message)
         except Exception:
             log.exception(
                 "telegram message failed chat=%s message=%s", message.chat.id, message.message_id

@@ -4,7 +4,8 @@ answer in that conversation.
 Only in groups, only while ``history.context_messages`` is above zero, at most that many per
 conversation (the store drops older ones) and none older than ``history.context_max_age``. An
 empty message, or one longer than a message would be answered, is not kept. The service writes
-them under the conversation's lock, in arrival order with its turns.
+them under the conversation's lock, in arrival order with its turns. Edits of messages kept
+as context the same way (:mod:`bot.conversation.edits`) are the one kind kept in private chats.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ class Overhearing:
         self.max_age = history.context_max_age
         self.max_chars = max_chars
 
-    def worth_keeping(self, ctx: ChatContext, text: str) -> str | None:
+    def worth_keeping(self, ctx: ChatContext, text: str, *, edit: bool = False) -> str | None:
         """The message's text, cleaned, if it is kept; None if not."""
-        if ctx.is_private or self.keep == 0:
+        if (ctx.is_private and not edit) or self.keep == 0:
             return None
         text = clean_text(text.strip())  # adapters clean it; a plugin's adapter may not
         if not text or len(text) > self.max_chars:
@@ -41,7 +42,7 @@ class Overhearing:
 
     async def recent(self, ctx: ChatContext, key: str) -> list[Overheard]:
         """What was overheard in the conversation since its last turn, oldest first."""
-        if ctx.is_private or self.keep == 0:
+        if self.keep == 0:
             return []
         since = time.time() - self.max_age
         return (await self.store.load_overheard(key, since))[-self.keep :]

@@ -22,6 +22,7 @@ from bot.context import ChatContext, Scope
 from bot.conversation.admission import Admission, LLMSlots
 from bot.conversation.billing import Bill, Meter
 from bot.conversation.changes import persona_change, scope_change
+from bot.conversation.edits import EditOutcome, Edits
 from bot.conversation.events import ChatEvent, Done, HistoryInfo, Reply, ToolFinished, ToolStarted
 from bot.conversation.locks import KeyedLocks
 from bot.conversation.overheard import Overhearing
@@ -109,6 +110,7 @@ class ChatService:
         self._locks = KeyedLocks()
         self.prefs = Preferences(store, settings.chat)
         self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
+        self.edits = Edits(store, self.overheard, self.admission, self._locks)
         self._limits = PromptLimits.of(settings)
         limits = settings.limits
         self._loop = ToolLoop(
@@ -214,7 +216,12 @@ class ChatService:
         key = self.conversation_key(ctx)  # no await before admission: arrival order holds
         # access, rate, text, one in flight: checked before anything is stored; the lock is
         # entered right after, so messages queue for it in the order they arrived
-        async with self.admission.admitted(ctx, key, text) as text, self._locks.hold(key):
+        async with (
+            self.edits.waiting(key, ctx.message_id) as waiting,  # an edit may replace it
+            self.admission.admitted(ctx, key, text) as text,
+            self._locks.hold(key),
+        ):
+            text = self.edits.start(key, ctx.message_id, waiting, text)
             if on_admitted is not None:
                 on_admitted()
             await self.admission.check_budgets(ctx)
@@ -353,6 +360,13 @@ class ChatService:
         async with self._locks.hold(key):
             await self.overheard.record(ctx, key, kept)
         return True
+
+    async def edited(self, ctx: ChatContext, text: str, *, context: bool = True) -> EditOutcome:
+        """Message ``ctx.message_id`` now reads ``text``: it replaces the message while that
+        waits, else it is context (unless ``context`` is False), never answered
+        (:mod:`bot.conversation.edits`)."""
+        key = self.conversation_key(ctx)
+        return await self.edits.apply(ctx, key, text, self.access.allows, context=context)
 
     async def migrate_chat(self, old_chat_key: str, new_chat_key: str) -> int:
         """A chat changed its id (Telegram group -> supergroup): history and settings follow."""

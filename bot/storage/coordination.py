@@ -66,10 +66,31 @@ class Inbox(Protocol):
       owner may be running it). A lease that ran out but that nobody has claimed since is still
       its owner's to finish or renew (nobody else can be running it); a released one is not.
     - Claims are oldest lane-head first (by ``id``), at most ``limit``, ``source`` only.
+    - **Amends before the claim.** An update may name its ``subject`` (a Telegram message: its
+      id); :meth:`inbox_amend` replaces the payload of the newest unfinished item of that
+      lane and subject that nobody has claimed yet (never claimed, or released), and stores
+      the amending update as done, so its redelivery is recognised and it never runs. An item
+      claimed (even if its lease ran out: its owner may have started it) is not amended. Of an
+      amend and a claim racing, the claim gets the amended payload, or the original one and
+      the amend fails (or it skips the item being amended, left for the next claim).
     """
 
-    async def inbox_put(self, source: str, update_id: int, lane: str, payload: str) -> bool:
-        """Store an update durably; False when it is already stored (a redelivery)."""
+    async def inbox_put(
+        self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
+    ) -> bool:
+        """Store an update durably; False when it is already stored (a redelivery).
+
+        ``subject``: what the update is about, for a later :meth:`inbox_amend` (None: nothing
+        amends it)."""
+        ...
+
+    async def inbox_amend(
+        self, source: str, update_id: int, lane: str, subject: str, payload: str, amended: str
+    ) -> bool:
+        """Fold update ``update_id`` (``payload``, as received) into the unclaimed item of
+        ``lane`` about ``subject``, whose payload becomes ``amended``; ``update_id`` is stored
+        as done. False, changing nothing, when no such item waits or ``update_id`` is already
+        stored: then :meth:`inbox_put` it (which recognises a redelivery)."""
         ...
 
     async def inbox_claim(

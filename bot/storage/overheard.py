@@ -17,6 +17,9 @@ class OverheardStore(Protocol):
     messages chosen by a turn (``NewTurn.overheard``) move into the history with it
     (:class:`~bot.storage.turns.Turns`); a reset of the conversation, a clear of its chat and
     retention drop them (:mod:`bot.storage.resets`, :mod:`bot.storage.maintenance`).
+    :meth:`replace_overheard` changes a waiting message's text in place (its id, author and
+    time stay: it keeps its place in the queue); a message that already joined a turn is not
+    changed (the history is not rewritten).
     """
 
     async def record_overheard(self, message: NewTurn, keep: int) -> None:
@@ -25,4 +28,11 @@ class OverheardStore(Protocol):
 
     async def load_overheard(self, conversation_key: str, since: float) -> list[Overheard]:
         """Overheard messages newer than ``since`` (a ``time.time()``), oldest first."""
+        ...
+
+    async def replace_overheard(
+        self, conversation_key: str, platform_message_id: str, text: str
+    ) -> bool:
+        """The waiting message with this platform id gets ``text`` (it was edited); False when
+        none waits (never kept, or already part of a turn)."""
         ...

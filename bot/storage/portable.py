@@ -97,7 +97,8 @@ TABLES: tuple[Table, ...] = (
     # only means something to the processes that wrote it: not copied.
     _table(
         "inbox",
-        "id source update_id lane payload attempts owner lease_until error created_at done_at",
+        "id source update_id lane payload attempts owner lease_until error created_at done_at"
+        " subject",
     ),
 )
 

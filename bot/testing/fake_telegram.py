@@ -30,14 +30,15 @@ client in tests::
         await polling                                       # also closes the bot's session
 
 Acting as users: ``user``, ``private_chat``, ``group``, ``set_member``, ``topic``, ``send``
-(entities are detected with UTF-16 offsets, like Telegram), ``press`` (inline buttons),
-``migrate`` (group to supergroup) and ``push_update`` (anything raw, served as given: also an
-update the bot's library cannot parse, to test that polling survives it). Reading back:
-``sent`` (every message the bot created, current state after edits), ``messages(chat_id)``,
-``edits(chat_id, message_id)``, ``actions``, ``commands``, ``calls`` (every API call) and
-``webhook_deliveries``; waiting: ``wait_for_message``, ``wait_until``, ``wait_idle``.
-Failures: ``flood`` (429 with retry_after), ``fail`` (any status), ``block`` (403); ``heal``
-drops the failures still queued.
+(entities are detected with UTF-16 offsets, like Telegram), ``press`` (inline buttons), ``migrate``
+(group to supergroup), ``edit`` (a user edits a message: ``edited_message``), ``channel`` and
+``post`` (a channel post) and ``push_update`` (anything raw, served as given: also an update the
+bot's library cannot parse, to test that polling survives it). Delivery honours ``allowed_updates``
+of the last ``getUpdates``/``setWebhook``, as Telegram does. Reading back: ``sent`` (every message
+the bot created, current state after edits), ``messages(chat_id)``, ``edits(chat_id, message_id)``,
+``actions``, ``commands``, ``calls`` (every API call) and ``webhook_deliveries``; waiting:
+``wait_for_message``, ``wait_until``, ``wait_idle``. Failures: ``flood`` (429 with retry_after),
+``fail`` (any status), ``block`` (403); ``heal`` drops the failures still queued.
 Errors use Telegram's exact texts, so bots can be tested on what they branch on.
 
 Like a new BotFather bot, it starts in privacy mode: in groups where the bot is not an admin

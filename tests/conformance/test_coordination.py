@@ -83,6 +83,71 @@ async def test_claims_hand_out_lane_heads_only_in_update_id_order(storage: Stora
     assert await storage.inbox_claim("telegram", "w", LONG, 0) == []
 
 
+async def amend(store: Storage, update_id: int, lane: str, subject: str, text: str) -> bool:
+    edit = f'{{"update_id": {update_id}, "edited": "{text}"}}'
+    return await store.inbox_amend("telegram", update_id, lane, subject, edit, f'"{text}"')
+
+
+async def test_an_unclaimed_update_is_amended_and_the_amend_is_stored_done(
+    pair: tuple[Storage, Storage],
+) -> None:
+    a, b = pair
+    assert await a.inbox_put("telegram", 1, "L", '"busy"', subject="m1")
+    assert await a.inbox_put("telegram", 2, "L", '"original"', subject="m2")
+    assert await amend(b, 3, "L", "m2", "edited once")  # 2 waits behind 1: unclaimed
+    assert await amend(a, 4, "L", "m2", "edited twice")
+    assert not await amend(b, 4, "L", "m2", "edited twice")  # a redelivery of the amend
+    assert not await put(a, 4, "L")  # ... recognised by inbox_put too
+    assert not await amend(a, 5, "L", "m9", "no such subject")
+    assert not await amend(a, 6, "other lane", "m2", "wrong lane")
+    assert await a.inbox_pending("telegram") == 2  # the amends are done, never handed out
+    (head,) = await a.inbox_claim("telegram", "w", LONG, 10)
+    assert head.payload == '"busy"'
+    assert not await amend(b, 7, "L", "m1", "too late")  # claimed: being run
+    assert await a.inbox_done(head.id, "w")
+    (amended,) = await b.inbox_claim("telegram", "w", LONG, 10)
+    assert (amended.update_id, amended.payload) == (2, '"edited twice"')
+    assert not await amend(a, 8, "L", "m2", "too late")  # claimed
+    assert await b.inbox_done(amended.id, "w")
+    assert not await amend(a, 9, "L", "m2", "too late")  # done
+    assert await b.inbox_claim("telegram", "w", LONG, 10) == []
+
+
+async def test_an_item_whose_lease_ran_out_or_was_released_unclaimed(
+    pair: tuple[Storage, Storage],
+) -> None:
+    a, b = pair
+    assert await a.inbox_put("telegram", 1, "L", '"one"', subject="m1")
+    assert await a.inbox_put("telegram", 2, "K", '"two"', subject="m2")
+    await a.inbox_claim("telegram", "dead", SHORT, 10)
+    await asyncio.sleep(PAST_SHORT)
+    # Its owner may have started it: an expired lease is no invitation to amend.
+    assert not await amend(b, 3, "L", "m1", "late")
+    assert await a.inbox_release("dead") == 2
+    # Released at a clean shutdown, nothing ran: amended like a fresh one.
+    assert await amend(b, 4, "K", "m2", "edited")
+    items = await b.inbox_claim("telegram", "alive", LONG, 10)
+    assert sorted((i.update_id, i.payload) for i in items) == [(1, '"one"'), (2, '"edited"')]
+
+
+async def test_an_amend_racing_a_claim_is_either_seen_or_refused(
+    pair: tuple[Storage, Storage],
+) -> None:
+    a, b = pair
+    for n in range(12):
+        lane = f"lane:{n}"
+        assert await a.inbox_put("telegram", n * 10, lane, '"original"', subject=f"m{n}")
+        claimed, amended = await asyncio.gather(
+            a.inbox_claim("telegram", "w", LONG, 1), amend(b, n * 10 + 1, lane, f"m{n}", "new")
+        )
+        if not claimed:  # the amend held the row: the claim skipped it, for the next one
+            assert amended
+            claimed = await a.inbox_claim("telegram", "w", LONG, 1)
+        (item,) = claimed
+        assert item.payload == ('"new"' if amended else '"original"')
+        assert await a.inbox_done(item.id, "w")
+
+
 async def test_racing_replicas_run_each_item_once_lanes_in_order_one_at_a_time(
     pair: tuple[Storage, Storage],
 ) -> None:

@@ -46,3 +46,31 @@ async def test_retention_drops_old_chatter(storage: Storage) -> None:
     await storage.record_overheard(turn("tg:-1", "old", user="2"), keep=10)
     await storage.delete_older_than(-1)
     assert await storage.load_overheard("tg:-1", 0) == []
+
+
+async def test_an_edited_message_is_replaced_where_it_waits(storage: Storage) -> None:
+    for n in range(3):
+        message = turn("tg:-1", f"chatter {n}", user="2", platform_message_id=str(10 + n))
+        await storage.record_overheard(message, keep=10)
+    before = await storage.load_overheard("tg:-1", 0)
+    assert await storage.replace_overheard("tg:-1", "11", "chatter one, edited")
+    after = await storage.load_overheard("tg:-1", 0)
+    assert [o.text for o in after] == ["chatter 0", "chatter one, edited", "chatter 2"]
+    # Same row: its place in the queue, author and time are kept.
+    assert [(o.overheard_id, o.user_id, o.created_at) for o in after] == [
+        (o.overheard_id, o.user_id, o.created_at) for o in before
+    ]
+    assert not await storage.replace_overheard("tg:-1", "99", "never kept")
+    assert not await storage.replace_overheard("tg:-2", "11", "another conversation")
+    assert [o.text for o in await storage.load_overheard("tg:-1", 0)] == [o.text for o in after]
+
+
+async def test_chatter_that_joined_a_turn_is_not_rewritten(storage: Storage) -> None:
+    await storage.record_overheard(
+        turn("tg:-1", "before", user="2", platform_message_id="7"), keep=10
+    )
+    (waiting,) = await storage.load_overheard("tg:-1", 0)
+    await storage.begin_turn(turn("tg:-1", "answer me", overheard=(waiting.overheard_id,)))
+    assert not await storage.replace_overheard("tg:-1", "7", "after")
+    window = await storage.load_window("tg:-1", 5)
+    assert [t.messages[0]["content"] for t in window] == ["before", "answer me"]

@@ -70,7 +70,36 @@ _STEPS: tuple[str, ...] = (
         open_until DOUBLE PRECISION NOT NULL
     );
     """,
+    # 2: SQLite's v16: what an inbox update is about, for Inbox.inbox_amend.
+    """
+    ALTER TABLE inbox ADD COLUMN subject TEXT;
+    CREATE INDEX inbox_subjects ON inbox (source, lane, subject)
+        WHERE done_at IS NULL AND subject IS NOT NULL;
+    """,
 )
+
+# The newest unclaimed item of the lane about the subject, locked (a claim waiting on it then
+# re-checks and skips it; one that locked it first makes this find nothing), its payload
+# replaced, and the amending update stored as done, all in one statement.
+_AMEND = f"""
+{_CLOCK}, target AS (
+    SELECT id FROM inbox
+    WHERE source = $1 AND lane = $3 AND subject = $4 AND done_at IS NULL
+        AND lease_until IS NULL
+        AND NOT EXISTS (SELECT 1 FROM inbox AS seen WHERE seen.source = $1
+            AND seen.update_id = $2)
+    ORDER BY update_id DESC LIMIT 1
+    FOR UPDATE),
+amended AS (
+    UPDATE inbox SET payload = $6 FROM target
+    WHERE inbox.id = target.id AND inbox.lease_until IS NULL AND inbox.done_at IS NULL
+    RETURNING inbox.id),
+recorded AS (
+    INSERT INTO inbox (source, update_id, lane, payload, created_at, done_at)
+    SELECT $1, $2, $3, $5, clock.now, clock.now FROM clock, amended
+    ON CONFLICT (source, update_id) DO NOTHING RETURNING id)
+SELECT count(*) FROM recorded
+"""
 
 _CLAIM = f"""
 {_CLOCK}, heads AS (
@@ -134,17 +163,30 @@ class PostgresCoordination(Part):
 
     # -- inbox ------------------------------------------------------------------------------
 
-    async def inbox_put(self, source: str, update_id: int, lane: str, payload: str) -> bool:
+    async def inbox_put(
+        self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
+    ) -> bool:
         found = await self._db.pool.fetchval(
-            f"{_CLOCK} INSERT INTO inbox (source, update_id, lane, payload, created_at)"
-            " SELECT $1, $2, $3, $4, now FROM clock"
+            f"{_CLOCK} INSERT INTO inbox (source, update_id, lane, payload, subject, created_at)"
+            " SELECT $1, $2, $3, $4, $5, now FROM clock"
             " ON CONFLICT (source, update_id) DO NOTHING RETURNING id",
             source,
             update_id,
             lane,
             payload,
+            subject,
         )
         return found is not None
+
+    async def inbox_amend(
+        self, source: str, update_id: int, lane: str, subject: str, payload: str, amended: str
+    ) -> bool:
+        # A racing redelivery of the same edit may replace the payload again (with the same
+        # text); only the one whose row was recorded says True.
+        recorded = await self._db.pool.fetchval(
+            _AMEND, source, update_id, lane, subject, payload, amended
+        )
+        return bool(recorded)
 
     async def inbox_claim(
         self, source: str, owner: str, lease_seconds: float, limit: int

@@ -208,6 +208,18 @@ class PostgresTurns(Part):
                 max(keep, 0),
             )
 
+    async def replace_overheard(
+        self, conversation_key: str, platform_message_id: str, text: str
+    ) -> bool:
+        async with self._db.acquire() as conn:
+            status = await conn.execute(
+                "UPDATE overheard SET text = $3 WHERE conv_key = $1 AND platform_message_id = $2",
+                conversation_key,
+                platform_message_id,
+                clean_text(text),
+            )
+        return str(status).split()[-1] != "0"
+
     async def load_overheard(self, conversation_key: str, since: float) -> list[Overheard]:
         async with self._db.acquire() as conn:
             rows = await conn.fetch(

@@ -70,13 +70,44 @@ RETURNING failures, open_until, max(open_until - {NOW}, 0.0)
 class SQLiteCoordination(Part):
     # -- inbox ------------------------------------------------------------------------------
 
-    async def inbox_put(self, source: str, update_id: int, lane: str, payload: str) -> bool:
+    async def inbox_put(
+        self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
+    ) -> bool:
         rows = await self._write(
-            "INSERT INTO inbox (source, update_id, lane, payload, created_at)"
-            f" VALUES (?, ?, ?, ?, {NOW}) ON CONFLICT (source, update_id) DO NOTHING RETURNING id",
-            (source, update_id, lane, payload),
+            "INSERT INTO inbox (source, update_id, lane, payload, subject, created_at)"
+            f" VALUES (?, ?, ?, ?, ?, {NOW})"
+            " ON CONFLICT (source, update_id) DO NOTHING RETURNING id",
+            (source, update_id, lane, payload, subject),
         )
         return bool(rows)
+
+    async def inbox_amend(
+        self, source: str, update_id: int, lane: str, subject: str, payload: str, amended: str
+    ) -> bool:
+        async with self._db.transaction() as conn:  # the write lock: no claim in between
+            rows = await conn.execute_fetchall(
+                "UPDATE inbox SET payload = :amended WHERE id = ("
+                " SELECT id FROM inbox WHERE source = :source AND lane = :lane"
+                " AND subject = :subject AND done_at IS NULL AND lease_until IS NULL"
+                " ORDER BY update_id DESC LIMIT 1)"
+                " AND NOT EXISTS (SELECT 1 FROM inbox WHERE source = :source"
+                " AND update_id = :update_id) RETURNING id",
+                {
+                    "amended": amended,
+                    "source": source,
+                    "lane": lane,
+                    "subject": subject,
+                    "update_id": update_id,
+                },
+            )
+            if not list(rows):
+                return False
+            await conn.execute(
+                "INSERT INTO inbox (source, update_id, lane, payload, created_at, done_at)"
+                f" VALUES (?, ?, ?, ?, {NOW}, {NOW})",
+                (source, update_id, lane, payload),
+            )
+        return True
 
     async def inbox_claim(
         self, source: str, owner: str, lease_seconds: float, limit: int

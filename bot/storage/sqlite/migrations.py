@@ -494,6 +494,14 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO chat_audit (chat_key, conv_key, actor_id, action, at)
         SELECT chat_key, conv_key, by_user, 'reset', at FROM resets ORDER BY at, conv_key;
     """,
+    # 17: what an inbox update is about (a Telegram message: its id), so an edit that arrives
+    # while the original still waits unclaimed replaces its payload (bot.storage.coordination
+    # Inbox.inbox_amend). NULL: nothing amends it.
+    """
+    ALTER TABLE inbox ADD COLUMN subject TEXT;
+    CREATE INDEX inbox_subjects ON inbox (source, lane, subject)
+        WHERE done_at IS NULL AND subject IS NOT NULL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -177,6 +177,17 @@ class SQLiteTurns(Part):
                 (message.conversation_key, message.conversation_key, max(keep, 0)),
             )
 
+    async def replace_overheard(
+        self, conversation_key: str, platform_message_id: str, text: str
+    ) -> bool:
+        async with self._db.writing() as conn:
+            rows = await conn.execute_fetchall(
+                "UPDATE overheard SET text = ? WHERE conv_key = ? AND platform_message_id = ?"
+                " RETURNING id",
+                (text, conversation_key, platform_message_id),
+            )
+        return bool(list(rows))
+
     async def load_overheard(self, conversation_key: str, since: float) -> list[Overheard]:
         rows = await self._db.reader.execute_fetchall(
             "SELECT id, user_id, user_name, text, created_at FROM overheard"

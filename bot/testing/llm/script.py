@@ -7,6 +7,7 @@ a bot's error handling is exercised exactly as production would exercise it.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import Mapping
@@ -55,7 +56,8 @@ class Script:
     ``delay`` is waited before answering (on top of ``FakeLLM.latency`` for completions);
     ``usage`` overrides counted usage numbers (``prompt_tokens``, ``completion_tokens``,
     ``total_tokens``, ``cached_tokens``) in the answer; other keys are sent as extra fields of
-    the usage object (``{"prompt_cache_hit_tokens": 900}`` answers like DeepSeek).
+    the usage object (``{"prompt_cache_hit_tokens": 900}`` answers like DeepSeek); ``gate``,
+    when given, is waited for before answering (after ``delay``).
     """
 
     text: str | None = None
@@ -64,6 +66,7 @@ class Script:
     hang: bool = False
     delay: float = 0.0
     usage: Mapping[str, int] | None = field(default=None)
+    gate: asyncio.Event | None = None  # answered only once it is set (see ``held``)
 
 
 def reply(text: str, *, delay: float = 0.0, usage: Mapping[str, int] | None = None) -> Script:
@@ -165,6 +168,12 @@ def hang() -> Script:
 def delay(seconds: float, then: Script) -> Script:
     """``then``, answered ``seconds`` later."""
     return dataclasses.replace(then, delay=then.delay + seconds)
+
+
+def held(gate: asyncio.Event, then: Script) -> Script:
+    """``then``, answered once the test sets ``gate``: the model is busy for exactly as long
+    as a test needs (to send more messages meanwhile), with no timing involved."""
+    return dataclasses.replace(then, gate=gate)
 
 
 def _seconds(value: float) -> str:

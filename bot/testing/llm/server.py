@@ -319,12 +319,25 @@ class FakeLLM(ScriptedAnswers, FakeService):
             wait += self.latency  # model time counts from arrival, like a real round trip
         if not await self._pause(record.received_at + wait - time.monotonic()):
             return error_response(SHUTTING_DOWN)
+        if script is not None and script.gate is not None and not await self._gate(script.gate):
+            return error_response(SHUTTING_DOWN)
         if script is not None and script.hang:
             await self._stopping.wait()
             return error_response(SHUTTING_DOWN)
         if script is not None and script.error is not None:
             return error_response(script.error)
         return None
+
+    async def _gate(self, gate: asyncio.Event) -> bool:
+        """Wait until ``gate`` is set; False if the server began stopping first."""
+        opened = asyncio.ensure_future(gate.wait())
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({opened, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            opened.cancel()
+            stopping.cancel()
+        return gate.is_set()
 
     async def _pause(self, seconds: float) -> bool:
         """Sleep without holding anything; False if the server began stopping meanwhile."""

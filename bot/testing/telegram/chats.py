@@ -3,13 +3,22 @@ topics, thread and reply fields, and which messages privacy mode lets the bot se
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 
 from bot.testing.telegram.payloads import quoted
 from bot.testing.telegram.wire import JSONDict
 
-__all__ = ["ChatAction", "ChatState", "bot_sees", "new_message", "topic_message"]
+__all__ = [
+    "ChatAction",
+    "ChatState",
+    "bot_sees",
+    "channel_post",
+    "edited_message",
+    "new_message",
+    "topic_message",
+]
 
 TOPIC_ICON_COLOR = 7_322_096
 
@@ -96,6 +105,34 @@ def new_message(
         target = target or state.topics[thread_id]
     if target is not None:
         message["reply_to_message"] = quoted(target)
+    state.messages[message["message_id"]] = message
+    return message
+
+
+def edited_message(current: JSONDict, field: str, text: str, found: list[JSONDict]) -> JSONDict:
+    """``current`` with its text or caption replaced: same id and date, plus ``edit_date``."""
+    edited = copy.deepcopy(current)
+    entities_key = "caption_entities" if field == "caption" else "entities"
+    edited[field] = text
+    edited.pop(entities_key, None)
+    if found:
+        edited[entities_key] = found
+    edited["edit_date"] = max(int(time.time()), int(current["date"]))
+    return edited
+
+
+def channel_post(state: ChatState, text: str, found: list[JSONDict]) -> JSONDict:
+    """A post in channel ``state``: sent as the channel itself, without ``from``."""
+    message: JSONDict = {
+        "message_id": state.next_id,
+        "sender_chat": dict(state.chat),
+        "chat": dict(state.chat),
+        "date": int(time.time()),
+        "text": text,
+    }
+    state.next_id += 1
+    if found:
+        message["entities"] = found
     state.messages[message["message_id"]] = message
     return message
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import itertools
 from collections import deque
 
@@ -16,6 +17,8 @@ from bot.testing.telegram.chats import (
     ChatAction,
     ChatState,
     bot_sees,
+    channel_post,
+    edited_message,
     new_message,
     topic_message,
 )
@@ -182,6 +185,62 @@ class TelegramState:
             privacy_mode=self.privacy_mode,
         ):
             self.push_update({"message": copy.deepcopy(message)})
+        return message
+
+    def edit(
+        self, message: JSONDict, text: str, *, entities: list[JSONDict] | None = None
+    ) -> JSONDict:
+        """Its author edits a user's ``message`` (a text, or a caption) to ``text``: pushes
+        ``edited_message`` (``edited_channel_post`` in a channel) with ``edit_date``, as
+        Telegram does, and returns the edited Message.
+
+        Delivered when the bot saw the original or sees the new version (an @mention added
+        under privacy mode: the fake's reading, Telegram does not document it).
+        """
+        state = self._known_chat(int(message["chat"]["id"]))
+        current = state.messages.get(int(message["message_id"]))
+        if current is None or (current.get("from") or {}).get("id") == self.bot_id:
+            raise ValueError("only a user's message the fake knows can be edited this way")
+        field = "caption" if "caption" in current else "text"
+        old_text = str(current.get(field, ""))
+        if field not in current or old_text == text:
+            raise ValueError("Telegram only sends an edit that changes a text or a caption")
+        old_entities = list(
+            current.get(f"{field}_entities" if field == "caption" else "entities") or []
+        )
+        found = find_entities(text) if entities is None else normalize_entities(text, entities)
+        edited = edited_message(current, field, text, found)
+        state.messages[int(edited["message_id"])] = edited
+        sees = functools.partial(
+            bot_sees,
+            state,
+            bot_id=self.bot_id,
+            bot_username=self.bot_username,
+            privacy_mode=self.privacy_mode,
+        )
+        if sees(current, old_text, old_entities) or sees(edited, text, found):
+            kind = "edited_channel_post" if state.type == "channel" else "edited_message"
+            self.push_update({kind: copy.deepcopy(edited)})
+        return edited
+
+    def channel(self, id: int, title: str, username: str | None = None) -> JSONDict:
+        """A channel the bot administers (a bot sees a channel's posts only as an admin)."""
+        chat: JSONDict = {"id": id, "title": title}
+        if username:
+            chat["username"] = username
+        chat["type"] = "channel"
+        state = self._register(chat)
+        state.members[self.bot_id] = "administrator"
+        return state.chat
+
+    def post(self, channel: JSONDict, text: str) -> JSONDict:
+        """The channel publishes ``text``: pushes a ``channel_post`` (``sender_chat`` is the
+        channel, no ``from``) and returns its Message."""
+        state = self._known_chat(int(channel["id"]))
+        if state.type != "channel":
+            raise ValueError(f"chat {state.id} is a {state.type}, not a channel")
+        message = channel_post(state, text, find_entities(text))
+        self.push_update({"channel_post": copy.deepcopy(message)})
         return message
 
     def press(self, message: JSONDict, user: JSONDict, data: str) -> JSONDict:
