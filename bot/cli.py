@@ -63,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         "problem, the fix. Exit status 0 when everything needed works (warnings allowed).",
     )
     doctor.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    doctor.add_argument(
+        "--timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long each LLM request may take (default: 5)",
+    )
     history = sub.add_parser("history", help="stored conversations")
     history.set_defaults(history_help=history.format_help)
     history_sub = history.add_subparsers(dest="history_command", metavar="{list,export}")
@@ -133,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "doctor":  # loads the config itself: a broken one is one of its rows
         from bot.doctor.runner import doctor
 
-        return doctor(args.config, as_json=args.json)
+        return doctor(args.config, as_json=args.json, llm_timeout=args.timeout)
     redactor = Redactor()
     try:
         settings = load_settings(args.config)

@@ -92,7 +92,7 @@ def _failure(name: str, endpoint: Endpoint, exc: BaseException, seconds: float) 
     if isinstance(exc, TimeoutError | openai.APITimeoutError):
         return fail(
             name,
-            f"no answer from {where} within {seconds:.0f}s",
+            f"no answer from {where} within {seconds:g}s",
             "check that the server at llm.base_url is up and reachable from here",
         )
     if isinstance(exc, openai.AuthenticationError):

@@ -19,7 +19,7 @@ from bot.config import Settings, load_settings, resolve_path, secret_values
 from bot.config_report import config_report
 from bot.doctor import Check, exit_code, fail, passed, warn
 from bot.doctor.database import check_database
-from bot.doctor.llm import check_llm
+from bot.doctor.llm import TIMEOUT, check_llm
 from bot.doctor.report import json_lines, table
 from bot.errors import ConfigError
 from bot.guardrails.redact import Redactor, configure_logging
@@ -31,31 +31,41 @@ log = logging.getLogger(__name__)
 _CONFIG_FIX = "correct the config (`python -m bot check-config` prints what it read)"
 
 
-def doctor(config: str | None, *, as_json: bool = False, out: TextIO | None = None) -> int:
+def doctor(
+    config: str | None,
+    *,
+    as_json: bool = False,
+    llm_timeout: float = TIMEOUT,
+    out: TextIO | None = None,
+) -> int:
     """``python -m bot doctor``: print the table (or JSON lines); 0 when all that is needed
     works, 1 otherwise."""
     redactor = Redactor()
     configure_logging("WARNING", redactor)  # libraries' warnings, masked like the rows
-    checks = asyncio.run(run_doctor(config, redactor))
+    checks = asyncio.run(run_doctor(config, redactor, llm_timeout=llm_timeout))
     write = json_lines if as_json else table
     (out or sys.stdout).write(write(checks, redactor))
     return exit_code(checks)
 
 
-async def run_doctor(config: str | None, redactor: Redactor) -> list[Check]:
+async def run_doctor(
+    config: str | None, redactor: Redactor, *, llm_timeout: float = TIMEOUT
+) -> list[Check]:
     """Every row; the config's secrets are added to ``redactor`` as soon as it loads."""
     try:
         settings = load_settings(config)
     except ConfigError as exc:
         return [fail("config", str(exc), _CONFIG_FIX)]
     redactor.add(secret_values(settings))
-    return await diagnose(settings, resolve_path(config))
+    return await diagnose(settings, resolve_path(config), llm_timeout=llm_timeout)
 
 
-async def diagnose(settings: Settings, path: Path | None = None) -> list[Check]:
+async def diagnose(
+    settings: Settings, path: Path | None = None, *, llm_timeout: float = TIMEOUT
+) -> list[Check]:
     rows = _config(settings, path)
     rows.append(await check_database(settings))
-    rows += await check_llm(settings)
+    rows += await check_llm(settings, llm_timeout)
     for platform in settings.enabled_platforms():
         rows += await _platform(platform, settings)
     return rows
