@@ -197,8 +197,7 @@ async def test_no_secret_reaches_the_output_even_in_error_messages(
     token = "123456:AAH-doctor-test-token-Zx9y8w7v6u5t"  # not the fake's: it answers 401
     write_config(
         tmp_path,
-        f"telegram:\n  enabled: true\n  api_server: {fake_telegram.api_server}\n"
-        f"  token: {token}\n",
+        f"telegram:\n  enabled: true\n  api_server: {fake_telegram.api_server}\n  token: {token}\n",
     )
     env = env_for(tmp_path, OPENAI_BASE_URL=fake_llm.base_url, OPENAI_API_KEY=SECRET)
     code, out, err = await run_cli("doctor", "--timeout", str(WAIT), env=env)  # greps for SECRET
