@@ -30,13 +30,14 @@ from bot.doctor.targets import named_ids
 __all__ = ["configured_guilds", "diagnose", "guild_permissions", "platform_checks"]
 
 # (permission flag, what it is for, needed): a missing needed one fails the row.
+# Named as the server settings name them.
 REQUIRED: tuple[tuple[str, str, bool], ...] = (
-    ("view_channel", "read messages", True),
-    ("send_messages", "send", True),
-    ("send_messages_in_threads", "send in threads", False),
-    ("read_message_history", "see replied-to messages", False),
-    ("embed_links", "embed links", True),
-    ("use_application_commands", "use application commands", True),
+    ("view_channel", "View Channels", True),
+    ("send_messages", "Send Messages", True),
+    ("send_messages_in_threads", "Send Messages in Threads", False),
+    ("read_message_history", "Read Message History", False),
+    ("embed_links", "Embed Links", True),
+    ("use_application_commands", "Use Application Commands", True),
 )
 _ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
 _INTENTS_FIX = (
@@ -125,7 +126,7 @@ async def _guild(http: HTTPClient, bot_id: int, guild_id: int) -> Check:
     title = f"{guild.get('name')!r}: " if guild.get("name") else ""
     missing = [(what, needed) for flag, what, needed in REQUIRED if not getattr(permissions, flag)]
     if not missing:
-        return passed(name, f"{title}read, send, embed links, application commands: all granted")
+        return passed(name, f"{title}every permission it uses is granted")
     listed = ", ".join(what for what, _ in missing)
     fix = (
         f"give the bot's role these permissions in the server settings ({listed}), or "

@@ -31,8 +31,8 @@ __all__ = ["configured_chats", "diagnose", "platform_checks"]
 TIMEOUT = 10  # seconds for each Bot API call
 RECENT_ERROR = 3600.0  # a webhook error younger than this fails the row; older ones warn
 PRIVACY_FIX = (
-    "BotFather: /setprivacy -> choose the bot -> Disable, then remove and re-add the bot to each "
-    "group (or make it an admin of the groups it should read)"
+    "BotFather: /setprivacy -> the bot -> Disable, then remove and re-add the bot to each group; "
+    "or make it an admin where it should read everything"
 )
 _ERRORS = (AiogramError, aiohttp.ClientError, OSError, TimeoutError)
 
@@ -89,19 +89,20 @@ async def platform_checks(
 def _privacy(me: User, config: TelegramSettings) -> Check:
     if me.can_read_all_group_messages:
         return passed("telegram privacy mode", "off: the bot sees every message in its groups")
-    wants = (
-        "keyword triggers and group context need"
-        if config.group_trigger.keywords
-        else (
-            "keeping group chatter as context needs"
-            if config.group_trigger.keep_context
-            else "nothing configured needs"
+    trigger = config.group_trigger
+    wanted = [
+        what
+        for what, on in (
+            ("keyword triggers", bool(trigger.keywords)),
+            ("group context (keep_context)", trigger.keep_context),
         )
-    )
+        if on
+    ]
+    needs = f"; {' and '.join(wanted)} need every message" if wanted else ""
     return warn(
         "telegram privacy mode",
         "on: in groups where it is not an admin the bot sees only commands, @mentions and "
-        f"replies to it ({wants} more)",
+        f"replies to it{needs}",
         PRIVACY_FIX,
     )
 
@@ -135,7 +136,8 @@ async def _chat(bot: Bot, me: User, config: TelegramSettings, chat_id: int) -> C
         name,
         f"{title}the bot is not an admin and privacy mode is on: it sees only commands, "
         f"@mentions and replies here, but its trigger wants every message ({needs})",
-        f"make @{me.username} an admin of this chat, or turn privacy mode off ({PRIVACY_FIX})",
+        f"make @{me.username} an admin of this chat, or turn privacy mode off (see the privacy "
+        "mode row)",
     )
 
 

@@ -4,6 +4,7 @@ that is needed works. Real clients (openai, aiogram, discord.py) against the tes
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ async def test_a_healthy_setup_passes_every_row(
         (f"discord server {GUILD}", "ok"),
     ]
     assert exit_code(rows) == 0
-    assert "schema v" in row(rows, "database").detail
+    assert re.search(r"opens and takes writes, schema (\w+ )?v\d+", row(rows, "database").detail)
     assert "@parlour_bot" in row(rows, "telegram token").detail
     [ping] = fake_llm.chat_requests
     assert ping.json["max_tokens"] == 1  # one tiny completion
@@ -206,3 +207,14 @@ async def test_no_secret_reaches_the_output_even_in_error_messages(
     assert "the bot token was rejected by Telegram" in out
     assert token not in out + err and token.split(":")[1] not in out + err
     assert any(c.method == "getMe" and not c.ok for c in fake_telegram.calls)
+
+
+async def test_a_database_server_that_does_not_answer_fails(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    url = "postgresql://parlour:pw-not-shown@127.0.0.1:9/parlour"  # nothing listens there
+    rows = await diagnose(make_settings(fake_llm, tmp_path, storage={"url": url}), llm_timeout=WAIT)
+    database = row(rows, "database")
+    assert database.status == "FAIL"
+    assert database.detail.startswith("postgresql://parlour:***@127.0.0.1:9/parlour: cannot open")
+    assert "pw-not-shown" not in database.detail

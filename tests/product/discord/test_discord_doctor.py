@@ -65,7 +65,7 @@ async def test_a_healthy_bot_passes(
     assert side.status == "warn"  # threads and history are nice to have
     assert (
         side.detail
-        == "'Side project': missing permissions: send in threads, see replied-to messages"
+        == "'Side project': missing permissions: Send Messages in Threads, Read Message History"
     )
     assert exit_code(list(rows.values())) == 0
     routes = [r.route for r in dc.requests]
@@ -110,8 +110,8 @@ async def test_missing_server_permissions_fail_with_an_invite_link(
     server = rows[f"discord server {GUILD}"]
     assert server.status == "FAIL"
     assert server.detail == (
-        "'Parlour HQ': missing permissions: send in threads, see replied-to messages, "
-        "embed links, use application commands"
+        "'Parlour HQ': missing permissions: Send Messages in Threads, Read Message History, "
+        "Embed Links, Use Application Commands"
     )
     assert f"client_id={dc.application_id}&scope=bot+applications.commands" in server.fix
     missing = rows[f"discord server {OTHER}"]  # never joined
@@ -154,4 +154,4 @@ async def test_run_logs_the_same_problems_at_warning_on_start(
     ]
     assert sum(m.startswith("discord: discord intents: message content off") for m in warnings) == 1
     [server] = [m for m in warnings if m.startswith(f"discord: discord server {GUILD}:")]
-    assert "missing permissions: send," in server and "(fix: give the bot's role" in server
+    assert "missing permissions: Send Messages," in server and "(fix: give the bot's role" in server

@@ -90,7 +90,9 @@ async def test_privacy_mode_on_is_a_warning_with_the_botfather_fix(
     privacy = rows["telegram privacy mode"]
     assert privacy.status == "warn"
     assert "sees only commands, @mentions and replies" in privacy.detail
-    assert "keyword triggers" in privacy.detail
+    assert privacy.detail.endswith(
+        "; keyword triggers and group context (keep_context) need every message"
+    )
     assert privacy.fix.startswith("BotFather: /setprivacy")
 
     fake_telegram.privacy_mode = False
