@@ -98,7 +98,8 @@ def _privacy(me: User, config: TelegramSettings) -> Check:
         )
         if on
     ]
-    needs = f"; {' and '.join(wanted)} need every message" if wanted else ""
+    verb = "needs" if len(wanted) == 1 else "need"
+    needs = f"; {' and '.join(wanted)} {verb} every message" if wanted else ""
     return warn(
         "telegram privacy mode",
         "on: in groups where it is not an admin the bot sees only commands, @mentions and "
