@@ -5,7 +5,9 @@ Lifecycle: ``run`` points discord.py at ``discord.api_base`` / ``discord.gateway
 /gateway/bot`` and runs the shards ``sharding.py`` plans (one plain client, or an
 ``AutoShardedClient`` for this process's ``discord.shard_ids``). Slash commands are synced in
 ``setup_hook`` by the process running shard 0 only, per guild (instant) when
-``discord.guild_ids`` is set, else globally. If Discord refuses the privileged message-content
+``discord.guild_ids`` is set, else globally; before that, what ``doctor`` would flag (the
+Message Content intent, permissions in the configured servers: :mod:`adapters.discord.doctor`)
+is logged at WARNING, once. If Discord refuses the privileged message-content
 intent, the adapter says what still works and reconnects without it. ``stop`` stops taking
 events, lets in-flight replies finish, then closes the client.
 

@@ -7,8 +7,9 @@ All through discord.py's own REST client (its rate limits and errors):
   Content is needed when the bot reads ordinary messages (``mention_trigger``, ``keep_context``);
 * in each configured server (``discord.guild_ids``, ``discord:guild:ID`` in ``access.allow`` or
   ``chats:`` presets): the bot is in it, and its server-wide permissions - from the @everyone
-  role and the bot member's roles, as Discord computes them - let it read, send, embed links
-  and use application commands. (A channel's overwrites can still deny them there.)
+  role and the bot member's roles, as Discord computes them - let it read, send (and reply),
+  send in threads, embed links and use application commands. (A channel's overwrites can
+  still deny them there.)
 """
 
 from __future__ import annotations
@@ -30,14 +31,15 @@ from bot.doctor.targets import named_ids
 __all__ = ["configured_guilds", "diagnose", "guild_permissions", "platform_checks"]
 
 # (permission flag, what it is for, needed): a missing needed one fails the row.
-# Named as the server settings name them.
+# Named as the server settings name them. Needed: to see a channel, post, and reply to a
+# message (Discord wants Read Message History for a message_reference). The rest degrade.
 REQUIRED: tuple[tuple[str, str, bool], ...] = (
     ("view_channel", "View Channels", True),
     ("send_messages", "Send Messages", True),
+    ("read_message_history", "Read Message History", True),
     ("send_messages_in_threads", "Send Messages in Threads", False),
-    ("read_message_history", "Read Message History", False),
-    ("embed_links", "Embed Links", True),
-    ("use_application_commands", "Use Application Commands", True),
+    ("embed_links", "Embed Links", False),
+    ("use_application_commands", "Use Application Commands", False),
 )
 _ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
 _INTENTS_FIX = (

@@ -1,8 +1,9 @@
 """The Telegram adapter: aiogram 3 in, ChatService in the middle, formatted replies out.
 
-Lifecycle: ``run`` checks the token with ``getMe``, says what privacy mode lets the bot see,
-registers the command menus, then long-polls (after ``deleteWebhook``, holding the one poller's
-lease) or serves a webhook until ``stop``. Our entry point owns signals
+Lifecycle: ``run`` checks the token with ``getMe``, logs what ``doctor`` would flag (privacy
+mode, admin rights in the configured groups, webhook errors: :mod:`adapters.telegram.doctor`)
+at WARNING, registers the command menus, then long-polls (after ``deleteWebhook``, holding
+the one poller's lease) or serves a webhook until ``stop``. Our entry point owns signals
 (``handle_signals=False``); on ``stop`` no new updates are taken and the replies already being
 written finish before ``run`` returns. An update that aiogram cannot parse is logged and
 skipped, in both modes (:mod:`adapters.telegram.updates`).

@@ -48,7 +48,7 @@ async def test_a_healthy_bot_passes(
     dc = fake_discord
     world(dc)
     other = dc.guild(OTHER, "Side project", everyone_permissions=Perm.VIEW_CHANNEL)
-    helper = dc.role(other, 201, "Parlour", Perm.SEND_MESSAGES | Perm.EMBED_LINKS)
+    helper = dc.role(other, 201, "Parlour", Perm.SEND_MESSAGES | Perm.READ_MESSAGE_HISTORY)
     dc.role(other, 202, "Commands", Perm.USE_APPLICATION_COMMANDS)
     dc.member(other, dc.bot_user, roles=[int(helper["id"]), 202])  # granted by its roles
     rows = await rows_for(fake_llm, dc, tmp_path)
@@ -62,10 +62,9 @@ async def test_a_healthy_bot_passes(
     assert rows["discord intents"].detail == "message content on, server members on (not used)"
     assert rows[f"discord server {GUILD}"].ok
     side = rows[f"discord server {OTHER}"]
-    assert side.status == "warn"  # threads and history are nice to have
+    assert side.status == "warn"  # threads and link previews are nice to have
     assert (
-        side.detail
-        == "'Side project': missing permissions: Send Messages in Threads, Read Message History"
+        side.detail == "'Side project': missing permissions: Send Messages in Threads, Embed Links"
     )
     assert exit_code(list(rows.values())) == 0
     routes = [r.route for r in dc.requests]
@@ -110,7 +109,7 @@ async def test_missing_server_permissions_fail_with_an_invite_link(
     server = rows[f"discord server {GUILD}"]
     assert server.status == "FAIL"
     assert server.detail == (
-        "'Parlour HQ': missing permissions: Send Messages in Threads, Read Message History, "
+        "'Parlour HQ': missing permissions: Read Message History, Send Messages in Threads, "
         "Embed Links, Use Application Commands"
     )
     assert f"client_id={dc.application_id}&scope=bot+applications.commands" in server.fix
