@@ -1,8 +1,10 @@
 """The adapter seam and how the entry point finds adapters by name.
 
 An adapter module (``adapters.console``, ``adapters.telegram`` ...) exposes
-``create_adapter(app) -> Adapter``. The core never imports one directly: the module path comes
-from the ``adapters:`` map in config, so ``bot`` stays free of platform code.
+``create_adapter(app) -> Adapter``, and optionally ``check_settings(settings)`` and
+``diagnose(settings)`` (its platform's rows for ``python -m bot doctor``). The core never
+imports one directly: the module path comes from the ``adapters:`` map in config, so ``bot``
+stays free of platform code.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from bot.errors import ConfigError
 if TYPE_CHECKING:
     from bot.app import App
     from bot.config import Settings
+    from bot.doctor import Diagnose
 
 
 class Adapter(Protocol):
@@ -55,6 +58,12 @@ def load_adapter(name: str, modules: dict[str, str]) -> AdapterFactory:
     if not callable(factory):
         raise ConfigError(f"adapters.{name}: {module.__name__} has no create_adapter(app)")
     return cast(AdapterFactory, factory)
+
+
+def load_diagnose(name: str, modules: dict[str, str]) -> Diagnose | None:
+    """The adapter's ``diagnose(settings)`` for ``doctor``, or None when it has none."""
+    diagnose = getattr(_module(name, modules), "diagnose", None)
+    return cast("Diagnose", diagnose) if callable(diagnose) else None
 
 
 def _module(name: str, modules: dict[str, str]) -> ModuleType:

@@ -1,4 +1,6 @@
-"""Command line: ``python -m bot [--config FILE] {chat,run,check-config,history,usage,storage}``.
+"""Command line: ``python -m bot [--config FILE] COMMAND``.
+
+Commands: chat, run, check-config, doctor, history, usage, storage.
 
 With no command it runs the platform adapters enabled in config, or the console chat when none
 is. This is the only place that configures logging and installs signal handlers. While you chat
@@ -55,6 +57,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("chat", help="chat in this terminal")
     sub.add_parser("run", help="run the platform adapters enabled in config")
     sub.add_parser("check-config", help="validate the config and print it, secrets masked")
+    doctor = sub.add_parser(
+        "doctor",
+        help="check config, database, LLM and platforms; a fix for each failure",
+        description="One row per check (ok / FAIL / warn) with what was found and, for each "
+        "problem, the fix. Exit status 0 when everything needed works (warnings allowed).",
+    )
+    doctor.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    doctor.add_argument(
+        "--timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long each LLM request may take (default: 5)",
+    )
     add_history_parser(sub)
     usage = sub.add_parser("usage", help="tokens per chat and per user per day (UTC)")
     usage.add_argument("--days", type=int, default=7, help="how many days back (default: 7)")
@@ -116,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "storage":
         return _storage(args)
     _search_working_directory()
+    if args.command == "doctor":  # loads the config itself: a broken one is one of its rows
+        from bot.doctor.runner import doctor
+
+        return doctor(args.config, as_json=args.json, llm_timeout=args.timeout)
     redactor = Redactor()
     try:
         settings = load_settings(args.config)

@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from adapters.discord.settings import DiscordSettings
     from bot.app import App
     from bot.config import Settings
+    from bot.doctor import Check
 
-__all__ = ["check_settings", "create_adapter"]
+__all__ = ["check_settings", "create_adapter", "diagnose"]
 
 
 def check_settings(settings: Settings) -> DiscordSettings:
@@ -28,3 +29,10 @@ def create_adapter(app: App) -> DiscordAdapter:
     from adapters.discord.adapter import DiscordAdapter
 
     return DiscordAdapter(app)
+
+
+async def diagnose(settings: Settings) -> list[Check]:
+    """``python -m bot doctor``'s Discord rows (see :mod:`adapters.discord.doctor`)."""
+    from adapters.discord.doctor import diagnose
+
+    return await diagnose(settings)

@@ -5,7 +5,9 @@ Lifecycle: ``run`` points discord.py at ``discord.api_base`` / ``discord.gateway
 /gateway/bot`` and runs the shards ``sharding.py`` plans (one plain client, or an
 ``AutoShardedClient`` for this process's ``discord.shard_ids``). Slash commands are synced in
 ``setup_hook`` by the process running shard 0 only, per guild (instant) when
-``discord.guild_ids`` is set, else globally. If Discord refuses the privileged message-content
+``discord.guild_ids`` is set, else globally; before that, what ``doctor`` would flag (the
+Message Content intent, permissions in the configured servers: :mod:`adapters.discord.doctor`)
+is logged at WARNING, once. If Discord refuses the privileged message-content
 intent, the adapter says what still works and reconnects without it. ``stop`` stops taking
 events, lets in-flight replies finish, then closes the client.
 
@@ -27,6 +29,7 @@ from discord import app_commands
 
 from adapters.discord.client import make_client
 from adapters.discord.commands import build_tree
+from adapters.discord.doctor import configured_guilds, platform_checks
 from adapters.discord.endpoints import use_endpoints
 from adapters.discord.normalise import Incoming, context_for, decide, is_chat_admin, normalise
 from adapters.discord.output import (
@@ -58,6 +61,7 @@ from bot.llm.client import TextDelta
 
 log = logging.getLogger(__name__)
 
+_DIAGNOSE_WAIT = 30.0  # seconds the start-up diagnostics may take before the bot goes on
 ROLLOVER = 1900  # leave room for the cursor and fence repairs before Discord's 2000
 _CHAT_MESSAGES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _PREVIEW_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
@@ -91,6 +95,7 @@ class DiscordAdapter:
         self.tree: app_commands.CommandTree[discord.Client] | None = None
         self._stopping = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
+        self._diagnosed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -186,12 +191,30 @@ class DiscordAdapter:
             self.message_content,
             self.config.api_base,
         )
+        if user is not None and not self._diagnosed:  # once, not again after a reconnect
+            self._diagnosed = True
+            await self._diagnose(user.id)
         if not self.plan.syncs_commands:
             return
         if not self.config.guild_ids:
             await self._sync(None)
         for guild_id in self.config.guild_ids:  # one server refusing must not stop the others
             await self._sync(guild_id)
+
+    async def _diagnose(self, bot_id: int) -> None:
+        """What ``doctor`` would flag (intents, permissions in the configured servers), logged
+        at WARNING. Never stops the start."""
+        assert self.client is not None
+        guilds = configured_guilds(self.app.settings)
+        try:
+            async with asyncio.timeout(_DIAGNOSE_WAIT):
+                rows = await platform_checks(self.client.http, bot_id, self.config, guilds)
+        except Exception:
+            log.warning("discord: start-up diagnostics failed", exc_info=True)
+            return
+        for row in rows:
+            if not row.ok:
+                log.warning("discord: %s: %s (fix: %s)", row.name, row.detail, row.fix)
 
     async def _sync(self, guild_id: int | None) -> None:
         assert self.tree is not None

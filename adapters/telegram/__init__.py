@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from adapters.telegram.settings import TelegramSettings
     from bot.app import App
     from bot.config import Settings
+    from bot.doctor import Check
 
-__all__ = ["check_settings", "create_adapter"]
+__all__ = ["check_settings", "create_adapter", "diagnose"]
 
 
 def check_settings(settings: Settings) -> TelegramSettings:
@@ -28,3 +29,10 @@ def create_adapter(app: App) -> TelegramAdapter:
     from adapters.telegram.adapter import TelegramAdapter
 
     return TelegramAdapter(app)
+
+
+async def diagnose(settings: Settings) -> list[Check]:
+    """``python -m bot doctor``'s Telegram rows (see :mod:`adapters.telegram.doctor`)."""
+    from adapters.telegram.doctor import diagnose
+
+    return await diagnose(settings)

@@ -1,8 +1,9 @@
 """The Telegram adapter: aiogram 3 in, ChatService in the middle, formatted replies out.
 
-Lifecycle: ``run`` checks the token with ``getMe``, says what privacy mode lets the bot see,
-registers the command menus, then long-polls (after ``deleteWebhook``, holding the one poller's
-lease) or serves a webhook until ``stop``. Our entry point owns signals
+Lifecycle: ``run`` checks the token with ``getMe``, logs what ``doctor`` would flag (privacy
+mode, admin rights in the configured groups, webhook errors: :mod:`adapters.telegram.doctor`)
+at WARNING, registers the command menus, then long-polls (after ``deleteWebhook``, holding
+the one poller's lease) or serves a webhook until ``stop``. Our entry point owns signals
 (``handle_signals=False``); on ``stop`` no new updates are taken and the replies already being
 written finish before ``run`` returns. An update that aiogram cannot parse is logged and
 skipped, in both modes (:mod:`adapters.telegram.updates`).
@@ -43,6 +44,7 @@ from aiogram.types import Message, Update, User
 from adapters.telegram.admins import AdminCache
 from adapters.telegram.barrier import ChatBarriers
 from adapters.telegram.commands import TelegramCommands
+from adapters.telegram.doctor import configured_chats, platform_checks
 from adapters.telegram.edits import (
     ALLOWED_UPDATES,
     EditRouting,
@@ -78,6 +80,7 @@ _PRIVACY_NOTE = (
     "BotFather's /setprivacy (then re-add me to the group), or make me a group admin."
 )
 _STARTUP_RETRY_MAX = 30.0
+_DIAGNOSE_WAIT = 30.0  # seconds the start-up diagnostics may take before the bot starts anyway
 
 
 class TelegramAdapter:
@@ -175,7 +178,7 @@ class TelegramAdapter:
                 if self._stopped.is_set():
                     return False
                 delay = min(delay * 2, _STARTUP_RETRY_MAX)
-        self._diagnose(self.me)
+        await self._diagnose(self.me)
         commands = self.app.commands
         if not commands.knows(ASK.name) and ASK.name not in {i.name for i in commands.infos}:
             commands.register(ASK)
@@ -186,7 +189,9 @@ class TelegramAdapter:
             await recover(self.bot, self.deliveries, self.config.delivery_deadline)
         return True
 
-    def _diagnose(self, me: User) -> None:
+    async def _diagnose(self, me: User) -> None:
+        """Who we are at INFO; what ``doctor`` would flag (privacy mode, admin rights in the
+        configured chats, webhook errors) at WARNING. Never stops the start."""
         log.info(
             "telegram bot @%s id=%s mode=%s api_server=%s",
             me.username,
@@ -194,10 +199,16 @@ class TelegramAdapter:
             self.config.mode,
             self.config.api_server,
         )
-        if self.privacy_mode:
-            log.info("telegram: %s", _PRIVACY_NOTE)
-            if self.config.group_trigger.keywords:
-                log.warning("telegram: keyword triggers need privacy mode off to see messages")
+        try:
+            chats = configured_chats(self.app.settings)
+            async with asyncio.timeout(_DIAGNOSE_WAIT):
+                rows = await platform_checks(self.bot, me, self.config, chats)
+        except Exception:
+            log.warning("telegram: start-up diagnostics failed", exc_info=True)
+            return
+        for row in rows:
+            if not row.ok:
+                log.warning("telegram: %s: %s (fix: %s)", row.name, row.detail, row.fix)
 
     @property
     def privacy_mode(self) -> bool:

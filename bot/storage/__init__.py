@@ -107,6 +107,7 @@ class Storage(
     ``replicas`` is True for a backend meant to be shared by several processes (PostgreSQL):
     the app then keeps limits and locks in the database (:mod:`bot.storage.coordination`)
     rather than in process memory. ``url`` is the database, fit for logs (no password).
+    ``schema_version`` says which migrations the open database has had.
     """
 
     @property
@@ -118,6 +119,11 @@ class Storage(
     async def open(self) -> None: ...
 
     async def close(self) -> None: ...
+
+    async def schema_version(self) -> str:
+        """Where the open database's schema stands, for an operator (``doctor``): ``v21`` for
+        SQLite, ``core v5, memories v3`` for PostgreSQL's components. The same after a reopen."""
+        ...
 
     async def __aenter__(self) -> Storage: ...
 

@@ -61,6 +61,13 @@ class PostgresStore(
         """The database, password masked."""
         return self._db.shown
 
+    async def schema_version(self) -> str:
+        async with self._db.acquire() as conn:
+            rows = await conn.fetch("SELECT component, version FROM parlour_schema")
+        versions = {str(row["component"]): int(row["version"]) for row in rows}
+        order = [name for name, _ in components_of(type(self))]  # core first, as migrated
+        return ", ".join(f"{name} v{versions[name]}" for name in order if name in versions)
+
     async def __aenter__(self) -> PostgresStore:
         await self.open()
         return self

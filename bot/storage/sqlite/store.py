@@ -57,6 +57,10 @@ class SQLiteStore(
     def url(self) -> str:
         return sqlite_url(self._db.path)
 
+    async def schema_version(self) -> str:
+        rows = await self._db.reader.execute_fetchall("PRAGMA user_version")
+        return f"v{int(next(iter(rows))[0])}"
+
     async def __aenter__(self) -> SQLiteStore:
         await self.open()
         return self

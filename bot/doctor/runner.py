@@ -1,0 +1,99 @@
+"""Run every doctor check in order: config, database, LLM endpoints, each enabled platform.
+
+A config that does not load is itself the first row (its message, no traceback), and nothing
+else can be checked. A platform's rows come from its adapter's ``diagnose(settings)``; an
+adapter without one gets a row saying so, and a check that itself crashes becomes a FAIL row
+rather than ending the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from bot.adapter import check_adapter_settings, load_diagnose
+from bot.config import Settings, load_settings, resolve_path, secret_values
+from bot.config_report import config_report
+from bot.doctor import Check, exit_code, fail, passed, warn
+from bot.doctor.database import check_database
+from bot.doctor.llm import TIMEOUT, check_llm
+from bot.doctor.report import json_lines, table
+from bot.errors import ConfigError
+from bot.guardrails.redact import Redactor, configure_logging
+
+__all__ = ["diagnose", "doctor", "run_doctor"]
+
+log = logging.getLogger(__name__)
+
+_CONFIG_FIX = "correct the config (`python -m bot check-config` prints what it read)"
+
+
+def doctor(
+    config: str | None,
+    *,
+    as_json: bool = False,
+    llm_timeout: float = TIMEOUT,
+    out: TextIO | None = None,
+) -> int:
+    """``python -m bot doctor``: print the table (or JSON lines); 0 when all that is needed
+    works, 1 otherwise."""
+    redactor = Redactor()
+    configure_logging("WARNING", redactor)  # libraries' warnings, masked like the rows
+    checks = asyncio.run(run_doctor(config, redactor, llm_timeout=llm_timeout))
+    write = json_lines if as_json else table
+    (out or sys.stdout).write(write(checks, redactor))
+    return exit_code(checks)
+
+
+async def run_doctor(
+    config: str | None, redactor: Redactor, *, llm_timeout: float = TIMEOUT
+) -> list[Check]:
+    """Every row; the config's secrets are added to ``redactor`` as soon as it loads."""
+    try:
+        settings = load_settings(config)
+    except ConfigError as exc:
+        return [fail("config", str(exc), _CONFIG_FIX)]
+    redactor.add(secret_values(settings))
+    return await diagnose(settings, resolve_path(config), llm_timeout=llm_timeout)
+
+
+async def diagnose(
+    settings: Settings, path: Path | None = None, *, llm_timeout: float = TIMEOUT
+) -> list[Check]:
+    rows = _config(settings, path)
+    rows.append(await check_database(settings))
+    rows += await check_llm(settings, llm_timeout)
+    for platform in settings.enabled_platforms():
+        rows += await _platform(platform, settings)
+    return rows
+
+
+def _config(settings: Settings, path: Path | None) -> list[Check]:
+    report = config_report(settings)
+    source = str(path) if path is not None else "no config file (defaults and environment)"
+    if report.errors:
+        rows = [fail("config", error, _CONFIG_FIX) for error in report.errors]
+    else:
+        platforms = ", ".join(settings.enabled_platforms()) or "none (console chat only)"
+        rows = [passed("config", f"{source}: valid; platforms: {platforms}")]
+    rows += [warn("config", warning, _CONFIG_FIX) for warning in report.warnings]
+    return rows
+
+
+async def _platform(platform: str, settings: Settings) -> list[Check]:
+    try:
+        check_adapter_settings(platform, settings)
+    except ConfigError:
+        return []  # its section does not validate (or its module is missing): a config row
+    diagnose_platform = load_diagnose(platform, settings.adapters)
+    if diagnose_platform is None:
+        module = settings.adapters.get(platform, "?")
+        return [warn(platform, f"{module} has no diagnose(settings): not checked", "")]
+    try:
+        return await diagnose_platform(settings)
+    except Exception as exc:  # a diagnosis must not end with a traceback
+        log.debug("doctor: %s checks failed", platform, exc_info=True)
+        return [fail(platform, f"the checks themselves failed: {type(exc).__name__}: {exc}", "")]
