@@ -63,11 +63,12 @@ class ChatPreset(Section):
 
 
 def unknown_plugins(presets: tuple[ChatPreset, ...], configured: set[str]) -> list[str]:
-    """One problem line per preset plugin that ``plugins:`` does not load."""
-    known = ", ".join(sorted(configured)) or "none"
+    """One problem line per preset plugin that ``plugins:`` does not load. The line names the
+    entry's position, not its value: config errors never echo what was given."""
     return [
-        f"chats.{index}.plugins: {name} is not in plugins: (configured: {known})"
+        f"chats.{index}.plugins.{position} is not a module in plugins: (add it there, or drop"
+        " it from the preset)"
         for index, preset in enumerate(presets)
-        for name in preset.plugins or ()
+        for position, name in enumerate(preset.plugins or ())
         if name not in configured
     ]
