@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from bot.config import settings_from_mapping
+from bot.context import ChatContext, ChatType
+from bot.conversation.presets import ChatPresets, PersonaSource
 from bot.errors import ConfigError
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import AppFactory, group, private
@@ -279,3 +281,38 @@ async def test_in_user_scope_each_member_resets_only_their_own(
         await app.service.chat(ADMIN, "alice again")
         assert users_of(fake_llm) == ["alice's secret", "alice again"]
         assert (await app.commands.handle(private("8", "Bob"), "reset")).ok  # private: own
+
+
+# -- which preset a chat gets (pure: the subjects of access.allow) -------------------------------
+
+TABLE: dict[str, Any] = {
+    "chats": [
+        {"match": "discord:guild:42", "system_prompt": "server"},
+        {"match": "discord:456", "system_prompt": "channel and its threads"},
+        {"match": ["telegram:user:7"], "system_prompt": "one person"},
+        {"match": "*:private", "system_prompt": "private anywhere"},
+        {"match": "telegram:group", "system_prompt": "every telegram group"},
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("ctx", "expected"),
+    [
+        (ChatContext("discord", "1", ChatType.GROUP, "8", extra=(("guild", "42"),)), "server"),
+        (
+            ChatContext("discord", "9", ChatType.GROUP, "8", extra=(("parent", "456"),)),
+            "channel and its threads",
+        ),
+        (ChatContext("discord", "3", ChatType.PRIVATE, "8"), "private anywhere"),
+        (group(user="7"), "one person"),  # the earlier entry wins over "every telegram group"
+        (group(user="8"), "every telegram group"),
+        (ChatContext("discord", "5", ChatType.GROUP, "8"), None),
+    ],
+)
+def test_the_first_matching_preset_applies(ctx: ChatContext, expected: str | None) -> None:
+    settings = settings_from_mapping({"plugins": [], **TABLE})
+    preset = ChatPresets(settings).match(ctx)
+    assert (preset.system_prompt if preset else None) == expected
+    persona = ChatPresets(settings).persona(ctx, None)
+    assert persona.source is (PersonaSource.PRESET if expected else PersonaSource.DEFAULT)
