@@ -82,3 +82,24 @@ async def test_persona_is_in_the_admin_and_private_menus_only(
     assert "persona" in menus["all_chat_administrators"]
     assert "persona" in menus["all_private_chats"]
     assert "persona" not in menus["all_group_chats"]
+
+
+async def test_the_persona_follows_a_group_that_becomes_a_supergroup(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    tg = fake_telegram
+    alice = tg.user(7, "Alice")
+    small = tg.group(-5, "Small group")
+    tg.set_member(small["id"], alice["id"], "creator")
+    async with running_bot(make_app, tg, telegram={"stream": False}):
+        tg.send(small, alice, f"/persona {PIRATE}")
+        await replies(tg, small["id"])
+        supergroup = tg.migrate(small, -1005)
+        tg.send(supergroup, alice, "@parlour_bot ahoy?")
+        await replies(tg, supergroup["id"])
+        assert system_of(fake_llm) == PIRATE
+    async with running_bot(make_app, tg, telegram={"stream": False}):  # and after a restart
+        tg.send(supergroup, alice, "@parlour_bot still a pirate?")
+        await replies(tg, supergroup["id"], count=2)
+    assert system_of(fake_llm) == PIRATE
+    assert len(fake_llm.chat_requests) == 2
