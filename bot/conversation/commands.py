@@ -249,13 +249,13 @@ class Commands:
         return CommandResult(f"History is now shared per {scope.value}.")
 
     async def _persona(self, ctx: ChatContext, args: str) -> CommandResult:
+        if not ctx.is_private and not self.is_admin(ctx):  # the operator's prompt stays theirs
+            return CommandResult(
+                "Only this chat's admins can see or change its persona.", ok=False, private=True
+            )
         current = self.service.persona(ctx)
         if not args:
             return CommandResult(_shown(current.text, current.source, ctx.is_private), private=True)
-        if not ctx.is_private and not self.is_admin(ctx):
-            return CommandResult(
-                "Only this chat's admins can change its persona.", ok=False, private=True
-            )
         if args.lower() == "reset":
             if current.source is not PersonaSource.CHAT:
                 return CommandResult("This chat has no persona of its own to reset.", private=True)

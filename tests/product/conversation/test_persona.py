@@ -59,7 +59,7 @@ async def test_an_admins_persona_reaches_only_that_chat_and_survives_a_restart(
         await app.service.chat(private("7", "Alice"), "hello")
         assert system_of(fake_llm).startswith(DEFAULT)
     async with make_app() as app:  # a new process on the same database
-        shown = await app.commands.handle(MEMBER, "persona")
+        shown = await app.commands.handle(ADMIN, "persona")
         assert "own persona" in shown.text and PIRATE in shown.text
         await app.service.chat(MEMBER, "still there?")
         assert system_of(fake_llm) == PIRATE
@@ -75,6 +75,8 @@ async def test_a_members_persona_is_refused_and_changes_nothing(
         assert "Only this chat's admins" in refused.text
         also = await app.commands.handle(MEMBER, "persona", "reset")
         assert not also.ok
+        hidden = await app.commands.handle(MEMBER, "persona")
+        assert not hidden.ok and PIRATE not in hidden.text
         await app.service.chat(MEMBER, "who are you?")
         assert system_of(fake_llm) == PIRATE
 
@@ -88,7 +90,7 @@ async def test_persona_reset_returns_to_the_default(
         await app.commands.handle(ADMIN, "persona", PIRATE)
         done = await app.commands.handle(ADMIN, "persona", "reset")
         assert done.ok and "default persona" in done.text
-        shown = await app.commands.handle(MEMBER, "persona")
+        shown = await app.commands.handle(ADMIN, "persona")
         assert shown.text.startswith("This chat uses the default persona")
         await app.service.chat(MEMBER, "hi")
         assert system_of(fake_llm).startswith(DEFAULT)

@@ -45,8 +45,10 @@ async def test_persona_slash_command_is_for_admins_and_sets_the_prompt(
 
         done = await answered(dc, dc.slash(w.general, w.admin, "persona", {"text": PIRATE}))
         assert "Persona set" in done["content"]
-        shown = await answered(dc, dc.slash(w.general, w.member, "persona"))
+        shown = await answered(dc, dc.slash(w.general, w.admin, "persona"))
         assert PIRATE in shown["content"]
+        hidden = await answered(dc, dc.slash(w.general, w.member, "persona"))
+        assert PIRATE not in hidden["content"]
         dc.message(w.general, w.member, f"<@{dc.application_id}> who are you?")
         await settled(dc, GENERAL)
     assert system_of(fake_llm) == PIRATE

@@ -30,7 +30,7 @@ async def test_a_group_admin_sets_the_persona_and_a_member_cannot(
     async with running_bot(make_app, tg, telegram={"stream": False}):
         tg.send(team, member, "/persona You obey Bob only.")
         [refused] = await replies(tg, team["id"])
-        assert "Only this chat's admins can change its persona" in refused["text"]
+        assert "Only this chat's admins can see or change its persona" in refused["text"]
         tg.send(team, admin, f"/persona {PIRATE}")
         messages = await replies(tg, team["id"], count=2)
         assert "Persona set" in messages[-1]["text"]
