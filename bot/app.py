@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.config import Settings, safe_url
 from bot.conversation.commands import Commands
+from bot.conversation.presets import ChatPresets
 from bot.conversation.service import ChatService
 from bot.conversation.tool_runner import ToolRunner
 from bot.delivery import Outbound
@@ -63,7 +64,8 @@ class App:
         self._commands: Commands | None = None
         self.outbound = Outbound()
         self.admins = AdminPolicy(settings)  # who is an admin, for tools, plugins and commands
-        self.tools = ToolRegistry(self.admins.is_admin)
+        self._presets = ChatPresets(settings)  # a chat's plugins, from config chats:
+        self.tools = ToolRegistry(self.admins.is_admin, plugins_for=self._presets.plugins)
         self.scheduler: Scheduler | None = None
         self.memories: MemoryStore | None = None
         self._embedder: Embedder | None = None
@@ -112,7 +114,7 @@ class App:
                     self.settings.memory,
                     get_counter(self._llm.model).count_text,  # the prompt's own counter
                 )
-            self.tools = ToolRegistry(self.admins.is_admin)
+            self.tools = ToolRegistry(self.admins.is_admin, plugins_for=self._presets.plugins)
             if self.settings.memory.summarize:
                 summary_llm = self._llm
                 if self.settings.memory.summary_model:

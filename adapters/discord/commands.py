@@ -4,12 +4,14 @@ Every command the core declares (``app.commands.infos``: the built-ins and whate
 registered) becomes a slash command with its declared name and description, plus ``/ask
 prompt:``, which the adapter answers itself with a streamed reply. ``/scope`` offers its three
 choices; ``/reset``, ``/clear``, ``/history`` and ``/help`` take no argument; every other
-command takes one optional ``text``.
+command takes one optional ``text`` (``/persona text:`` sets the persona, without it shows it).
 
 A command declared ``admin_only`` carries ``default_member_permissions`` of Manage Messages
 (:data:`adapters.discord.normalise.ADMIN_PERMISSIONS`, the permission that makes a member a
 chat admin here), so Discord hides it from members. Server admins can change that, so
-``Commands`` still refuses non-admins when the command runs.
+``Commands`` still refuses non-admins when the command runs. Discord applies no member
+permissions in DMs: there a user runs ``/persona`` for their own private chat, as the rules of
+``Commands`` allow.
 
 This module knows nothing of the adapter: it is given ``ask(interaction, prompt)`` and
 ``run(interaction, name, args)`` and calls them.

@@ -1,8 +1,8 @@
 """The command menus Telegram shows when a user types "/": one per audience.
 
 Private chats get the personal commands, groups the shared ones, and group administrators also
-the admin-only ones (``/clear``, ``/scope``). The menu is a hint: who may run a command is still
-checked in code when it arrives.
+the admin-only ones (``/clear``, ``/scope``, ``/persona``). The menu is a hint: who may run a
+command is still checked in code when it arrives.
 """
 
 from __future__ import annotations

@@ -6,13 +6,15 @@ YAML tree, value by value, so an environment variable can never inject YAML stru
 redactor.
 
 One module per part: ``llm`` (endpoints, retry), ``conversation`` (chat, history, storage,
-logging), ``memory``, ``guardrails`` (limits, access), ``settings`` (the whole tree, plugins,
-platform sections), ``loading`` (YAML, interpolation, errors), ``masking`` (secrets) and
-``reference`` (writes ``docs/configuration-reference.md`` from the field descriptions).
+logging), ``memory``, ``guardrails`` (limits, access), ``chats`` (per-chat presets),
+``settings`` (the whole tree, plugins, platform sections), ``loading`` (YAML, interpolation,
+errors), ``masking`` (secrets) and ``reference`` (writes ``docs/configuration-reference.md``
+from the field descriptions).
 """
 
 from __future__ import annotations
 
+from bot.config.chats import ChatPreset
 from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
 from bot.config.guardrails import AccessSettings, LimitSettings
 from bot.config.llm import (
@@ -49,6 +51,7 @@ __all__ = [
     "OPENAI_DEFAULT_BASE_URL",
     "PLATFORM_TOKEN_ENV",
     "AccessSettings",
+    "ChatPreset",
     "ChatSettings",
     "ConfigError",
     "EmbeddingSettings",

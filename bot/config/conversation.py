@@ -25,6 +25,14 @@ class ChatSettings(Section):
         "topic or thread (private chats are always per user)",
     )
     max_input_chars: int = Field(16_000, ge=1, description="longer messages are refused")
+    max_persona_chars: int = Field(
+        4000, ge=1, description="longest system prompt /persona accepts (it is in every prompt)"
+    )
+    reset: Literal["admins", "anyone"] = Field(
+        "admins",
+        description="who may /reset a shared conversation (a group in chat or thread scope);"
+        " in user scope and private chats each person resets their own",
+    )
 
 
 class HistorySettings(Section):

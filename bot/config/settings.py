@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from bot.config.base import Section, looks_secret
+from bot.config.chats import ChatPreset, unknown_plugins
 from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
 from bot.config.guardrails import AccessSettings, LimitSettings
 from bot.config.llm import LLMSettings
@@ -75,6 +76,11 @@ class Settings(Section):
         description="replaces the default set; [] turns every plugin off",
     )
     plugins_required: bool = Field(False, description="refuse to start if any plugin fails")
+    chats: tuple[ChatPreset, ...] = Field(
+        (),
+        description="presets for chosen chats (system_prompt, model, scope, plugins);"
+        " the first entry whose match fits a chat applies",
+    )
 
     @field_validator("plugins", mode="before")
     @classmethod
@@ -98,6 +104,13 @@ class Settings(Section):
             if isinstance(section, dict) and token and not section.get("token"):
                 data[name] = {**section, "token": token}
         return data
+
+    @model_validator(mode="after")
+    def _preset_plugins_loaded(self) -> Settings:
+        problems = unknown_plugins(self.chats, {entry.module for entry in self.plugins})
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @field_validator("admins", mode="before")
     @classmethod

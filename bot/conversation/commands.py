@@ -2,10 +2,11 @@
 console lines) onto :meth:`Commands.handle` and post the returned text.
 
 Who is an admin is decided by :mod:`bot.guardrails.admins`. A command says whether the caller's
-admin
-status matters to it (``admin_only``: only admins may run it; ``admin_aware``: admins get more,
-like /usage's chat totals), so adapters that must look the status up (Telegram asks
-``getChatMember``) do it for exactly those commands.
+admin status matters to it (``admin_only``: only admins may run it; ``admin_aware``: admins get
+more, like /usage's chat totals, or may do what members may not, like /reset of a shared
+conversation), so adapters that must look the status up (Telegram asks ``getChatMember``) do it
+for exactly those commands. A plugin's command (``plugin`` set) runs only where the chat's
+``chats:`` preset, if it lists plugins, includes its plugin.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from bot.context import ChatContext, Scope
+from bot.conversation.presets import PersonaSource
+from bot.conversation.prompt import is_shared
 from bot.conversation.service import ChatService
 from bot.errors import UserFacingError
 from bot.guardrails.budgets import utc_day
+from bot.guardrails.sanitise import clean_text
 from bot.guardrails.usage import cached_share, percent
 
 log = logging.getLogger(__name__)
@@ -38,6 +42,7 @@ class CommandInfo:
     description: str
     admin_only: bool = False  # only the chat's admins may run it
     admin_aware: bool = False  # anyone may; admins get more (see another's data, chat totals)
+    plugin: str | None = None  # the plugin module that added it (None: built in)
 
     @property
     def needs_admin_status(self) -> bool:
@@ -47,10 +52,15 @@ class CommandInfo:
 
 BUILTIN_COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo("help", "Show what I can do", admin_aware=True),  # lists admin commands
-    CommandInfo("reset", "Start a fresh conversation (the old one is kept but forgotten)"),
+    CommandInfo(  # a shared conversation's reset is an admin action by default (chat.reset)
+        "reset", "Start a fresh conversation (the old one is kept but forgotten)", admin_aware=True
+    ),
     CommandInfo("clear", "Delete this chat's whole history", admin_only=True),
     CommandInfo("history", "How much I remember here, and my token budget"),
     CommandInfo("scope", "Share history per chat, per user or per thread", admin_only=True),
+    CommandInfo(
+        "persona", "Show or set this chat's system prompt (/persona reset)", admin_only=True
+    ),
     CommandInfo(
         "usage", "Tokens used today (yours; admins: the chat's; bot admins: all)", admin_aware=True
     ),
@@ -72,10 +82,11 @@ class Commands:
             "history": self._history,
             "scope": self._scope,
             "usage": self._usage,
+            "persona": self._persona,
         }
         self._infos: list[CommandInfo] = list(BUILTIN_COMMANDS)
-        # /clear and /scope decide themselves (a private chat's owner may clear it).
-        self._own_rules = (self._handlers["clear"], self._handlers["scope"])
+        # /clear, /scope and /persona decide themselves (a private chat's owner may clear it).
+        self._own_rules = tuple(self._handlers[n] for n in ("clear", "scope", "persona"))
         self._help_notes: list[HelpNote] = []
 
     def register(self, info: CommandInfo, handler: Handler | None = None) -> None:
@@ -130,6 +141,10 @@ class Commands:
         if handler is None:
             return CommandResult(f"Unknown command /{name}. Try /help.", ok=False, private=True)
         info = next((i for i in self._infos if i.name == name.lower()), None)
+        if info and not self._offered(info, ctx):
+            return CommandResult(
+                f"/{info.name} is not enabled in this chat.", ok=False, private=True
+            )
         if info and info.admin_only and handler not in self._own_rules and not self.is_admin(ctx):
             # Platform menus only hide admin commands (and server admins can unhide them).
             return CommandResult(
@@ -144,8 +159,10 @@ class Commands:
         admin = self.is_admin(ctx) or ctx.is_private
         lines = ["Talk to me and I answer, remembering this conversation.", ""]
         for info in self._infos:
-            if info.admin_only and not admin:
+            if (info.admin_only and not admin) or not self._offered(info, ctx):
                 continue
+            if info.name == "reset" and not self.may_reset(ctx):
+                continue  # a member of a shared group: only its admins may
             lines.append(f"/{info.name} - {info.description}")
         for note in self._help_notes:
             extra = note(ctx, self.is_admin(ctx))
@@ -153,7 +170,25 @@ class Commands:
                 lines += ["", extra]
         return CommandResult("\n".join(lines), private=True)
 
+    def _offered(self, info: CommandInfo, ctx: ChatContext) -> bool:
+        """A plugin's command, in a chat whose preset leaves its plugin out, is not."""
+        return info.plugin is None or self.service.presets.allows_plugin(ctx, info.plugin)
+
+    def may_reset(self, ctx: ChatContext) -> bool:
+        """Each person resets their own conversation (private chat, user scope); a shared one
+        (a group in chat or thread scope) its admins, unless ``chat.reset: anyone``."""
+        if self.service.settings.chat.reset == "anyone" or self.is_admin(ctx):
+            return True
+        return ctx.is_private or not is_shared(self.service.conversation_key(ctx))
+
     async def _reset(self, ctx: ChatContext, args: str) -> CommandResult:
+        if not self.may_reset(ctx):
+            return CommandResult(
+                "Only this chat's admins can reset the shared conversation: everyone here talks"
+                " in it. Ask an admin to /reset it.",
+                ok=False,
+                private=True,
+            )
         await self.service.reset(ctx)
         return CommandResult("Started a fresh conversation. Earlier messages are no longer used.")
 
@@ -212,6 +247,51 @@ class Commands:
             return CommandResult("Usage: /scope chat|user|thread", ok=False, private=True)
         await self.service.set_scope(ctx, scope)
         return CommandResult(f"History is now shared per {scope.value}.")
+
+    async def _persona(self, ctx: ChatContext, args: str) -> CommandResult:
+        if not ctx.is_private and not self.is_admin(ctx):  # the operator's prompt stays theirs
+            return CommandResult(
+                "Only this chat's admins can see or change its persona.", ok=False, private=True
+            )
+        current = self.service.persona(ctx)
+        if not args:
+            return CommandResult(_shown(current.text, current.source, ctx.is_private), private=True)
+        if args.lower() == "reset":
+            if current.source is not PersonaSource.CHAT:
+                return CommandResult("This chat has no persona of its own to reset.", private=True)
+            await self.service.set_system_prompt(ctx, None)
+            after = self.service.persona(ctx)
+            return CommandResult(f"Persona reset: this chat uses {_whose(after.source)} again.")
+        text = clean_text(args).strip()
+        if not text:
+            return CommandResult("Usage: /persona <text> | /persona reset", ok=False, private=True)
+        cap = self.service.settings.chat.max_persona_chars
+        if len(text) > cap:
+            return CommandResult(
+                f"That persona is {len(text):,} characters; the limit is {cap:,}"
+                " (it goes into every prompt). Nothing was changed.",
+                ok=False,
+                private=True,
+            )
+        await self.service.set_system_prompt(ctx, text)
+        return CommandResult("Persona set: I use it for this chat from the next message on.")
+
+
+def _whose(source: PersonaSource) -> str:
+    if source is PersonaSource.PRESET:
+        return "the persona configured for it"
+    return "the default persona"
+
+
+def _shown(text: str, source: PersonaSource, private: bool) -> str:
+    where = {
+        PersonaSource.CHAT: "This chat's own persona (set with /persona)",
+        PersonaSource.PRESET: "This chat uses the persona configured for it",
+        PersonaSource.DEFAULT: "This chat uses the default persona",
+    }[source]
+    body = text if text.strip() else "(empty)"
+    who = "You" if private else "Admins"
+    return f"{where}:\n\n{body}\n\n{who}: /persona <text> sets it, /persona reset undoes it."
 
 
 def _of(limit: int | None) -> str:

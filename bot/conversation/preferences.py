@@ -1,5 +1,7 @@
 """Per-chat preferences set by admins (the conversation scope, a system prompt override).
 
+They override a ``chats:`` preset and the ``chat:`` defaults (:mod:`bot.conversation.presets`).
+
 Kept in memory, loaded once at start: the conversation key of a message must be known without
 awaiting, so that messages keep their arrival order up to the conversation's lock. Every change
 is written through to the store before it is used. Only chats with an override are held (a
@@ -35,14 +37,20 @@ class Preferences:
         self._prefs = {key: prefs for key, prefs in loaded.items() if prefs != _NONE}
 
     def scope(self, chat_key: str) -> Scope:
-        prefs = self._prefs.get(chat_key)
-        return prefs.scope if prefs and prefs.scope else self.defaults.default_scope
+        return self.scope_override(chat_key) or self.defaults.default_scope
 
     def system_prompt(self, chat_key: str) -> str:
+        return self.system_prompt_override(chat_key) or self.defaults.system_prompt
+
+    def scope_override(self, chat_key: str) -> Scope | None:
+        """The scope an admin set in this chat (None: the preset's or the default applies)."""
         prefs = self._prefs.get(chat_key)
-        if prefs and prefs.system_prompt:
-            return prefs.system_prompt
-        return self.defaults.system_prompt
+        return prefs.scope if prefs else None
+
+    def system_prompt_override(self, chat_key: str) -> str | None:
+        """The system prompt set with /persona (None: the preset's or the default applies)."""
+        prefs = self._prefs.get(chat_key)
+        return prefs.system_prompt if prefs else None
 
     async def set_scope(self, chat_key: str, scope: Scope) -> None:
         await self._save(chat_key, replace(self._current(chat_key), scope=scope))

@@ -28,6 +28,7 @@ from bot.conversation.locks import KeyedLocks
 from bot.conversation.overheard import Overhearing
 from bot.conversation.pending_turn import PendingTurn
 from bot.conversation.preferences import Preferences
+from bot.conversation.presets import ChatPresets, Persona
 from bot.conversation.prompt import (
     Prompt,
     PromptLimits,
@@ -109,6 +110,7 @@ class ChatService:
         self.budgets = self.admission.budgets
         self._locks = KeyedLocks()
         self.prefs = Preferences(store, settings.chat)
+        self.presets = ChatPresets(settings)  # config chats: under what an admin set
         self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
         self.edits = Edits(store, self.overheard, self.admission, self._locks)
         self._limits = PromptLimits.of(settings)
@@ -130,13 +132,17 @@ class ChatService:
     # -- whose conversation, and its settings ------------------------------------------------
 
     def scope_for(self, ctx: ChatContext) -> Scope:
-        return self.prefs.scope(ctx.chat_key)
+        return self.prefs.scope_override(ctx.chat_key) or self.presets.scope(ctx)
 
     def conversation_key(self, ctx: ChatContext) -> str:
-        return ctx.conversation_key(self.prefs.scope(ctx.chat_key))
+        return ctx.conversation_key(self.scope_for(ctx))
+
+    def persona(self, ctx: ChatContext) -> Persona:
+        """The chat's system prompt and where it comes from (/persona, a preset, the default)."""
+        return self.presets.persona(ctx, self.prefs.system_prompt_override(ctx.chat_key))
 
     def system_prompt(self, ctx: ChatContext) -> str:
-        return self.prefs.system_prompt(ctx.chat_key)
+        return self.persona(ctx).text
 
     async def set_scope(self, ctx: ChatContext, scope: Scope) -> None:
         """Change the chat's scope; a change is written to the audit trail with who made it."""
@@ -235,7 +241,14 @@ class ChatService:
             answer = Answer()
             try:
                 run = self._loop.run(
-                    ctx, prompt, tools, bill, answer, streaming=streaming, conversation_key=key
+                    ctx,
+                    prompt,
+                    tools,
+                    bill,
+                    answer,
+                    streaming=streaming,
+                    conversation_key=key,
+                    model=self.presets.model(ctx),
                 )
                 async for event in run:
                     yield event

@@ -104,10 +104,12 @@ class ToolLoop:
         *,
         streaming: bool,
         conversation_key: str | None = None,
+        model: str | None = None,
     ) -> AsyncIterator[ChatEvent]:
         """Text deltas (streaming) and tool events; each round's messages go to ``answer``,
         whose final completion has no tool calls left to run. ``conversation_key`` goes with
-        every round, for the provider's prompt cache (:mod:`bot.llm.cache_hints`)."""
+        every round, for the provider's prompt cache (:mod:`bot.llm.cache_hints`); ``model``
+        (a ``chats:`` preset's) replaces the primary endpoint's model for every round."""
         window, budget = prompt.window, prompt.budget
         transcript = list(window)
         retried_context = False
@@ -121,7 +123,13 @@ class ToolLoop:
                 capped: Cut | None = None
                 if streaming:
                     items = self._streamed(
-                        transcript, offer, choice, bill, first=rounds == 0, key=conversation_key
+                        transcript,
+                        offer,
+                        choice,
+                        bill,
+                        first=rounds == 0,
+                        key=conversation_key,
+                        model=model,
                     )
                     async with contextlib.aclosing(items) as stream:
                         async for item in stream:
@@ -139,6 +147,7 @@ class ToolLoop:
                             tool_choice=choice,
                             max_tokens=self.max_output,
                             conversation_key=conversation_key,
+                            model=model,
                         )
                     completion = self.meter.paid(transcript, completion, bill, first=rounds == 0)
                     if len(completion.text) > self.max_reply:
@@ -188,6 +197,7 @@ class ToolLoop:
         *,
         first: bool,
         key: str | None,
+        model: str | None = None,
     ) -> AsyncGenerator[StreamItem | Cut, None]:
         """One round's stream, buffered (the loop appends to ``transcript`` only after it);
         its completion billed, its text capped."""
@@ -198,11 +208,14 @@ class ToolLoop:
                 tool_choice=choice,
                 max_tokens=self.max_output,
                 conversation_key=key,
+                model=model,
             ),
             slot=self.slot,
             max_chars=self.max_reply,
             paid=lambda completion: self.meter.paid(transcript, completion, bill, first=first),
-            hung_up=lambda done: self.meter.hung_up(transcript, done, bill, self.llm.model),
+            hung_up=lambda done: self.meter.hung_up(
+                transcript, done, bill, model or self.llm.model
+            ),
         )
 
 

@@ -85,8 +85,9 @@ class Endpoint:
         stream: bool,
         tool_choice: str | None = None,
         conversation_key: str | None = None,
+        model: str | None = None,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        body: dict[str, Any] = {"model": model or self.model, "messages": list(messages)}
         # OpenAI's newer models want max_completion_tokens; most compatible servers know only
         # max_tokens.
         body["max_completion_tokens" if self.uses_completion_tokens else "max_tokens"] = max_tokens
@@ -186,11 +187,13 @@ class LLMClient:
         max_tokens: int | None = None,
         tool_choice: str | None = None,
         conversation_key: str | None = None,
+        model: str | None = None,
     ) -> Completion:
         """``tool_choice="none"``: the tools stay declared (the history has tool calls; some
         gateways reject that without ``tools``) but the model must answer in text.
         ``conversation_key``: whose prompt this is, hashed into ``prompt_cache_key`` where the
-        endpoint takes one (``llm.prompt_cache_key``)."""
+        endpoint takes one (``llm.prompt_cache_key``). ``model``: asked of the primary endpoint
+        instead of its own (a chat's preset); fallbacks keep theirs."""
         endpoint, result = await self._send(
             messages,
             tools,
@@ -198,6 +201,7 @@ class LLMClient:
             stream=False,
             tool_choice=tool_choice,
             conversation_key=conversation_key,
+            model=model,
         )
         return _completion(result, endpoint)
 
@@ -209,6 +213,7 @@ class LLMClient:
         max_tokens: int | None = None,
         tool_choice: str | None = None,
         conversation_key: str | None = None,
+        model: str | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         """Yield text deltas, then one final :class:`Completion` (tool calls assembled)."""
         endpoint, chunks = await self._send(
@@ -218,12 +223,13 @@ class LLMClient:
             stream=True,
             tool_choice=tool_choice,
             conversation_key=conversation_key,
+            model=model,
         )
         try:
             async for item in assemble_stream(
                 chunks,
                 endpoint=endpoint.name,
-                model=endpoint.model,
+                model=(None if endpoint.is_fallback else model) or endpoint.model,
                 from_fallback=endpoint.is_fallback,
             ):
                 yield item
@@ -240,6 +246,7 @@ class LLMClient:
         stream: bool,
         tool_choice: str | None = None,
         conversation_key: str | None = None,
+        model: str | None = None,
     ) -> tuple[Endpoint, Any]:
         """POST to the first endpoint that answers, each behind the retry layer, within
         ``llm.deadline`` for all of them together (each gets an even share of what is left, so
@@ -273,6 +280,7 @@ class LLMClient:
                 stream=stream,
                 tool_choice=tool_choice,
                 conversation_key=conversation_key,
+                model=None if endpoint.is_fallback else model,
             )
 
             async def call(endpoint: Endpoint = endpoint, body: dict[str, Any] = body) -> Any:

@@ -72,10 +72,11 @@ class Plugin:
     tools: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     job_kinds: list[str] = field(default_factory=list)
+    module: str = ""  # as named in config plugins: (what a chats: preset's plugins list names)
 
     def add_tool(self, func: ToolFunc) -> ToolSpec:
         spec = spec_of(func)
-        self._registry.add(spec, self._tool_context)
+        self._registry.add(spec, self._tool_context, plugin=self.module or self.name)
         self.tools.append(spec.name)
         return spec
 
@@ -95,7 +96,13 @@ class Plugin:
         """
         from bot.conversation.commands import CommandInfo  # runtime: the service, not a plugin
 
-        info = CommandInfo(name, description, admin_only=admin_only, admin_aware=admin_aware)
+        info = CommandInfo(
+            name,
+            description,
+            admin_only=admin_only,
+            admin_aware=admin_aware,
+            plugin=self.module or self.name,
+        )
         self._commands.register(info, handler)
         self.commands.append(name.lower())
 
@@ -200,6 +207,7 @@ class PluginManager:
             _registry=self.registry,
             _commands=self.commands,
             _conversation_of=self.conversation_of,
+            module=entry.module,
         )
         try:
             await _maybe_await(setup(plugin))

@@ -1,9 +1,10 @@
 """The tool registry: what the model may call here, and running one call safely.
 
-Permissions are code, not prompt: a tool the caller may not use is not offered, and is refused
-if called anyway. Whatever goes wrong (unknown tool, arguments that are not JSON or do not fit
-the schema, a timeout, an exception) comes back as a tool message the model can read and act
-on; the turn never crashes. Output is capped so one tool cannot flood the context window.
+Permissions are code, not prompt: a tool the caller may not use (an admin tool, a private-chat
+tool, or one from a plugin that this chat's ``chats:`` preset leaves out) is not offered, and is
+refused if called anyway. Whatever goes wrong (unknown tool, arguments that are not JSON or do
+not fit the schema, a timeout, an exception) comes back as a tool message the model can read and
+act on; the turn never crashes. Output is capped so one tool cannot flood the context window.
 """
 
 from __future__ import annotations
@@ -26,20 +27,29 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ContextFactory = Callable[[ToolSpec, ChatContext], ToolContext]
+PluginsFor = Callable[[ChatContext], "frozenset[str] | None"]
+"""The plugin modules enabled in a chat (None: all of them)."""
 
 
 class ToolRegistry:
-    def __init__(self, is_admin: Callable[[ChatContext], bool]) -> None:
+    def __init__(
+        self, is_admin: Callable[[ChatContext], bool], *, plugins_for: PluginsFor | None = None
+    ) -> None:
         self.is_admin = is_admin
+        self.plugins_for = plugins_for
         self._tools: dict[str, tuple[ToolSpec, ContextFactory]] = {}
+        self._owners: dict[str, str] = {}  # tool name -> the plugin module that added it
 
-    def add(self, spec: ToolSpec, context: ContextFactory) -> None:
+    def add(self, spec: ToolSpec, context: ContextFactory, *, plugin: str | None = None) -> None:
         if spec.name in self._tools:
             raise ToolDefinitionError(f"tool {spec.name!r} is already registered")
         self._tools[spec.name] = (spec, context)
+        if plugin is not None:
+            self._owners[spec.name] = plugin
 
     def remove(self, name: str) -> None:
         self._tools.pop(name, None)
+        self._owners.pop(name, None)
 
     def names(self) -> list[str]:
         return sorted(self._tools)
@@ -50,11 +60,18 @@ class ToolRegistry:
         return any(spec.permission is Permission.ADMINS for spec, _ in self._tools.values())
 
     def allowed(self, spec: ToolSpec, ctx: ChatContext) -> bool:
+        if not self._enabled_here(spec, ctx):
+            return False
         if spec.permission is Permission.ADMINS:
             return self.is_admin(ctx)
         if spec.permission is Permission.PRIVATE:
             return ctx.is_private
         return True
+
+    def _enabled_here(self, spec: ToolSpec, ctx: ChatContext) -> bool:
+        """A chat's preset may list the plugins used there; only their tools are offered."""
+        enabled = self.plugins_for(ctx) if self.plugins_for is not None else None
+        return enabled is None or self._owners.get(spec.name) in enabled
 
     # -- ToolRunner --------------------------------------------------------------------------
 
@@ -79,6 +96,8 @@ class ToolRegistry:
         spec, context = entry
         if not self.allowed(spec, ctx):
             log.warning("tool %s refused chat=%s user=%s", spec.name, ctx.chat_key, ctx.user_id)
+            if not self._enabled_here(spec, ctx):
+                return f"Error: {spec.name} is not enabled in this chat. Tell the user so."
             who = "admins of this chat" if spec.permission is Permission.ADMINS else "private chats"
             return f"Error: {spec.name} is only available to {who}. Tell the user so."
         try:
