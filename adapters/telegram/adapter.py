@@ -22,8 +22,8 @@ is tracked in ``deliveries`` while it is written, so the next start repairs what
 screen (``recovery.py``).
 
 This module routes each update; one answer is written by ``reply.py``, commands and admin
-lookups run in ``commands.py``, and a chat's migration or admin lookup holds its later
-messages back through ``barrier.py``.
+lookups run in ``commands.py``, edits and channel posts are decided in ``edits.py``, and a
+chat's migration or admin lookup holds its later messages back through ``barrier.py``.
 """
 
 from __future__ import annotations
