@@ -118,6 +118,22 @@ async def test_not_admin_in_a_configured_group_fails_when_its_trigger_needs_ever
     assert rows[f"telegram chat {TEAM}"].ok
 
 
+async def test_a_chat_named_by_a_chats_preset_is_checked(
+    fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    tg = fake_telegram
+    tg.group(-100777, "Book club", supergroup=True)  # not on the allow list, only in a preset
+    settings = make_settings(
+        fake_llm,
+        tmp_path,
+        telegram=telegram_section(tg),
+        chats=[{"match": ["telegram:-100777", "telegram:*"], "system_prompt": "Talk books."}],
+    )
+    rows = {check.name: check for check in await diagnose(settings)}
+    assert "telegram chat -100777" in rows  # the wildcard names no chat
+    assert [name for name in rows if name.startswith("telegram chat")] == ["telegram chat -100777"]
+
+
 async def test_a_configured_chat_the_bot_is_not_in_fails(
     fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
