@@ -21,7 +21,8 @@ from bot.app import App
 from bot.context import ChatContext
 from bot.conversation.media_input import CANNOT_SEE, NO_VOICE, TRANSCRIBED
 from bot.conversation.service import Done
-from bot.errors import LLMBusyError, LLMQuotaError
+from bot.errors import LLMBusyError, LLMQuotaError, UserFacingError
+from bot.guardrails.access import AccessDeniedError
 from bot.llm.tokens import get_counter
 from bot.media import (
     UNKNOWN_IMAGE_TOKENS,
@@ -175,6 +176,31 @@ async def test_a_smaller_cap_is_configurable(make_app: AppFactory, fake_llm: Fak
             await app.service.chat(private(), "hi", attachments=[image])
 
 
+async def test_a_source_downloads_only_once_the_message_is_admitted(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    calls: list[str] = []
+    image = photo()
+
+    async def source() -> list[Attachment]:
+        calls.append("download")
+        return [image]
+
+    async def nothing() -> list[Attachment]:
+        return []
+
+    allow = {"allow": ["telegram:1"]}  # private() is telegram:1; telegram:2 is not let in
+    async with make_app(llm=VISION, access=allow) as app:
+        with pytest.raises(AccessDeniedError):
+            await app.service.chat(private(user="2"), "", attachments=source)
+        assert calls == []
+        await app.service.chat(private(), "see", attachments=source)
+        assert calls == ["download"]
+        assert fake_llm.chat_requests[-1].images == [image.data]
+        with pytest.raises(UserFacingError, match="empty message"):
+            await app.service.chat(private(), "", attachments=nothing)
+
+
 # -- images, vision off ------------------------------------------------------------------------
 
 
@@ -326,7 +352,8 @@ def _webp_vp8x(width: int, height: int) -> bytes:
 
 @given(st.integers(1, 4000), st.integers(1, 4000))
 def test_image_size_reads_every_format_header(width: int, height: int) -> None:
-    assert image_size(png(1, 1)[:8] + png(width, height)[8:33]) == (width, height)
+    ihdr = b"IHDR" + struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    assert image_size(b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + ihdr) == (width, height)
     assert image_size(b"GIF89a" + struct.pack("<HH", width, height)) == (width, height)
     assert image_size(_jpeg(width, height)) == (width, height)
     assert image_size(_webp_vp8x(width, height)) == (width, height)
