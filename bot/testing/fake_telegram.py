@@ -31,7 +31,9 @@ client in tests::
 
 Acting as users: ``user``, ``private_chat``, ``group``, ``set_member``, ``topic``, ``send``
 (entities are detected with UTF-16 offsets, like Telegram), ``press`` (inline buttons),
-``migrate`` (group to supergroup) and ``push_update`` (anything raw, served as given: also an
+``migrate`` (group to supergroup), ``send_photo`` / ``send_document`` / ``send_voice`` /
+``send_audio`` (bytes the bot fetches with ``getFile`` and ``/file/bot<token>/<path>``;
+``downloads`` lists what it fetched) and ``push_update`` (anything raw, served as given: also an
 update the bot's library cannot parse, to test that polling survives it). Reading back:
 ``sent`` (every message the bot created, current state after edits), ``messages(chat_id)``,
 ``edits(chat_id, message_id)``, ``actions``, ``commands``, ``calls`` (every API call) and
@@ -48,7 +50,8 @@ fake.bot_id, "administrator")``) to deliver every group message.
 Implemented methods: getMe, getUpdates, setWebhook, deleteWebhook, getWebhookInfo,
 sendMessage, editMessageText, editMessageReplyMarkup, deleteMessage, sendChatAction, getChat,
 getChatMember, getChatAdministrators, getChatMemberCount, setMyCommands, getMyCommands,
-deleteMyCommands, answerCallbackQuery. Any other method answers 404 ``Not Found``.
+deleteMyCommands, answerCallbackQuery, getFile (and the file download route). Any other
+method answers 404 ``Not Found``.
 
 Run standalone with ``python -m bot.testing.fake_telegram --port 8081 --token 1:abc``; it
 prints the api_server URL. Its small HTTP control API, for tests in another process:
