@@ -45,6 +45,7 @@ from adapters.telegram.barrier import ChatBarriers
 from adapters.telegram.commands import TelegramCommands
 from adapters.telegram.flood import FloodRetry, Sleep
 from adapters.telegram.lanes import update_lane
+from adapters.telegram.media import TelegramMedia
 from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
 from adapters.telegram.output import Outbox, Target
@@ -120,6 +121,7 @@ class TelegramAdapter:
         self.replies = TelegramReplies(
             app, self.bot, self.config, self.retry, self.throttle, self.deliveries
         )
+        self.media = TelegramMedia(self.bot, app.settings.llm)  # photos, voice: on demand
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -360,7 +362,7 @@ class TelegramAdapter:
         if self.app.tools.has_admin_tools:
             ctx = await self.command_handler.with_admin_rights(message, incoming.ctx)
             incoming = replace(incoming, ctx=ctx)
-        await self.replies.answer(message, incoming, text)
+        await self.replies.answer(message, incoming, text, self.media.source(message))
 
     async def _migrate(self, old_id: int, new_id: int) -> None:
         """Move history and settings; the new chat's messages wait until it is done.

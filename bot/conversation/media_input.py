@@ -83,7 +83,6 @@ class MediaInput:
             attachments = await attachments()
         if not attachments:  # a source found nothing: the text alone, if there is one
             return UserInput.plain(text or self._clean(text))
-        check_caps(attachments, self.caps)
         images = [a for a in attachments if a.kind is AttachmentKind.IMAGE]
         voices = [a for a in attachments if a.kind is AttachmentKind.VOICE]
         if voices and self.transcriber is None:
@@ -92,6 +91,8 @@ class MediaInput:
             )
         if images and not self.vision and not text and not voices:
             raise MediaRefusedError("image with vision off and no text", chat_text=CANNOT_SEE)
+        # the caps hold for what is sent: an image the model will not see needs no bytes
+        check_caps([*(images if self.vision else ()), *voices], self.caps)
         lines = [text] if text else []
         heard: list[str] = []
         for voice in voices:
