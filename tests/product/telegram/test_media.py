@@ -15,10 +15,13 @@ import struct
 from typing import Any
 
 import pytest
+from aiogram.types import Message
 
+from adapters.telegram.media import has_media, media_of
 from bot.app import App
 from bot.context import ChatContext, ChatType
 from bot.conversation.media_input import CANNOT_SEE, NO_VOICE, TRANSCRIBED
+from bot.media import AttachmentKind
 from bot.testing.fake_llm import FakeLLM, RecordedRequest, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory
@@ -208,3 +211,63 @@ async def test_captions_follow_the_group_trigger_rules(
     assert fake_llm.chat_requests[-1].images == [third]
     assert len(fake_llm.chat_requests) == 2
     assert len(tg.downloads) == 2  # the unaddressed photo was never fetched
+
+
+# -- which file of a message is fetched (pure) -------------------------------------------------
+
+
+def tg_message(**fields: Any) -> Message:
+    data = {"message_id": 5, "date": 0, "chat": {"id": 7, "type": "private"}, **fields}
+    return Message.model_validate(data)
+
+
+def size(n: int, width: int, file_size: int | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"file_id": f"f{n}", "file_unique_id": f"u{n}"}
+    entry |= {"width": width, "height": width * 3 // 4}
+    return entry | ({"file_size": file_size} if file_size is not None else {})
+
+
+@pytest.mark.parametrize(
+    ("sizes", "cap", "chosen"),
+    [
+        ([size(0, 90, 1_000), size(1, 320, 15_000), size(2, 1280, 200_000)], 5_000_000, "f2"),
+        ([size(0, 90, 1_000), size(1, 320, 15_000), size(2, 1280, 200_000)], 100_000, "f1"),
+        ([size(0, 1280, 200_000), size(1, 90, 1_000)], 100_000, "f1"),  # any order
+        ([size(0, 90, 9_000), size(1, 320, 15_000)], 1_024, "f0"),  # none fits: refused later
+        ([size(0, 90, None), size(1, 320, None)], 1_024, "f1"),  # sizes unknown: the largest
+    ],
+)
+def test_the_photo_size_is_the_largest_within_the_cap(
+    sizes: list[dict[str, Any]], cap: int, chosen: str
+) -> None:
+    (found,) = media_of(tg_message(photo=sizes), cap)
+    assert (found.kind, found.file_id, found.mime_type) == (
+        AttachmentKind.IMAGE,
+        chosen,
+        "image/jpeg",
+    )
+
+
+def test_documents_voice_and_audio() -> None:
+    doc = {
+        "file_id": "d",
+        "file_unique_id": "ud",
+        "file_name": "a.pdf",
+        "mime_type": "application/pdf",
+    }
+    assert media_of(tg_message(document=doc), 10**6) == []  # not an image: not ours
+    assert not has_media(tg_message(text="hi"))
+    image = doc | {"file_name": "p.webp", "mime_type": "image/webp", "file_size": 10}
+    (found,) = media_of(tg_message(document=image), 10**6)
+    assert (found.kind, found.name, found.mime_type, found.size) == (
+        AttachmentKind.IMAGE,
+        "p.webp",
+        "image/webp",
+        10,
+    )
+    voice = {"file_id": "v", "file_unique_id": "uv", "duration": 4, "mime_type": "audio/ogg"}
+    audio = {"file_id": "a", "file_unique_id": "ua", "duration": 60, "file_name": "s.mp3"}
+    kinds = [(f.kind, f.name, f.duration) for f in media_of(tg_message(voice=voice), 1)]
+    assert kinds == [(AttachmentKind.VOICE, "voice.ogg", 4)]
+    (song,) = media_of(tg_message(audio=audio), 1)
+    assert (song.kind, song.name, song.mime_type) == (AttachmentKind.VOICE, "s.mp3", "audio/mpeg")
