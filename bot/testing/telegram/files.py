@@ -5,7 +5,8 @@ A test puts bytes into a message (``send_photo``, ``send_document``, ``send_voic
 ``send_audio``); each file gets a ``file_id``/``file_unique_id`` and, once asked for with
 ``getFile``, a ``file_path`` valid for the download route. Like Telegram, ``getFile`` refuses a
 file over 20 MB (``file is too big``) and an unknown id (``invalid file_id``); the download
-route needs the bot's token in its path. ``downloads`` lists the paths served, in order.
+route needs the bot's token in its path. ``downloads`` lists the paths served, in order;
+``fail("download", status, description)`` makes the next download fail.
 """
 
 from __future__ import annotations
@@ -172,6 +173,9 @@ class TelegramFiles(TelegramState):
         """``GET /file/bot<token>/<file_path>``: the bytes of a file ``getFile`` described."""
         if request.match_info["token"] != self.token:
             return _error(ApiError(401, "Unauthorized"))
+        injected = self._injected.get("download")  # fail("download", 404, "Not Found")
+        if injected:
+            return _error(injected.popleft())
         path = request.match_info["path"]
         found = next((f for f in self.files.values() if f.file_path == path), None)
         if found is None:

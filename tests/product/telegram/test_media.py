@@ -271,3 +271,28 @@ def test_documents_voice_and_audio() -> None:
     assert kinds == [(AttachmentKind.VOICE, "voice.ogg", 4)]
     (song,) = media_of(tg_message(audio=audio), 1)
     assert (song.kind, song.name, song.mime_type) == (AttachmentKind.VOICE, "s.mp3", "audio/mpeg")
+
+
+async def test_a_failed_download_is_told_without_the_token(
+    make_app: AppFactory,
+    fake_llm: FakeLLM,
+    fake_telegram: FakeTelegram,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    tg = fake_telegram
+    alice = tg.user(7, "Alice")
+    chat = tg.private_chat(alice)
+    async with running_bot(make_app, tg, llm=VISION) as (app, _):
+        tg.fail("getFile", 400, "Bad Request: wrong file_id or the file is temporarily unavailable")
+        tg.send_photo(chat, alice, jpeg(640, 480), "first")
+        [first] = await replies(tg, chat["id"])
+        tg.fail("download", 404, "Not Found")
+        tg.send_photo(chat, alice, jpeg(640, 480), "second")
+        [_, second] = await replies(tg, chat["id"], count=2)
+        assert await stored_user_texts(app, chat["id"], 7) == []
+    told = "I couldn't fetch that file from Telegram; please send it again."
+    assert first["text"] == second["text"] == told
+    assert fake_llm.requests == []
+    assert "download failed" in caplog.text and "ClientResponseError" in caplog.text
+    assert tg.token not in caplog.text and tg.token.partition(":")[2] not in caplog.text
