@@ -53,6 +53,7 @@ from adapters.telegram.edits import (
     store_update,
 )
 from adapters.telegram.flood import FloodRetry, Sleep
+from adapters.telegram.media import TelegramMedia
 from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
 from adapters.telegram.output import Outbox, Target
@@ -132,6 +133,7 @@ class TelegramAdapter:
         self.replies = TelegramReplies(
             app, self.bot, self.config, self.retry, self.throttle, self.deliveries
         )
+        self.media = TelegramMedia(self.bot, app.settings.llm)  # photos, voice: on demand
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -383,7 +385,7 @@ class TelegramAdapter:
         if self.app.tools.has_admin_tools:
             ctx = await self.command_handler.with_admin_rights(message, incoming.ctx)
             incoming = replace(incoming, ctx=ctx)
-        await self.replies.answer(message, incoming, text)
+        await self.replies.answer(message, incoming, text, self.media.source(message))
 
     async def _migrate(self, old_id: int, new_id: int) -> None:
         """Move history and settings; the new chat's messages wait until it is done.

@@ -30,6 +30,7 @@ from bot.conversation.service import Done, Reply
 from bot.errors import UserFacingError
 from bot.history.deliveries import DeliveryLog
 from bot.llm.client import TextDelta
+from bot.media import Attachments
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +56,14 @@ class TelegramReplies:
         self.throttle = throttle
         self.deliveries = deliveries
 
-    async def answer(self, message: Message, incoming: Incoming, text: str) -> None:
+    async def answer(
+        self, message: Message, incoming: Incoming, text: str, attachments: Attachments = ()
+    ) -> None:
+        """``attachments``: the message's photo or voice note, fetched once it is admitted
+        (``adapters.telegram.media``)."""
         # From here to the conversation's lock nothing suspends: arrival order holds.
         outbox = Outbox(self.bot, reply_target(message))
-        if not text.strip() and incoming.command == "ask":
+        if not text.strip() and incoming.command == "ask" and not attachments:
             await notify(outbox, "Ask me something: /ask <your question>")
             return
         record = ReplyRecord(
@@ -77,13 +82,17 @@ class TelegramReplies:
         settled = False  # the record can go: delivered, told, or nothing left to repair
         try:
             if self.config.stream:
-                reply = await self._stream(incoming.ctx, text, streaming)
+                reply = await self._stream(incoming.ctx, text, attachments, streaming)
                 await record.answered(reply.turn_id)
                 with self.retry.window():
                     await streaming.finish(_shown(reply))
             else:
                 reply = await self.app.service.chat(
-                    incoming.ctx, text, split=reply_messages, on_admitted=indicator.start
+                    incoming.ctx,
+                    text,
+                    attachments=attachments,
+                    split=reply_messages,
+                    on_admitted=indicator.start,
                 )
                 await record.answered(reply.turn_id)
                 await indicator.stop()
@@ -116,10 +125,16 @@ class TelegramReplies:
             if settled:
                 await record.done()
 
-    async def _stream(self, ctx: ChatContext, text: str, streaming: StreamingReply) -> Reply:
+    async def _stream(
+        self, ctx: ChatContext, text: str, attachments: Attachments, streaming: StreamingReply
+    ) -> Reply:
         async with contextlib.aclosing(
             self.app.service.stream(
-                ctx, text, split=reply_messages, on_admitted=streaming.typing.start
+                ctx,
+                text,
+                attachments=attachments,
+                split=reply_messages,
+                on_admitted=streaming.typing.start,
             )
         ) as events:
             async for event in events:

@@ -7,6 +7,13 @@ enough that the official ``openai`` SDK is the client in tests::
         fake.script(reply("Hi!"), rate_limited(retry_after=2))
         client = openai.AsyncOpenAI(base_url=fake.base_url, api_key="sk-test")
 
+Image content parts are checked as OpenAI checks them (an ``https`` link, or a base64
+``data:`` URL of a PNG, JPEG, GIF or WebP; else its 400) and read back with
+``RecordedRequest.images`` (the bytes) and ``.image_urls``. ``/v1/audio/transcriptions``
+takes OpenAI's multipart form and answers ``fake.script_transcriptions(reply("..."), ...)``,
+else ``default_transcript(audio)``; ``fake.transcription_requests`` holds each upload
+(``files["file"]``, ``form``).
+
 Run standalone with ``python -m bot.testing.fake_llm --port 8765``.
 """
 
@@ -20,6 +27,7 @@ from bot.testing.llm.server import (
     RecordedRequest,
     Script,
     ScriptedToolCall,
+    default_transcript,
     delay,
     error,
     fake_embedding,
@@ -35,6 +43,7 @@ __all__ = [
     "RecordedRequest",
     "Script",
     "ScriptedToolCall",
+    "default_transcript",
     "delay",
     "error",
     "fake_embedding",

@@ -32,10 +32,12 @@ client in tests::
 Acting as users: ``user``, ``private_chat``, ``group``, ``set_member``, ``topic``, ``send``
 (entities are detected with UTF-16 offsets, like Telegram), ``press`` (inline buttons), ``migrate``
 (group to supergroup), ``edit`` (a user edits a message: ``edited_message``), ``channel`` and
-``post`` (a channel post) and ``push_update`` (anything raw, served as given: also an update the
-bot's library cannot parse, to test that polling survives it). Delivery honours ``allowed_updates``
-of the last ``getUpdates``/``setWebhook``, as Telegram does. Reading back: ``sent`` (every message
-the bot created, current state after edits), ``messages(chat_id)``, ``edits(chat_id, message_id)``,
+``post`` (a channel post), ``send_photo`` / ``send_document`` / ``send_voice`` / ``send_audio``
+(bytes the bot fetches with ``getFile`` and ``/file/bot<token>/<path>``; ``downloads`` lists what
+it fetched) and ``push_update`` (anything raw, served as given: also an update the bot's library
+cannot parse, to test that polling survives it). Delivery honours ``allowed_updates`` of the last
+``getUpdates``/``setWebhook``, as Telegram does. Reading back: ``sent`` (every message the bot
+created, current state after edits), ``messages(chat_id)``, ``edits(chat_id, message_id)``,
 ``actions``, ``commands``, ``calls`` (every API call) and ``webhook_deliveries``; waiting:
 ``wait_for_message``, ``wait_until``, ``wait_idle``. Failures: ``flood`` (429 with retry_after),
 ``fail`` (any status), ``block`` (403); ``heal`` drops the failures still queued.
@@ -49,7 +51,8 @@ fake.bot_id, "administrator")``) to deliver every group message.
 Implemented methods: getMe, getUpdates, setWebhook, deleteWebhook, getWebhookInfo,
 sendMessage, editMessageText, editMessageReplyMarkup, deleteMessage, sendChatAction, getChat,
 getChatMember, getChatAdministrators, getChatMemberCount, setMyCommands, getMyCommands,
-deleteMyCommands, answerCallbackQuery. Any other method answers 404 ``Not Found``.
+deleteMyCommands, answerCallbackQuery, getFile (and the file download route). Any other
+method answers 404 ``Not Found``.
 
 Run standalone with ``python -m bot.testing.fake_telegram --port 8081 --token 1:abc``; it
 prints the api_server URL. Its small HTTP control API, for tests in another process:

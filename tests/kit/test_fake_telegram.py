@@ -813,3 +813,77 @@ async def test_privacy_mode_limits_what_reaches_the_bot(
     tg.send(group, alice, "now you see me")
     updates = await bot.get_updates(offset=-1)
     assert updates[-1].message is not None and updates[-1].message.text == "now you see me"
+
+
+# -- files: getFile and the download route ---------------------------------------------------
+
+
+async def test_a_photo_is_fetched_with_get_file_and_the_file_route(
+    fake_telegram: FakeTelegram, bot: Bot, dm: JSONDict, alice: JSONDict
+) -> None:
+    big, thumb = b"\xff\xd8\xff big photo", b"\xff\xd8\xff thumb"
+    sent = fake_telegram.send_photo(dm, alice, big, "look @nobody", thumbnails=[thumb])
+    (update,) = await bot.get_updates()
+    message = update.message
+    assert message is not None and message.photo is not None
+    assert message.caption == "look @nobody" and message.caption_entities
+    small, large = message.photo
+    assert (large.width, large.height, large.file_size) == (1280, 960, len(big))
+    assert (small.width, small.height) == (640, 480)
+    assert sent["photo"][1]["file_id"] == large.file_id
+    file = await bot.get_file(large.file_id)
+    assert file.file_path is not None and file.file_path.startswith("photos/")
+    assert file.file_size == len(big)
+    downloaded = await bot.download_file(file.file_path)
+    assert downloaded is not None and downloaded.read() == big
+    assert fake_telegram.downloads == [file.file_path]
+    assert (await bot.get_file(large.file_id)).file_path == file.file_path  # stable
+
+
+async def test_voice_documents_and_audio_carry_their_fields(
+    fake_telegram: FakeTelegram, bot: Bot, dm: JSONDict, alice: JSONDict
+) -> None:
+    fake_telegram.send_voice(dm, alice, b"OggS voice", duration=7)
+    fake_telegram.send_document(dm, alice, b"\x89PNG doc", "chart.png", "image/png", "see")
+    fake_telegram.send_audio(dm, alice, b"ID3 song", file_name="song.mp3")
+    voice, document, audio = [u.message for u in await bot.get_updates()]
+    assert voice is not None and voice.voice is not None
+    assert (voice.voice.duration, voice.voice.mime_type) == (7, "audio/ogg")
+    assert voice.caption is None and voice.text is None
+    assert document is not None and document.document is not None
+    assert (document.document.file_name, document.document.mime_type) == ("chart.png", "image/png")
+    assert document.caption == "see"
+    assert audio is not None and audio.audio is not None and audio.audio.file_name == "song.mp3"
+    path = (await bot.get_file(voice.voice.file_id)).file_path
+    assert path is not None and path.startswith("voice/") and path.endswith(".oga")
+    data = await bot.download_file(path)
+    assert data is not None and data.read() == b"OggS voice"
+
+
+async def test_file_errors_are_telegrams(
+    fake_telegram: FakeTelegram, bot: Bot, dm: JSONDict, alice: JSONDict
+) -> None:
+    with pytest.raises(TelegramBadRequest, match="invalid file_id"):
+        await bot.get_file("no-such-file")
+    huge = fake_telegram.send_document(dm, alice, bytes(20 * 1024 * 1024 + 1), "big.bin", "x/y")
+    with pytest.raises(TelegramBadRequest, match="file is too big"):
+        await bot.get_file(huge["document"]["file_id"])
+    voice = fake_telegram.send_voice(dm, alice, b"OggS")
+    path = (await bot.get_file(voice["voice"]["file_id"])).file_path
+    async with aiohttp.ClientSession() as http:
+        base = f"{fake_telegram.api_server}/file"
+        async with http.get(f"{base}/bot1:wrong/{path}") as response:
+            assert response.status == 401
+        async with http.get(f"{base}/bot{fake_telegram.token}/voice/nothing.oga") as response:
+            assert response.status == 404
+    assert fake_telegram.downloads == []
+
+
+async def test_privacy_mode_sees_a_captioned_mention_only(
+    fake_telegram: FakeTelegram, bot: Bot, alice: JSONDict
+) -> None:
+    group = fake_telegram.group(-100, "Team")
+    fake_telegram.send_photo(group, alice, b"\xff\xd8\xff one", "just a photo")
+    fake_telegram.send_photo(group, alice, b"\xff\xd8\xff two", "@parlour_bot what is it?")
+    (update,) = await bot.get_updates()
+    assert update.message is not None and update.message.caption == "@parlour_bot what is it?"

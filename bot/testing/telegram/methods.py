@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.testing.telegram.chats import ChatAction, ChatState, new_message
+from bot.testing.telegram.files import TelegramFiles
 from bot.testing.telegram.parse_html import TelegramHTMLError, parse_html, utf16_len
 from bot.testing.telegram.payloads import (
     chat_full_info,
@@ -24,7 +25,6 @@ from bot.testing.telegram.payloads import (
     trim_text,
     with_auto_entities,
 )
-from bot.testing.telegram.state import TelegramState
 from bot.testing.telegram.wire import (
     ApiCall,
     ApiError,
@@ -61,7 +61,7 @@ class Described:
     description: str
 
 
-class BotApi(TelegramState):
+class BotApi(TelegramFiles):
     """The message, member and command methods, keyed by lower-cased method name."""
 
     def _handlers(self) -> dict[str, Handler]:
@@ -80,6 +80,7 @@ class BotApi(TelegramState):
             "getMyCommands": self._get_my_commands,
             "deleteMyCommands": self._delete_my_commands,
             "answerCallbackQuery": self._answer_callback_query,
+            "getFile": self._get_file,
         }
 
     # ------------------------------------------------------------------ messages

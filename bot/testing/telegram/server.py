@@ -67,6 +67,7 @@ class FakeTelegram(UpdateDelivery, WatchedFake):
         self._stopping = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._handle_api)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._serve_file)
         app.router.add_post("/_fake/send", self._control_send)
         app.router.add_get("/_fake/sent", self._control_sent)
         app.router.add_get("/_fake/calls", self._control_calls)

@@ -148,12 +148,15 @@ class TelegramState:
         caption: bool = False,
         anonymous_admin: bool = False,
         entities: list[JSONDict] | None = None,
+        media: JSONDict | None = None,
     ) -> JSONDict:
         """A user writes ``text`` in ``chat``: pushes the update and returns its Message.
 
         Entities default to what Telegram detects (mentions, commands, links, hashtags).
         ``caption=True`` sends a photo with the text as its caption; ``anonymous_admin``
         posts as the group itself (``from`` is GroupAnonymousBot, ``sender_chat`` the chat).
+        ``media``: fields such as ``photo`` or ``voice`` (``bot.testing.telegram.files``
+        builds them); the text is then the caption, if any.
         """
         state = self._chats.get(int(chat["id"])) or self._register(dict(chat))
         if state.migrated_to is not None:
@@ -166,7 +169,13 @@ class TelegramState:
             state, sender, thread_id=thread_id, reply_to=reply_to, as_chat=anonymous_admin
         )
         found = find_entities(text) if entities is None else normalize_entities(text, entities)
-        if caption:
+        if media is not None:
+            message.update(media)
+            if text:
+                message["caption"] = text
+            if found:
+                message["caption_entities"] = found
+        elif caption:
             message["photo"] = photo_sizes(f"{state.id}:{message['message_id']}")
             message["caption"] = text
             if found:
