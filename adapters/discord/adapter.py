@@ -18,16 +18,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import aiohttp
 import discord
 from discord import app_commands
 
+from adapters.discord.arrivals import ChannelOrder, Place
 from adapters.discord.client import make_client
 from adapters.discord.commands import build_tree
 from adapters.discord.endpoints import use_endpoints
+from adapters.discord.media import MediaPolicy, fetch_media, has_media, with_references
 from adapters.discord.normalise import Incoming, context_for, decide, is_chat_admin, normalise
 from adapters.discord.output import (
     LIMIT,
@@ -53,8 +55,10 @@ from bot.conversation.preview import EditThrottle, LivePreview, Repeating
 from bot.conversation.service import Done, Reply
 from bot.conversation.triggers import Action
 from bot.errors import ConfigError, UserFacingError
+from bot.guardrails.access import AccessPolicy
 from bot.guardrails.sanitise import clean_text
 from bot.llm.client import TextDelta
+from bot.media import Attachment
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +89,9 @@ class DiscordAdapter:
             raise ConfigError("discord.enabled is false")
         self.throttle = EditThrottle(self.config.edit_interval, self.config.edit_interval)
         self.message_content = self.config.wants_message_content
+        self.media = MediaPolicy.of(app.settings.llm)
+        self._access = AccessPolicy(app.settings, app.admins)  # who may hear a fetch failed
+        self._order = ChannelOrder()  # downloads do not reorder a channel's messages
         self.client: discord.Client | None = None
         self.plan = ShardPlan(None, None, 1)
         self._pacer = IdentifyPacer(1)
@@ -231,9 +238,12 @@ class DiscordAdapter:
             keep_context=self.config.keep_context and self.message_content,
         )
         if decision.action is Action.ANSWER:
-            self._track(self._answer_message(message, incoming, decision.text))
+            place = self._order.arrive(message.channel.id)
+            self._track(self._answer_message(message, incoming, decision.text, place))
         elif decision.action is Action.OVERHEAR:
-            self._track(self.app.service.overhear(incoming.ctx, decision.text))
+            place = self._order.arrive(message.channel.id)
+            text = with_references(decision.text, message)
+            self._track(self._overhear(incoming.ctx, text, place))
 
     def _track(self, work: Any) -> None:
         # ensure_future runs the coroutine's first step in this loop iteration's order, so
@@ -248,15 +258,39 @@ class DiscordAdapter:
         except Exception:
             log.exception("discord event failed")
 
+    async def _overhear(self, ctx: ChatContext, text: str, place: Place) -> None:
+        try:
+            await place.wait()
+            place.hand_over()  # no await before the core: see arrivals.py
+            await self.app.service.overhear(ctx, text)
+        finally:
+            place.hand_over()
+
     async def _answer_message(
-        self, message: discord.Message, incoming: Incoming, text: str
+        self, message: discord.Message, incoming: Incoming, text: str, place: Place
     ) -> None:
         # The trigger may be gone by the time we answer (deleted, or reposted by PluralKit):
         # then Discord sends a plain message instead of failing the reply.
         reference = message.to_reference(fail_if_not_exists=False)
         reply = ChannelReply(message.channel, reference=reference)
-        indicator = typing_indicator(message.channel)  # started once the message is admitted
-        await self.answer(incoming.ctx, text, reply, indicator, message.channel.id)
+        try:
+            attachments: Sequence[Attachment] = ()
+            if has_media(message):  # images, a voice message: the core judges them (media.py)
+                try:
+                    attachments = await fetch_media(message, self.media)
+                except UserFacingError as exc:  # Discord did not serve a file
+                    place.hand_over()
+                    if self._access.allows(incoming.ctx):
+                        await self._notice(reply, None, exc.chat_text)
+                    return
+            await place.wait()
+            indicator = typing_indicator(message.channel)  # started once the message is admitted
+            place.hand_over()  # answer() reaches the core with no await first: arrivals.py
+            await self.answer(
+                incoming.ctx, text, reply, indicator, message.channel.id, attachments
+            )
+        finally:
+            place.hand_over()
 
     async def answer(
         self,
@@ -265,6 +299,7 @@ class DiscordAdapter:
         messages: ReplyMessages,
         indicator: Repeating | None,
         channel_id: int,
+        attachments: Sequence[Attachment] = (),
     ) -> None:
         """Stream the model's answer into ``messages``; errors become a short notice."""
         live = LivePreview(
@@ -277,10 +312,12 @@ class DiscordAdapter:
         )
         try:
             admitted = indicator.start if indicator is not None else None
-            reply = await self._stream(ctx, text, live, admitted) if self.config.stream else None
+            reply = None
+            if self.config.stream:
+                reply = await self._stream(ctx, text, attachments, live, admitted)
             if reply is None:
                 reply = await self.app.service.chat(
-                    ctx, text, split=_messages, on_admitted=admitted
+                    ctx, text, attachments=attachments, split=_messages, on_admitted=admitted
                 )
             if indicator is not None:
                 await indicator.stop()
@@ -301,12 +338,14 @@ class DiscordAdapter:
         self,
         ctx: ChatContext,
         text: str,
+        attachments: Sequence[Attachment],
         live: LivePreview,
         on_admitted: Callable[[], object] | None,
     ) -> Reply:
-        async with contextlib.aclosing(
-            self.app.service.stream(ctx, text, split=_messages, on_admitted=on_admitted)
-        ) as events:
+        events = self.app.service.stream(
+            ctx, text, attachments=attachments, split=_messages, on_admitted=on_admitted
+        )
+        async with contextlib.aclosing(events) as events:
             async for event in events:
                 if isinstance(event, TextDelta):
                     try:
@@ -318,10 +357,12 @@ class DiscordAdapter:
                     return event.reply
         raise AssertionError("a stream always ends with Done")  # pragma: no cover
 
-    async def _notice(self, messages: ReplyMessages, live: LivePreview, text: str) -> None:
+    async def _notice(
+        self, messages: ReplyMessages, live: LivePreview | None, text: str
+    ) -> None:
         try:
-            cut = live.cut_off("interrupted")
-            if cut is not None:
+            cut = live.cut_off("interrupted") if live is not None else None
+            if cut is not None and live is not None:
                 await messages.put(live.index, cut)
             await messages.put(messages.count, text)  # after whatever is shown, never over it
         except _PREVIEW_ERRORS as exc:

@@ -14,12 +14,14 @@ every fetch is recorded in ``downloads`` (with whether it carried an ``Authoriza
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import mimetypes
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -104,6 +106,9 @@ class CDN:
     base: str | None = None
     valid_for: int = 24 * 3600  # seconds a link stays signed (Discord: about a day)
     downloads: list[Download] = field(default_factory=list)
+    waiting: int = 0  # fetches held by ``hold()``
+    on_change: Callable[[], None] = lambda: None  # the fake's waits re-check on it
+    _gate: asyncio.Event | None = None
     _files: dict[str, _Stored] = field(default_factory=dict)
     _secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
@@ -139,8 +144,24 @@ class CDN:
         for stored in self._files.values():
             stored.expired = True
 
+    def hold(self) -> None:
+        """Fetches wait (counted in ``waiting``) until :meth:`release`: a slow CDN."""
+        self._gate = asyncio.Event()
+
+    def release(self) -> None:
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.set()
+
     async def handle(self, request: web.Request) -> web.Response:
         """``GET /attachments/...`` and ``/media/attachments/...``: the bytes, or 404."""
+        if self._gate is not None:
+            self.waiting += 1
+            self.on_change()
+            try:
+                await self._gate.wait()
+            finally:
+                self.waiting -= 1
         path = request.rel_url.raw_path  # still %-encoded, as published
         via_proxy = path.startswith("/media/")
         if via_proxy:
@@ -150,6 +171,7 @@ class CDN:
         status = 200 if ok else 404
         authorized = "Authorization" in request.headers
         self.downloads.append(Download(path, status, authorized, via_proxy))
+        self.on_change()
         if not ok or stored is None:
             return web.Response(status=404, text=GONE)
         return web.Response(

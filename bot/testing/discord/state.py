@@ -79,7 +79,7 @@ class DiscordState:
         self._commands: dict[int | None, list[JSONDict]] = {None: []}
         self._interactions: dict[int, Interaction] = {}
         self._changed = asyncio.Event()
-        self.cdn = CDN()  # the files users attach (served once the fake listens)
+        self.cdn = CDN(on_change=self._bump)  # users' files (served once the fake listens)
 
     @property
     def allowed_intents(self) -> int:
