@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from bot.config.base import Section, env_secret
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MB = 1024 * 1024
 
 
 class RetrySettings(Section):
@@ -131,9 +132,41 @@ class LLMSettings(EndpointSettings):
         "fallbacks answer, or users are told at once (0: off)",
     )
     retry: RetrySettings = RetrySettings()
+    vision: bool = Field(
+        False,
+        description="send images to the model (it must be a vision model); off: the bot says "
+        "it cannot see images",
+    )
+    max_image_bytes: int = Field(
+        5 * MB,
+        ge=1024,
+        le=20 * MB,
+        description="largest image sent, in bytes (as base64 it grows by a third; OpenAI takes "
+        "at most 20 MB per image, and a photo needs far less to be read)",
+        json_schema_extra={"shown_default": "`5242880` (5 MB)"},
+    )
+    max_images: int = Field(4, ge=1, le=10, description="most images answered in one message")
+    transcription_model: str | None = Field(
+        None,
+        description="model that transcribes voice messages at the endpoint's "
+        "/audio/transcriptions (e.g. whisper-1, gpt-4o-mini-transcribe); null: voice is off",
+    )
+    max_audio_bytes: int = Field(
+        25 * MB,
+        ge=1024,
+        le=25 * MB,
+        description="largest voice message transcribed, in bytes (OpenAI's endpoint refuses "
+        "more than 25 MB)",
+        json_schema_extra={"shown_default": "`26214400` (25 MB)"},
+    )
     fallbacks: tuple[FallbackSettings, ...] = Field(
         (), description="other endpoints tried in order when the primary gives up"
     )
+
+    @field_validator("transcription_model", mode="before")
+    @classmethod
+    def _blank_is_off(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @model_validator(mode="after")
     def _reserve_fits(self) -> LLMSettings:

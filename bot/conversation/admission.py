@@ -85,18 +85,21 @@ class Admission:
             await self.user_limits.take(rate_key(ctx))
 
     @contextlib.asynccontextmanager
-    async def admitted(self, ctx: ChatContext, key: str, text: str) -> AsyncIterator[str]:
+    async def admitted(
+        self, ctx: ChatContext, key: str, text: str, *, attachments: bool = False
+    ) -> AsyncIterator[str]:
         """A message to conversation ``key`` through access, rate, text and one in flight, in
         arrival order; yields the text to answer while the request counts as in flight.
 
         Enter the conversation's lock right inside it, with no await in between: that keeps the
-        messages of one conversation in the order they arrived.
+        messages of one conversation in the order they arrived. ``attachments``: the message
+        has some, so its text may be empty.
         """
         ticket = self._arrivals.join(key)  # no await before: this is its place in line
         async with contextlib.AsyncExitStack() as flight:
             try:
                 await self.admit(ctx)  # first: a flood of anything meets the rate
-                text = self.message_text(text)
+                text = self.message_text(text) if text.strip() or not attachments else ""
                 if not self.access.exempt(ctx):  # admins are exempt from one in flight
                     hold = self.user_limits.hold(f"{key}|{ctx.user_id}")
                     await flight.enter_async_context(hold)

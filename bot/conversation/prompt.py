@@ -102,13 +102,15 @@ def build_prompt(
     tools: Sequence[Mapping[str, Any]],
     counter: TokenCounter,
     limits: PromptLimits,
+    images: Sequence[Mapping[str, Any]] = (),
 ) -> Prompt:
     """The prompt for ``text`` from ``speaker``, trimmed; ``ContextTooLongError`` when the
     system block and the message alone do not fit. (The recalled block is a user message, so
-    a turn of its own for trimming: the last one to go before the message itself.)"""
+    a turn of its own for trimming: the last one to go before the message itself.)
+    ``images``: ``image_url`` parts sent beside ``text`` (``bot.conversation.media_input``)."""
     prefix = system_block(system_prompt, summary, counter, limits)
     memories = recalled_block(recalled, counter, limits)
-    user = user_message(text, speaker, shared)
+    user = user_message(text, speaker, shared, images)
     budget = token_budget([*prefix, *memories], user, tools, counter, limits)
     messages = [
         *prefix,
@@ -120,8 +122,16 @@ def build_prompt(
     return Prompt(messages, fit(messages, budget, counter), budget)
 
 
-def user_message(text: str, speaker: str, shared: bool) -> Message:
-    return {"role": "user", "content": with_speaker(speaker, text) if shared else text}
+def user_message(
+    text: str, speaker: str, shared: bool, images: Sequence[Mapping[str, Any]] = ()
+) -> Message:
+    """The user's message; with ``images``, OpenAI's content parts: the text, then each
+    image (the history keeps only the text, which names them)."""
+    content = with_speaker(speaker, text) if shared else text
+    if not images:
+        return {"role": "user", "content": content}
+    parts: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
+    return {"role": "user", "content": [*parts, *(dict(image) for image in images)]}
 
 
 def history_room(

@@ -23,6 +23,7 @@ from bot.conversation.admission import Admission, LLMSlots
 from bot.conversation.billing import Bill, Meter
 from bot.conversation.events import ChatEvent, Done, HistoryInfo, Reply, ToolFinished, ToolStarted
 from bot.conversation.locks import KeyedLocks
+from bot.conversation.media_input import MediaInput, UserInput
 from bot.conversation.overheard import Overhearing
 from bot.conversation.pending_turn import PendingTurn
 from bot.conversation.preferences import Preferences
@@ -53,6 +54,7 @@ from bot.history.store import (
 )
 from bot.llm.client import LLMClient
 from bot.llm.tokens import TokenCounter, get_counter
+from bot.media import Attachment
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
 from bot.storage.coordination import SharedLimits
@@ -107,6 +109,7 @@ class ChatService:
         self._locks = KeyedLocks()
         self.prefs = Preferences(store, settings.chat)
         self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
+        self.media = MediaInput(settings.llm, llm, self.admission.message_text)
         self._limits = PromptLimits.of(settings)
         limits = settings.limits
         self._loop = ToolLoop(
@@ -147,6 +150,7 @@ class ChatService:
         ctx: ChatContext,
         text: str,
         *,
+        attachments: Sequence[Attachment] = (),
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
     ) -> Reply:
@@ -156,8 +160,12 @@ class ChatService:
         ``limits.max_reply_messages`` of them (and always within ``limits.max_reply_chars``).
         ``on_admitted`` runs once the message passed admission and holds the conversation: an
         adapter starts its typing indicator there, so a refused flood costs no platform calls.
+        ``attachments``: the message's images and voice notes, as bytes (``bot.media``); the
+        text may then be empty (``bot.conversation.media_input`` says what the model sees).
         """
-        turn = self._turn(ctx, text, streaming=False, split=split, on_admitted=on_admitted)
+        turn = self._turn(
+            ctx, text, attachments, streaming=False, split=split, on_admitted=on_admitted
+        )
         async with contextlib.aclosing(turn) as events:
             async for event in events:
                 if isinstance(event, Done):
@@ -169,6 +177,7 @@ class ChatService:
         ctx: ChatContext,
         text: str,
         *,
+        attachments: Sequence[Attachment] = (),
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
     ) -> AsyncGenerator[ChatEvent, None]:
@@ -179,7 +188,9 @@ class ChatService:
         past ``limits.max_reply_chars`` ends with a delta carrying the note; the Done reply's
         text (cut further to fit ``split``'s messages, see :meth:`chat`) is what is stored.
         """
-        return self._turn(ctx, text, streaming=True, split=split, on_admitted=on_admitted)
+        return self._turn(
+            ctx, text, attachments, streaming=True, split=split, on_admitted=on_admitted
+        )
 
     async def admit_command(self, ctx: ChatContext) -> None:
         """A command meets the same access check and message rate as a message (each costs
@@ -190,6 +201,7 @@ class ChatService:
         self,
         ctx: ChatContext,
         text: str,
+        attachments: Sequence[Attachment],
         *,
         streaming: bool,
         split: SplitReply | None,
@@ -198,16 +210,18 @@ class ChatService:
         key = self.conversation_key(ctx)  # no await before admission: arrival order holds
         # access, rate, text, one in flight: checked before anything is stored; the lock is
         # entered right after, so messages queue for it in the order they arrived
-        async with self.admission.admitted(ctx, key, text) as text, self._locks.hold(key):
+        admitted = self.admission.admitted(ctx, key, text, attachments=bool(attachments))
+        async with admitted as text, self._locks.hold(key):
             if on_admitted is not None:
                 on_admitted()
             await self.admission.check_budgets(ctx)
             await self.llm.check_available()  # known to be down: nothing stored
+            said = await self.media.read(text, attachments)  # caps; voice transcribed
             tools = self.tools.definitions(ctx) if self.tools else []
             history = await self.store.load_window(key, self.settings.history.max_turns)
             overheard = await self.overheard.recent(ctx, key)
-            prompt = await self._prompt(ctx, key, text, history, overheard, tools)
-            turn = PendingTurn(self.store, self.budgets, ctx, key, text, overheard)
+            prompt = await self._prompt(ctx, key, said, history, overheard, tools)
+            turn = PendingTurn(self.store, self.budgets, ctx, key, said.stored, overheard)
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
             try:
@@ -232,7 +246,7 @@ class ChatService:
         self,
         ctx: ChatContext,
         key: str,
-        text: str,
+        said: UserInput,
         history: list[StoredTurn],
         overheard: list[Overheard],
         tools: list[dict[str, Any]],
@@ -241,14 +255,15 @@ class ChatService:
         what recall brought, build the prompt. A cut moves turns out of the window: recall
         searches again, so they are found from this very request on."""
         shared = is_shared(key)
-        user = user_message(text, ctx.user_name or ctx.user_id, shared)
+        text = said.text
+        user = user_message(text, ctx.user_name or ctx.user_id, shared, said.images)
         mark = await self.store.load_window_mark(key)
         before = recall_boundary(history, mark)
-        recalled = await self.memory.recall(ctx, key, text, before_turn_id=before)
+        recalled = await self.memory.recall(ctx, key, said.query, before_turn_id=before)
         placement = await self._window(ctx, key, history, overheard, user, tools, mark, recalled)
         if placement.cut is not None and placement.recall_before != before:
             recalled = await self.memory.recall(
-                ctx, key, text, before_turn_id=placement.recall_before
+                ctx, key, said.query, before_turn_id=placement.recall_before
             )
         try:
             prompt = build_prompt(
@@ -263,6 +278,7 @@ class ChatService:
                 tools=tools,
                 counter=self.counter,
                 limits=self._limits,
+                images=said.images,
             )
         except ContextTooLongError:  # refused: the window stays where it was
             log.info("message too long for the model: chars=%d conv=%s", len(text), key)

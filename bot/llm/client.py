@@ -174,6 +174,11 @@ class LLMClient:
     def model(self) -> str:
         return self.endpoints[0].model
 
+    @property
+    def sleep(self) -> Sleep:
+        """How the retry layer waits (tests pass one that does not sleep for real)."""
+        return self._sleep
+
     async def close(self) -> None:
         for endpoint in self.endpoints:
             await endpoint.client.close()

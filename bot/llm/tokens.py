@@ -9,6 +9,8 @@ no tokenizer at all we fall back to a conservative character-class estimate.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import functools
 import gzip
@@ -27,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cachetools import LRUCache
+
+from bot.media import BASE_IMAGE_TOKENS, UNKNOWN_IMAGE_TOKENS, image_size, image_tokens
 
 try:
     import tiktoken
@@ -53,8 +57,8 @@ PER_MESSAGE = 3  # start/separator/end tokens framing every message (cookbook)
 PER_NAME = 1  # a `name` field costs one more token (cookbook)
 REPLY_PRIMING = 3  # every request ends with the primed assistant header (cookbook)
 PER_TOOL_CALL = 6  # framing around each tool call's name + arguments; a guess that errs high
-IMAGE_TOKENS = 85  # a low-detail image; high detail costs more but needs the image size
 _IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
+_IMAGE_HEAD_CHARS = 1 << 18  # base64 read for an image's size: 192 KiB, past any EXIF block
 
 # Calibration of non-exact counters: an EMA of actual/raw that rises fast and falls slowly,
 # because undercounting overflows the context window while overcounting only wastes a bit
@@ -286,7 +290,7 @@ class TokenCounter:
         total = 0
         for part in content:
             if isinstance(part, Mapping):
-                total += IMAGE_TOKENS if part.get("type") in _IMAGE_PARTS else 0
+                total += image_part_tokens(part) if part.get("type") in _IMAGE_PARTS else 0
                 total += self._str(part.get("text")) + self._str(part.get("refusal"))
         return total
 
@@ -329,6 +333,32 @@ class TokenCounter:
         floor = 1.0 if self._samples <= _WARMUP else _MIN_RATIO
         moved = self._ratio + alpha * (target - self._ratio)
         self._ratio = min(_MAX_RATIO, max(floor, moved))
+
+
+def image_part_tokens(part: Mapping[str, Any]) -> int:
+    """An image content part by OpenAI's tile rule (``bot.media.image_tokens``): 85 at low
+    detail; else from the size in a ``data:`` URL's image header, or the rule's worst case
+    when the size cannot be known (a link)."""
+    image = part.get("image_url")
+    if not isinstance(image, Mapping):
+        return UNKNOWN_IMAGE_TOKENS
+    if image.get("detail") == "low":
+        return BASE_IMAGE_TOKENS
+    url = image.get("url")
+    return _data_url_tokens(url) if isinstance(url, str) else UNKNOWN_IMAGE_TOKENS
+
+
+@functools.lru_cache(maxsize=64)  # a prompt is counted several times per turn
+def _data_url_tokens(url: str) -> int:
+    start = url.find(";base64,")
+    if not url.startswith("data:") or start < 0:
+        return UNKNOWN_IMAGE_TOKENS
+    head = url[start + 8 : start + 8 + _IMAGE_HEAD_CHARS]
+    try:
+        size = image_size(base64.b64decode(head[: len(head) // 4 * 4], validate=True))
+    except (binascii.Error, ValueError):
+        size = None
+    return image_tokens(*size) if size else UNKNOWN_IMAGE_TOKENS
 
 
 def get_counter(model: str) -> TokenCounter:
