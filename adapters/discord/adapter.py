@@ -286,9 +286,7 @@ class DiscordAdapter:
             await place.wait()
             indicator = typing_indicator(message.channel)  # started once the message is admitted
             place.hand_over()  # answer() reaches the core with no await first: arrivals.py
-            await self.answer(
-                incoming.ctx, text, reply, indicator, message.channel.id, attachments
-            )
+            await self.answer(incoming.ctx, text, reply, indicator, message.channel.id, attachments)
         finally:
             place.hand_over()
 
@@ -357,9 +355,7 @@ class DiscordAdapter:
                     return event.reply
         raise AssertionError("a stream always ends with Done")  # pragma: no cover
 
-    async def _notice(
-        self, messages: ReplyMessages, live: LivePreview | None, text: str
-    ) -> None:
+    async def _notice(self, messages: ReplyMessages, live: LivePreview | None, text: str) -> None:
         try:
             cut = live.cut_off("interrupted") if live is not None else None
             if cut is not None and live is not None:

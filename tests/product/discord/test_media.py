@@ -5,7 +5,6 @@ bytes, never a CDN link), what is downloaded, what is stored, and the clear refu
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from typing import Any
@@ -18,7 +17,7 @@ from bot.media import AttachmentKind, MediaCaps
 from bot.testing.fake_discord import FakeDiscord, Upload
 from bot.testing.fake_llm import FakeLLM, reply
 from tests.conftest import AppFactory
-from tests.discord_harness import GENERAL, GUILD, OGG, png, running_discord, world
+from tests.discord_harness import GENERAL, OGG, png, running_discord, world
 
 VISION = {"vision": True}
 
@@ -51,7 +50,9 @@ async def test_an_image_reaches_the_model_as_a_data_url_of_its_bytes(
     picture = cat()
     fake_llm.script(reply("A grey square."), reply("Still grey."))
     async with running_discord(make_app, dc, llm=VISION) as (app, _):
-        dc.message(w.general, w.member, f"<@{dc.application_id}> what is this?", attachments=[picture])
+        dc.message(
+            w.general, w.member, f"<@{dc.application_id}> what is this?", attachments=[picture]
+        )
         [answer] = await settled(dc, GENERAL)
         dc.message(w.general, w.member, f"<@{dc.application_id}> and now?")
         await settled(dc, GENERAL, 2)
@@ -163,10 +164,63 @@ async def test_a_file_discord_no_longer_serves_gets_a_clear_reply(
     assert [d.status for d in dc.cdn.downloads] == [404]
 
 
+async def test_a_message_after_a_picture_is_answered_after_it(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
+) -> None:
+    dc = fake_discord
+    w = world(dc)
+    fake_llm.script(reply("About the picture."), reply("About the question."))
+    dc.cdn.hold()  # a slow CDN: the picture's download waits
+    async with running_discord(make_app, dc, llm=VISION):
+        picture = dc.message(
+            w.general, w.member, f"<@{dc.application_id}> look", attachments=[cat()]
+        )
+        await dc.wait_until(lambda: dc.cdn.waiting == 1)
+        question = dc.message(w.general, w.member, f"<@{dc.application_id}> what is in it?")
+        await dc.wait_idle(quiet=0.3)  # time enough for the question to jump the queue
+        dc.cdn.release()
+        first, second = await settled(dc, GENERAL, 2)
+    assert first["message_reference"]["message_id"] == picture["id"]
+    assert first["content"] == "About the picture."
+    assert second["message_reference"]["message_id"] == question["id"]
+    assert [p["type"] for p in user_content(fake_llm, 0)] == ["text", "image_url"]
+    assert "what is in it?" in json.dumps(user_content(fake_llm, 1))
+
+
+async def test_an_overheard_picture_is_kept_as_a_reference_line(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
+) -> None:
+    dc = fake_discord
+    w = world(dc)
+    fake_llm.script(reply("A cat, you said."))
+    async with running_discord(make_app, dc, llm=VISION):
+        dc.message(w.general, w.admin, "my cat", attachments=[cat()])
+        dc.message(w.general, w.member, f"<@{dc.application_id}> what did Alice post?")
+        await settled(dc, GENERAL)
+    sent = json.dumps(fake_llm.chat_requests[0].json)
+    assert "my cat" in sent and "[image: cat.png, 3x2" in sent and "base64" not in sent
+    assert dc.cdn.downloads == []
+
+
+async def test_voice_without_a_transcription_model_is_refused_clearly(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
+) -> None:
+    dc = fake_discord
+    w = world(dc)
+    dm = dc.dm(w.member)
+    async with running_discord(make_app, dc):
+        dc.voice_message(dm, w.member, OGG)
+        [answer] = await settled(dc, int(dm["id"]))
+    assert answer["content"] == "I can't listen to voice messages here; please send me some text."
+    assert fake_llm.requests == [] and dc.cdn.downloads == []
+
+
 # ---------------------------------------------------------------------------- which files
 
 
-POLICY = MediaPolicy(MediaCaps(max_image_bytes=1000, max_images=2, max_audio_bytes=5000), True, True)
+POLICY = MediaPolicy(
+    MediaCaps(max_image_bytes=1000, max_images=2, max_audio_bytes=5000), True, True
+)
 
 
 def _file(name: str, mime: str, size: int = 10, *, voice: bool = False) -> FileInfo:
