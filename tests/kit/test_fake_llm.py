@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -28,6 +29,7 @@ from bot.testing import (
     reply,
     tool_calls,
 )
+from bot.testing.fake_llm import default_transcript
 
 MODEL = "gpt-4o-mini"
 ROOT = Path(__file__).resolve().parents[2]  # tests/kit/ -> the project
@@ -567,3 +569,155 @@ def test_fail_every_takes_only_failures() -> None:
         fake.fail_every(2, reply("not a failure"))
     with pytest.raises(ValueError, match=">= 0"):
         fake.fail_every(-1)
+
+
+# -- image parts and /audio/transcriptions -------------------------------------------------------
+
+PNG_1X1 = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+
+
+def image_message(url: str, **extra: Any) -> list[Any]:
+    image = {"url": url, **extra}
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": image},
+            ],
+        }
+    ]
+
+
+async def test_image_parts_are_accepted_and_their_bytes_recorded(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    url = "data:image/png;base64," + base64.b64encode(PNG_1X1).decode()
+    completion = await client.chat.completions.create(model=MODEL, messages=image_message(url))
+    assert completion.choices[0].message.content == "echo: what is this?"
+    link = "https://example.com/cat.jpg"  # accepted, never fetched
+    await client.chat.completions.create(model=MODEL, messages=image_message(link, detail="low"))
+    first, second = fake_llm.chat_requests
+    assert first.images == [PNG_1X1]
+    assert first.image_urls == [url]
+    assert (second.images, second.image_urls) == ([], [link])
+
+
+@pytest.mark.parametrize(
+    ("url", "extra", "message", "code"),
+    [
+        (
+            "http://127.0.0.1/file/bot123:abc/photo.jpg",
+            {},
+            "Invalid image URL: 'messages[0].content[1].image_url.url'. Expected a base64-encoded "
+            "data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), "
+            "but got a value without the 'data:' prefix.",
+            "invalid_value",
+        ),
+        (
+            "data:image/png;base64,***",
+            {},
+            "but got an invalid base64-encoded value.",
+            "invalid_value",
+        ),
+        ("data:image/png;base64,", {}, "but got empty base64-encoded bytes.", "invalid_value"),
+        ("data:text/plain;base64,aGk=", {}, "with the MIME type 'text/plain'.", "invalid_value"),
+        (
+            "data:image/png;base64,aGVsbG8=",
+            {},
+            "You uploaded an unsupported image.",
+            "invalid_image_format",
+        ),
+        ("https://example.com/a.png", {"detail": "max"}, "Invalid value: 'max'.", "invalid_value"),
+    ],
+)
+async def test_bad_image_parts_get_openais_400(
+    fake_llm: FakeLLM,
+    client: openai.AsyncOpenAI,
+    url: str,
+    extra: dict[str, Any],
+    message: str,
+    code: str,
+) -> None:
+    fake_llm.script(reply("never sent"))
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.chat.completions.create(model=MODEL, messages=image_message(url, **extra))
+    body = caught.value.body
+    assert isinstance(body, dict)
+    assert message in body["message"]
+    assert body["code"] == code
+    assert fake_llm.pending_scripts == 1  # a rejected request takes no script
+
+
+async def test_transcription_default_is_deterministic_and_recorded(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    audio = b"OggS" + bytes(range(60))
+    result = await client.audio.transcriptions.create(
+        model="whisper-1", file=("voice.ogg", audio, "audio/ogg"), language="en", prompt="Parlour"
+    )
+    assert result.text == default_transcript(audio)
+    assert default_transcript(audio) == default_transcript(bytes(audio))
+    assert default_transcript(audio) != default_transcript(audio + b"!")
+    (request,) = fake_llm.transcription_requests
+    upload = request.files["file"]
+    assert (upload.filename, upload.content_type, upload.data) == ("voice.ogg", "audio/ogg", audio)
+    assert request.form == {"model": "whisper-1", "language": "en", "prompt": "Parlour"}
+    assert fake_llm.chat_requests == []
+
+
+async def test_transcription_scripts_and_response_formats(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    fake_llm.script(reply("a chat answer"))  # the chat queue is not touched by voice
+    fake_llm.script_transcriptions(reply("hello there"), reply("second"), reply("third"))
+    upload = ("v.mp3", b"ID3" + bytes(20), "audio/mpeg")
+    as_json = await client.audio.transcriptions.create(model="whisper-1", file=upload)
+    as_text = await client.audio.transcriptions.create(
+        model="whisper-1", file=upload, response_format="text"
+    )
+    verbose = await client.audio.transcriptions.create(
+        model="whisper-1", file=upload, response_format="verbose_json"
+    )
+    assert as_json.text == "hello there"
+    assert as_text == "second\n"
+    assert verbose.text == "third"
+    assert fake_llm.pending_scripts == 1
+
+
+async def test_transcription_failures_answer_like_the_api(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    upload = ("v.ogg", b"OggS" + bytes(8), "audio/ogg")
+    with pytest.raises(openai.BadRequestError, match="Invalid file format"):
+        await client.audio.transcriptions.create(
+            model="whisper-1", file=("v.txt", b"x", "text/plain")
+        )
+    async with aiohttp.ClientSession() as http:  # the SDK cannot leave out the file
+        form = aiohttp.FormData({"model": "whisper-1"})
+        headers = {"Authorization": "Bearer sk-test"}
+        url = f"{fake_llm.base_url}/audio/transcriptions"
+        async with http.post(url, data=form, headers=headers) as response:
+            assert response.status == 400
+            error_body = (await response.json())["error"]
+    assert error_body["message"] == "Missing required parameter: 'file'."
+    assert error_body["code"] == "missing_required_parameter"
+    with pytest.raises(openai.BadRequestError, match="Invalid value: .mp3."):
+        await client.audio.transcriptions.create(
+            model="whisper-1",
+            file=upload,
+            response_format="mp3",  # type: ignore[arg-type]
+        )
+    fake_llm.script_transcriptions(rate_limited(retry_after=1), quota_exhausted())
+    with pytest.raises(openai.RateLimitError) as busy:
+        await client.audio.transcriptions.create(model="whisper-1", file=upload)
+    assert busy.value.response.headers["retry-after"] == "1"
+    with pytest.raises(openai.RateLimitError) as spent:
+        await client.audio.transcriptions.create(model="whisper-1", file=upload)
+    assert spent.value.code == "insufficient_quota"
+    fake_llm.api_key = "sk-right"
+    with pytest.raises(openai.AuthenticationError):
+        await client.audio.transcriptions.create(model="whisper-1", file=upload)
+    assert fake_llm.pending_scripts == 0

@@ -1,5 +1,6 @@
-"""What ``FakeLLM`` answers next: the chat and embeddings script queues and the injected
-fault storm (``fail_every``). A request takes an answer only once it passed validation."""
+"""What ``FakeLLM`` answers next: the chat, embeddings and transcription script queues and the
+injected fault storm (``fail_every``). A request takes an answer only once it passed
+validation."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ class ScriptedAnswers:
         self._fault_every = 0
         self._fault_count = 0
         self._embedding_queue: deque[Script] = deque()
+        self._transcription_queue: deque[Script] = deque()
 
     def script(self, *items: Script) -> None:
         """Queue answers; valid chat requests take them in order, then get default replies."""
@@ -55,6 +57,19 @@ class ScriptedAnswers:
             if item.text is not None or item.tool_calls or item.usage is not None:
                 raise ValueError("embeddings scripts can only fail, hang or delay")
         self._embedding_queue.extend(items)
+
+    def script_transcriptions(self, *items: Script) -> None:
+        """Queue answers for valid ``/audio/transcriptions`` requests: ``reply(text)`` is the
+        transcript heard; ``error``, ``rate_limited``, ``quota_exhausted``, ``delay``,
+        ``hang`` as for chat. A queue of its own: a voice note never eats a chat script.
+        Unscripted requests hear ``default_transcript`` of their bytes."""
+        for item in items:
+            if item.tool_calls or item.usage is not None:
+                raise ValueError("transcription scripts are a text, a failure, a hang or delay")
+        self._transcription_queue.extend(items)
+
+    def _next_transcription_script(self) -> Script | None:
+        return self._transcription_queue.popleft() if self._transcription_queue else None
 
     def _next_chat_script(self) -> Script | None:
         """The injected fault if due, else the next queued script (None: the default reply)."""

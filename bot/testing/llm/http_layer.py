@@ -12,6 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.testing.llm.images import decoded, image_urls
+from bot.testing.llm.transcriptions import Upload, parse_form
 from bot.testing.llm.wire import ApiError, JSONDict, mask_key, request_id, sse_event
 
 _NO_KEY = (
@@ -47,6 +49,18 @@ class RecordedRequest:
     received_at: float = field(default_factory=time.monotonic)
     disconnected: bool = False
     usage: JSONDict | None = None
+    form: dict[str, str] = field(default_factory=dict)  # a multipart body's plain fields
+    files: dict[str, Upload] = field(default_factory=dict)  # ... and its files
+
+    @property
+    def image_urls(self) -> list[str]:
+        """Every ``image_url.url`` the request's messages carry, in order."""
+        return list(image_urls(self.json))
+
+    @property
+    def images(self) -> list[bytes]:
+        """The bytes of every image sent as a ``data:`` URL, in order (links are left out)."""
+        return [data for url in self.image_urls if (data := decoded(url)) is not None]
 
     @property
     def cached_tokens(self) -> int | None:
@@ -67,7 +81,10 @@ async def record_request(request: web.Request) -> RecordedRequest:
     except ValueError:
         parsed = None
     headers = {k.lower(): v for k, v in request.headers.items()}
-    return RecordedRequest(request.method, request.path, headers, parsed, raw)
+    form, files = parse_form(headers.get("content-type", ""), raw) if parsed is None else ({}, {})
+    return RecordedRequest(
+        request.method, request.path, headers, parsed, raw, form=form, files=files
+    )
 
 
 def auth_failure(api_key: str | None, request: web.Request) -> ApiError | None:

@@ -15,6 +15,7 @@ from bot.testing.llm.errors import (
     missing,
     wrong_type,
 )
+from bot.testing.llm.images import check_image_url
 
 _ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 _PART_TYPES = {
@@ -102,11 +103,9 @@ def _check_content(path: Path, role: str, content: object) -> None:
             if not isinstance(part[field], str):
                 raise wrong_type((*ppath, field), "a string", part[field])
         elif kind == "image_url":
-            image = part.get("image_url")
-            if not isinstance(image, dict):
-                raise wrong_type((*ppath, "image_url"), "an object", image)
-            if not isinstance(image.get("url"), str):
-                raise missing((*ppath, "image_url", "url"))
+            if "image_url" not in part:
+                raise missing((*ppath, "image_url"))
+            check_image_url((*ppath, "image_url"), part["image_url"])
 
 
 def _check_tool_calls(path: Path, calls: object) -> None:

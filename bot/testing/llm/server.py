@@ -47,6 +47,11 @@ from bot.testing.llm.script import (
     reply,
     tool_calls,
 )
+from bot.testing.llm.transcriptions import (
+    default_transcript,
+    transcription_body,
+    validate_transcription,
+)
 from bot.testing.llm.validation import invalid_json, validate_chat_request
 from bot.testing.llm.wire import (
     ApiError,
@@ -66,6 +71,7 @@ __all__ = [
     "RecordedRequest",
     "Script",
     "ScriptedToolCall",
+    "default_transcript",
     "delay",
     "error",
     "fake_embedding",
@@ -141,6 +147,8 @@ class FakeLLM(ScriptedAnswers, FakeService):
         for prefix in ("/v1", ""):
             app.router.add_post(f"{prefix}/chat/completions", self._route(self._chat))
             app.router.add_post(f"{prefix}/embeddings", self._route(self._embeddings))
+            transcriptions = self._route(self._transcription)
+            app.router.add_post(f"{prefix}/audio/transcriptions", transcriptions)
             app.router.add_get(f"{prefix}/models", self._route(self._list_models))
             app.router.add_get(f"{prefix}/models/{{model}}", self._route(self._get_model))
         app.router.add_route("*", "/{tail:.*}", self._route(self._invalid_url))
@@ -172,6 +180,12 @@ class FakeLLM(ScriptedAnswers, FakeService):
     def chat_requests(self) -> list[RecordedRequest]:
         """The recorded chat-completion requests only."""
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def transcription_requests(self) -> list[RecordedRequest]:
+        """The recorded ``/audio/transcriptions`` requests only (``files["file"]`` is the
+        audio, ``form`` the other fields)."""
+        return [r for r in self.requests if r.path.endswith("/audio/transcriptions")]
 
     @property
     def embedding_requests(self) -> list[RecordedRequest]:
@@ -269,6 +283,25 @@ class FakeLLM(ScriptedAnswers, FakeService):
         if failed is not None:
             return failed
         return json_response(embeddings_body(body), headers=api_headers(record.received_at))
+
+    async def _transcription(self, request: web.Request, record: RecordedRequest) -> web.Response:
+        """The scripted transcript, else :func:`default_transcript` of the audio."""
+        failure = validate_transcription(record.form, record.files, len(record.body))
+        if failure is not None:
+            return error_response(failure)
+        script = self._next_transcription_script()
+        failed = await self._wait_for(record, script)
+        if failed is not None:
+            return failed
+        audio = record.files["file"].data
+        text = script.text if script is not None and script.text is not None else None
+        content_type, payload = transcription_body(
+            default_transcript(audio) if text is None else text, record.form
+        )
+        headers = api_headers(record.received_at)
+        if isinstance(payload, str):
+            return web.Response(text=payload, content_type=content_type, headers=headers)
+        return json_response(payload, headers=headers)
 
     async def _list_models(self, request: web.Request, record: RecordedRequest) -> web.Response:
         return json_response({"object": "list", "data": [model_object(m) for m in self._known()]})
