@@ -202,6 +202,65 @@ async def test_an_overheard_picture_is_kept_as_a_reference_line(
     assert dc.cdn.downloads == []
 
 
+VOICE = {"transcription_model": "whisper-1"}
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_voice_message_is_transcribed_and_answered(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord, stream: bool
+) -> None:
+    dc = fake_discord
+    w = world(dc)
+    dm = dc.dm(w.member)
+    fake_llm.script_transcriptions(reply("what time is it in Tokyo"))
+    fake_llm.script(reply("It is evening in Tokyo."))
+    async with running_discord(make_app, dc, discord={"stream": stream}, llm=VOICE) as (app, _):
+        dc.voice_message(dm, w.member, OGG, duration_secs=2.5)
+        [answer] = await settled(dc, int(dm["id"]))
+        bob = ChatContext("discord", dm["id"], ChatType.PRIVATE, w.member["id"], "Bobby")
+        stored = await stored_texts(app, app.service.conversation_key(bob))
+    assert answer["content"] == "It is evening in Tokyo."
+    [heard] = fake_llm.transcription_requests
+    assert heard.form["model"] == "whisper-1"
+    assert heard.files["file"].data == OGG and heard.files["file"].filename.endswith(".ogg")
+    said = json.dumps(user_content(fake_llm))
+    assert "what time is it in Tokyo" in said and "/attachments/" not in said
+    assert any("[voice message, transcribed] what time is it in Tokyo" in s for s in stored)
+    assert [d.status for d in dc.cdn.downloads] == [200]
+
+
+async def test_in_a_server_a_voice_message_is_answered_only_as_a_reply_to_the_bot(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
+) -> None:
+    dc = fake_discord
+    w = world(dc)
+    fake_llm.script(reply("Ask me anything."), reply("Tuesday."))
+    fake_llm.script_transcriptions(reply("which day is it"))
+    async with running_discord(make_app, dc, llm=VOICE):
+        dc.message(w.general, w.member, f"<@{dc.application_id}> hi")
+        [first] = await settled(dc, GENERAL)
+        dc.voice_message(w.general, w.admin, OGG)  # to the room, not to the bot
+        dc.voice_message(w.general, w.member, OGG, reply_to=first)
+        _, answer = await settled(dc, GENERAL, 2)
+    assert answer["content"] == "Tuesday."
+    assert len(fake_llm.transcription_requests) == 1 and len(dc.cdn.downloads) == 1
+    assert "which day is it" in json.dumps(user_content(fake_llm))
+
+
+async def test_an_over_size_voice_message_is_refused_and_never_downloaded(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
+) -> None:
+    dc = fake_discord
+    w = world(dc)
+    dm = dc.dm(w.member)
+    long = OGG + bytes(3000)
+    async with running_discord(make_app, dc, llm={**VOICE, "max_audio_bytes": 2048}):
+        dc.voice_message(dm, w.member, long)
+        [answer] = await settled(dc, int(dm["id"]))
+    assert "voice message is too big" in answer["content"] and "2 KB" in answer["content"]
+    assert fake_llm.requests == [] and dc.cdn.downloads == []
+
+
 async def test_voice_without_a_transcription_model_is_refused_clearly(
     make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
 ) -> None:
