@@ -29,7 +29,7 @@ from adapters.discord.arrivals import ChannelOrder, Place
 from adapters.discord.client import make_client
 from adapters.discord.commands import build_tree
 from adapters.discord.endpoints import use_endpoints
-from adapters.discord.media import MediaPolicy, fetch_media, has_media, with_references
+from adapters.discord.media import MediaPolicy, fetch_media, media_source, with_references
 from adapters.discord.normalise import Incoming, context_for, decide, is_chat_admin, normalise
 from adapters.discord.output import (
     LIMIT,
@@ -239,7 +239,8 @@ class DiscordAdapter:
         )
         if decision.action is Action.ANSWER:
             place = self._order.arrive(message.channel.id)
-            self._track(self._answer_message(message, incoming, decision.text, place))
+            media = media_source(message, self.client.user.id)
+            self._track(self._answer_message(message, media, incoming, decision.text, place))
         elif decision.action is Action.OVERHEAR:
             place = self._order.arrive(message.channel.id)
             text = with_references(decision.text, message)
@@ -267,17 +268,23 @@ class DiscordAdapter:
             place.hand_over()
 
     async def _answer_message(
-        self, message: discord.Message, incoming: Incoming, text: str, place: Place
+        self,
+        message: discord.Message,
+        media: discord.Message | None,
+        incoming: Incoming,
+        text: str,
+        place: Place,
     ) -> None:
+        """``media``: the message whose images or voice message go with this one (media.py)."""
         # The trigger may be gone by the time we answer (deleted, or reposted by PluralKit):
         # then Discord sends a plain message instead of failing the reply.
         reference = message.to_reference(fail_if_not_exists=False)
         reply = ChannelReply(message.channel, reference=reference)
         try:
             attachments: Sequence[Attachment] = ()
-            if has_media(message):  # images, a voice message: the core judges them (media.py)
+            if media is not None:  # downloaded here; the core judges them
                 try:
-                    attachments = await fetch_media(message, self.media)
+                    attachments = await fetch_media(media, self.media)
                 except UserFacingError as exc:  # Discord did not serve a file
                     place.hand_over()
                     if self._access.allows(incoming.ctx):

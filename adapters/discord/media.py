@@ -46,6 +46,7 @@ __all__ = [
     "fetch_media",
     "file_info",
     "has_media",
+    "media_source",
     "plan",
     "with_references",
 ]
@@ -135,6 +136,18 @@ def plan(files: Sequence[FileInfo], policy: MediaPolicy) -> list[tuple[int, bool
 def has_media(message: discord.Message) -> bool:
     """Whether the message has an image or a voice message (no I/O: called on arrival)."""
     return any(file_info(a).kind is not None for a in message.attachments)
+
+
+def media_source(message: discord.Message, me: int) -> discord.Message | None:
+    """The message whose files go with this one: its own, else those of the message it replies
+    to ("@bot what is this?" answering someone's picture; never the bot's own); None: none."""
+    if has_media(message):
+        return message
+    reference = message.reference
+    replied = reference.resolved if reference is not None else None
+    if isinstance(replied, discord.Message) and replied.author.id != me and has_media(replied):
+        return replied
+    return None
 
 
 async def fetch_media(message: discord.Message, policy: MediaPolicy) -> tuple[Attachment, ...]:

@@ -94,6 +94,23 @@ async def test_an_image_alone_in_a_dm_is_answered(
     assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
 
 
+async def test_a_mention_replying_to_someones_picture_shows_the_model_that_picture(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
+) -> None:
+    dc = fake_discord
+    w = world(dc)
+    picture = cat(5, 4)
+    fake_llm.script(reply("A grey cat, probably."))
+    async with running_discord(make_app, dc, llm=VISION):
+        posted = dc.message(w.general, w.admin, "my cat", attachments=[picture])
+        dc.message(w.general, w.member, f"<@{dc.application_id}> what breed?", reply_to=posted)
+        [answer] = await settled(dc, GENERAL)
+    assert answer["content"] == "A grey cat, probably."
+    [request] = fake_llm.chat_requests
+    assert request.images == [picture.data]
+    assert "what breed?" in json.dumps(user_content(fake_llm))
+
+
 async def test_an_over_size_image_is_refused_and_never_downloaded(
     make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
 ) -> None:
