@@ -54,6 +54,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 UNAVAILABLE = "I couldn't fetch that file from Discord; please send it again."
+FETCH_TIMEOUT = 30.0  # seconds per file: the channel's next messages wait behind it
 _FETCH_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
 
 
@@ -182,7 +183,8 @@ def with_references(text: str, message: discord.Message) -> str:
 
 async def _read(message: discord.Message, attachment: discord.Attachment) -> bytes:
     try:
-        return await attachment.read()
+        async with asyncio.timeout(FETCH_TIMEOUT):
+            return await attachment.read()
     except _FETCH_ERRORS as exc:
         log.warning(
             "discord: attachment not fetched channel=%s message=%s attachment=%s: %s",

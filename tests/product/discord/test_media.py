@@ -5,12 +5,14 @@ bytes, never a CDN link), what is downloaded, what is stored, and the clear refu
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from typing import Any
 
 import pytest
 
+from adapters.discord.arrivals import ChannelOrder
 from adapters.discord.media import FileInfo, MediaPolicy, plan
 from bot.context import ChatContext, ChatType
 from bot.media import AttachmentKind, MediaCaps
@@ -359,3 +361,18 @@ def test_a_voice_message_is_voice_and_an_image_type_is_an_image() -> None:
     assert _file("x", "audio/ogg", voice=True).kind is AttachmentKind.VOICE
     assert _file("x", "image/heic").kind is AttachmentKind.IMAGE
     assert _file("x", "text/plain").kind is None
+
+
+async def test_channel_order_waits_only_behind_a_message_not_handed_over() -> None:
+    order = ChannelOrder()
+    first, second, other = order.arrive(1), order.arrive(1), order.arrive(2)
+    await other.wait()  # another channel: nothing to wait for
+    waiting = asyncio.ensure_future(second.wait())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    first.hand_over()
+    first.hand_over()  # idempotent (called again in a finally)
+    await waiting
+    second.hand_over()
+    other.hand_over()
+    assert len(order) == 0  # nothing kept once every place handed over
