@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from bot.media import image_size
 from bot.testing.discord.wire import JSONDict
 
 __all__ = [
@@ -50,7 +51,8 @@ class Upload:
     """A file a user attaches to a message, as the client uploads it.
 
     ``content_type`` None: guessed from the file name, as Discord does. ``width``/``height``:
-    an image's pixels (Discord measures them; give them for images). ``duration_secs`` and
+    an image's pixels; None: read from a PNG, GIF, JPEG or WebP header, as Discord measures
+    them. ``duration_secs`` and
     ``waveform`` make it a voice message's audio (see :func:`voice_upload`).
     """
 
@@ -132,8 +134,11 @@ class CDN:
             attachment["content_type"] = upload.media_type
         if upload.description is not None:
             attachment["description"] = upload.description
-        if upload.width is not None and upload.height is not None:
-            attachment["width"], attachment["height"] = upload.width, upload.height
+        size = (upload.width, upload.height)
+        if None in size and (upload.media_type or "").startswith("image/"):
+            size = image_size(upload.data) or size
+        if size[0] is not None and size[1] is not None:
+            attachment["width"], attachment["height"] = size
         if upload.duration_secs is not None:
             attachment["duration_secs"] = upload.duration_secs
             attachment["waveform"] = base64.b64encode(upload.waveform or b"\0").decode("ascii")
