@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -29,6 +29,8 @@ __all__ = [
     "UNKNOWN_IMAGE_TOKENS",
     "Attachment",
     "AttachmentKind",
+    "AttachmentSource",
+    "Attachments",
     "MediaCaps",
     "MediaRefusedError",
     "check_caps",
@@ -80,6 +82,13 @@ class Attachment:
         if self.width and self.height:
             return self.width, self.height
         return image_size(self.data) if self.kind is AttachmentKind.IMAGE else None
+
+
+AttachmentSource = Callable[[], Awaitable[Sequence[Attachment]]]
+"""Downloads a message's attachments when the core asks: after admission, inside the
+conversation's turn, so a refused message costs no download and messages keep their order."""
+Attachments = Sequence[Attachment] | AttachmentSource
+"""What ``ChatService.chat``/``stream`` take: the attachments, or a source of them."""
 
 
 class MediaRefusedError(UserFacingError):

@@ -16,7 +16,7 @@ over-size attachment costs no transcription, and nothing is stored before it is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +24,8 @@ from bot.config import LLMSettings
 from bot.llm.client import LLMClient
 from bot.llm.transcription import Transcriber
 from bot.media import (
-    Attachment,
     AttachmentKind,
+    Attachments,
     MediaCaps,
     MediaRefusedError,
     check_caps,
@@ -75,11 +75,14 @@ class MediaInput:
         self.transcriber = Transcriber(llm, model) if model else None
         self._clean = clean
 
-    async def read(self, text: str, attachments: Sequence[Attachment]) -> UserInput:
-        """``text`` (already admitted; may be empty beside attachments) with ``attachments``;
-        raises :class:`MediaRefusedError` (or an ``LLMError`` from transcription)."""
-        if not attachments:
-            return UserInput.plain(text)
+    async def read(self, text: str, attachments: Attachments) -> UserInput:
+        """``text`` (already admitted; may be empty beside attachments) with ``attachments``
+        (a source is awaited here); raises :class:`MediaRefusedError` (or an ``LLMError``
+        from transcription)."""
+        if callable(attachments):
+            attachments = await attachments()
+        if not attachments:  # a source found nothing: the text alone, if there is one
+            return UserInput.plain(text or self._clean(text))
         check_caps(attachments, self.caps)
         images = [a for a in attachments if a.kind is AttachmentKind.IMAGE]
         voices = [a for a in attachments if a.kind is AttachmentKind.VOICE]

@@ -54,7 +54,7 @@ from bot.history.store import (
 )
 from bot.llm.client import LLMClient
 from bot.llm.tokens import TokenCounter, get_counter
-from bot.media import Attachment
+from bot.media import Attachments
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
 from bot.storage.coordination import SharedLimits
@@ -150,7 +150,7 @@ class ChatService:
         ctx: ChatContext,
         text: str,
         *,
-        attachments: Sequence[Attachment] = (),
+        attachments: Attachments = (),
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
     ) -> Reply:
@@ -160,8 +160,9 @@ class ChatService:
         ``limits.max_reply_messages`` of them (and always within ``limits.max_reply_chars``).
         ``on_admitted`` runs once the message passed admission and holds the conversation: an
         adapter starts its typing indicator there, so a refused flood costs no platform calls.
-        ``attachments``: the message's images and voice notes, as bytes (``bot.media``); the
-        text may then be empty (``bot.conversation.media_input`` says what the model sees).
+        ``attachments``: the message's images and voice notes, as bytes (``bot.media``), or a
+        source that downloads them once the message is admitted; the text may then be empty
+        (``bot.conversation.media_input`` says what the model sees).
         """
         turn = self._turn(
             ctx, text, attachments, streaming=False, split=split, on_admitted=on_admitted
@@ -177,7 +178,7 @@ class ChatService:
         ctx: ChatContext,
         text: str,
         *,
-        attachments: Sequence[Attachment] = (),
+        attachments: Attachments = (),
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
     ) -> AsyncGenerator[ChatEvent, None]:
@@ -201,7 +202,7 @@ class ChatService:
         self,
         ctx: ChatContext,
         text: str,
-        attachments: Sequence[Attachment],
+        attachments: Attachments,
         *,
         streaming: bool,
         split: SplitReply | None,

@@ -704,7 +704,7 @@ async def test_transcription_failures_answer_like_the_api(
             error_body = (await response.json())["error"]
     assert error_body["message"] == "Missing required parameter: 'file'."
     assert error_body["code"] == "missing_required_parameter"
-    with pytest.raises(openai.BadRequestError, match="Invalid value: .mp3."):
+    with pytest.raises(openai.BadRequestError, match=r"Invalid value: .mp3."):
         await client.audio.transcriptions.create(
             model="whisper-1",
             file=upload,
