@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 import discord
 from discord import app_commands
 
-from adapters.discord.arrivals import ChannelOrder, Place
 from adapters.discord.client import make_client
 from adapters.discord.commands import build_tree
 from adapters.discord.endpoints import use_endpoints
@@ -55,10 +55,9 @@ from bot.conversation.preview import EditThrottle, LivePreview, Repeating
 from bot.conversation.service import Done, Reply
 from bot.conversation.triggers import Action
 from bot.errors import ConfigError, UserFacingError
-from bot.guardrails.access import AccessPolicy
 from bot.guardrails.sanitise import clean_text
 from bot.llm.client import TextDelta
-from bot.media import Attachment
+from bot.media import Attachments
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +89,6 @@ class DiscordAdapter:
         self.throttle = EditThrottle(self.config.edit_interval, self.config.edit_interval)
         self.message_content = self.config.wants_message_content
         self.media = MediaPolicy.of(app.settings.llm)
-        self._access = AccessPolicy(app.settings, app.admins)  # who may hear a fetch failed
-        self._order = ChannelOrder()  # downloads do not reorder a channel's messages
         self.client: discord.Client | None = None
         self.plan = ShardPlan(None, None, 1)
         self._pacer = IdentifyPacer(1)
@@ -238,13 +235,11 @@ class DiscordAdapter:
             keep_context=self.config.keep_context and self.message_content,
         )
         if decision.action is Action.ANSWER:
-            place = self._order.arrive(message.channel.id)
             media = media_source(message, self.client.user.id)
-            self._track(self._answer_message(message, media, incoming, decision.text, place))
+            self._track(self._answer_message(message, media, incoming, decision.text))
         elif decision.action is Action.OVERHEAR:
-            place = self._order.arrive(message.channel.id)
             text = with_references(decision.text, message)
-            self._track(self._overhear(incoming.ctx, text, place))
+            self._track(self.app.service.overhear(incoming.ctx, text))
 
     def _track(self, work: Any) -> None:
         # ensure_future runs the coroutine's first step in this loop iteration's order, so
@@ -259,43 +254,24 @@ class DiscordAdapter:
         except Exception:
             log.exception("discord event failed")
 
-    async def _overhear(self, ctx: ChatContext, text: str, place: Place) -> None:
-        try:
-            await place.wait()
-            place.hand_over()  # no await before the core: see arrivals.py
-            await self.app.service.overhear(ctx, text)
-        finally:
-            place.hand_over()
-
     async def _answer_message(
         self,
         message: discord.Message,
         media: discord.Message | None,
         incoming: Incoming,
         text: str,
-        place: Place,
     ) -> None:
-        """``media``: the message whose images or voice message go with this one (media.py)."""
+        """``media``: the message whose images or voice message go with this one (media.py);
+        the core downloads them once the message is admitted, in its place in line."""
         # The trigger may be gone by the time we answer (deleted, or reposted by PluralKit):
         # then Discord sends a plain message instead of failing the reply.
         reference = message.to_reference(fail_if_not_exists=False)
         reply = ChannelReply(message.channel, reference=reference)
-        try:
-            attachments: Sequence[Attachment] = ()
-            if media is not None:  # downloaded here; the core judges them
-                try:
-                    attachments = await fetch_media(media, self.media)
-                except UserFacingError as exc:  # Discord did not serve a file
-                    place.hand_over()
-                    if self._access.allows(incoming.ctx):
-                        await self._notice(reply, None, exc.chat_text)
-                    return
-            await place.wait()
-            indicator = typing_indicator(message.channel)  # started once the message is admitted
-            place.hand_over()  # answer() reaches the core with no await first: arrivals.py
-            await self.answer(incoming.ctx, text, reply, indicator, message.channel.id, attachments)
-        finally:
-            place.hand_over()
+        attachments: Attachments = ()
+        if media is not None:
+            attachments = functools.partial(fetch_media, media, self.media)
+        indicator = typing_indicator(message.channel)  # started once the message is admitted
+        await self.answer(incoming.ctx, text, reply, indicator, message.channel.id, attachments)
 
     async def answer(
         self,
@@ -304,7 +280,7 @@ class DiscordAdapter:
         messages: ReplyMessages,
         indicator: Repeating | None,
         channel_id: int,
-        attachments: Sequence[Attachment] = (),
+        attachments: Attachments = (),
     ) -> None:
         """Stream the model's answer into ``messages``; errors become a short notice."""
         live = LivePreview(
@@ -343,7 +319,7 @@ class DiscordAdapter:
         self,
         ctx: ChatContext,
         text: str,
-        attachments: Sequence[Attachment],
+        attachments: Attachments,
         live: LivePreview,
         on_admitted: Callable[[], object] | None,
     ) -> Reply:
@@ -362,10 +338,10 @@ class DiscordAdapter:
                     return event.reply
         raise AssertionError("a stream always ends with Done")  # pragma: no cover
 
-    async def _notice(self, messages: ReplyMessages, live: LivePreview | None, text: str) -> None:
+    async def _notice(self, messages: ReplyMessages, live: LivePreview, text: str) -> None:
         try:
-            cut = live.cut_off("interrupted") if live is not None else None
-            if cut is not None and live is not None:
+            cut = live.cut_off("interrupted")
+            if cut is not None:
                 await messages.put(live.index, cut)
             await messages.put(messages.count, text)  # after whatever is shown, never over it
         except _PREVIEW_ERRORS as exc:

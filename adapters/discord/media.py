@@ -13,6 +13,10 @@ over without bytes but with the size Discord declared, and the core refuses it w
 reply (:func:`bot.media.check_caps`) or says it cannot see images; nothing is fetched for a
 message that would be refused anyway.
 
+The adapter hands the core a source (:func:`fetch_media` bound to the message), which the core
+awaits once the message is admitted, inside the conversation's turn: a refused message (access,
+rate) costs no download, and a text sent right after a picture waits behind it.
+
 The bytes come through discord.py (``Attachment.read()``: the CDN, which needs no token). The
 CDN URL is a bearer link to the user's file: it never leaves this module, neither to the model
 nor to the log.
@@ -54,7 +58,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 UNAVAILABLE = "I couldn't fetch that file from Discord; please send it again."
-FETCH_TIMEOUT = 30.0  # seconds per file: the channel's next messages wait behind it
+FETCH_TIMEOUT = 30.0  # seconds per file: the conversation's next messages wait behind it
 _FETCH_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
 
 
@@ -152,8 +156,7 @@ def media_source(message: discord.Message, me: int) -> discord.Message | None:
 
 
 async def fetch_media(message: discord.Message, policy: MediaPolicy) -> tuple[Attachment, ...]:
-    """The message's images and voice message for the core, downloaded as :func:`plan` says
-    (without a suspension when nothing is to be downloaded).
+    """The message's images and voice message for the core, downloaded as :func:`plan` says.
 
     Raises :class:`MediaRefusedError` (``chat_text`` asks to send it again) when Discord does
     not serve a file; logged with the ids, never the URL.

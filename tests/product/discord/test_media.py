@@ -5,14 +5,12 @@ bytes, never a CDN link), what is downloaded, what is stored, and the clear refu
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from typing import Any
 
 import pytest
 
-from adapters.discord.arrivals import ChannelOrder
 from adapters.discord.media import FileInfo, MediaPolicy, plan
 from bot.context import ChatContext, ChatType
 from bot.media import AttachmentKind, MediaCaps
@@ -155,6 +153,22 @@ async def test_an_image_not_addressed_to_the_bot_in_a_server_is_not_answered(
     assert dc.cdn.downloads == []
     [request] = fake_llm.chat_requests
     assert "base64" not in json.dumps(request.json)
+
+
+async def test_a_refused_sender_costs_no_download(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
+) -> None:
+    dc = fake_discord
+    w = world(dc)
+    fake_llm.script(reply("Hello Alice."))
+    denied = {"deny": [f"discord:user:{w.member['id']}"]}
+    async with running_discord(make_app, dc, llm=VISION, access=denied):
+        dc.message(w.general, w.member, f"<@{dc.application_id}> see", attachments=[cat()])
+        dc.message(w.general, w.admin, f"<@{dc.application_id}> hi")
+        answers = await settled(dc, GENERAL)
+    assert answers[-1]["content"] == "Hello Alice."
+    assert dc.cdn.downloads == []  # checked before anything is fetched
+    assert "base64" not in json.dumps([r.json for r in fake_llm.chat_requests])
 
 
 async def test_with_vision_off_the_bot_says_it_cannot_see_images(
@@ -361,18 +375,3 @@ def test_a_voice_message_is_voice_and_an_image_type_is_an_image() -> None:
     assert _file("x", "audio/ogg", voice=True).kind is AttachmentKind.VOICE
     assert _file("x", "image/heic").kind is AttachmentKind.IMAGE
     assert _file("x", "text/plain").kind is None
-
-
-async def test_channel_order_waits_only_behind_a_message_not_handed_over() -> None:
-    order = ChannelOrder()
-    first, second, other = order.arrive(1), order.arrive(1), order.arrive(2)
-    await other.wait()  # another channel: nothing to wait for
-    waiting = asyncio.ensure_future(second.wait())
-    await asyncio.sleep(0)
-    assert not waiting.done()
-    first.hand_over()
-    first.hand_over()  # idempotent (called again in a finally)
-    await waiting
-    second.hand_over()
-    other.hand_over()
-    assert len(order) == 0  # nothing kept once every place handed over
