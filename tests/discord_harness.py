@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import struct
+import zlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from bot.testing.fake_discord import FakeDiscord
 from tests.conftest import AppFactory
 
 GUILD, GENERAL, RANDOM, THREAD = 100, 110, 120, 130
+OGG = b"OggS\x00\x02" + bytes(22) + b"OpusHead"  # the start of an Ogg Opus file
 _running = [0]  # adapters running in this test: endpoints are reset when the last one stops
 
 
@@ -89,3 +92,23 @@ async def running_discord(
             _running[0] -= 1
             if not _running[0]:
                 reset_endpoints()
+
+
+def png(width: int, height: int, *, padding: int = 0) -> bytes:
+    """A valid PNG of ``width`` x ``height`` grey pixels; ``padding`` bytes of a private
+    ancillary chunk make it bigger without changing the picture."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    extra = chunk(b"prVt", bytes(padding)) if padding else b""
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + extra
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +32,7 @@ from adapters.discord.client import make_client
 from adapters.discord.commands import build_tree
 from adapters.discord.doctor import configured_guilds, platform_checks
 from adapters.discord.endpoints import use_endpoints
+from adapters.discord.media import MediaPolicy, fetch_media, media_source, with_references
 from adapters.discord.normalise import Incoming, context_for, decide, is_chat_admin, normalise
 from adapters.discord.output import (
     LIMIT,
@@ -58,6 +60,7 @@ from bot.conversation.triggers import Action
 from bot.errors import ConfigError, UserFacingError
 from bot.guardrails.sanitise import clean_text
 from bot.llm.client import TextDelta
+from bot.media import Attachments
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +92,7 @@ class DiscordAdapter:
             raise ConfigError("discord.enabled is false")
         self.throttle = EditThrottle(self.config.edit_interval, self.config.edit_interval)
         self.message_content = self.config.wants_message_content
+        self.media = MediaPolicy.of(app.settings.llm)
         self.client: discord.Client | None = None
         self.plan = ShardPlan(None, None, 1)
         self._pacer = IdentifyPacer(1)
@@ -254,9 +258,11 @@ class DiscordAdapter:
             keep_context=self.config.keep_context and self.message_content,
         )
         if decision.action is Action.ANSWER:
-            self._track(self._answer_message(message, incoming, decision.text))
+            media = media_source(message, self.client.user.id)
+            self._track(self._answer_message(message, media, incoming, decision.text))
         elif decision.action is Action.OVERHEAR:
-            self._track(self.app.service.overhear(incoming.ctx, decision.text))
+            text = with_references(decision.text, message)
+            self._track(self.app.service.overhear(incoming.ctx, text))
 
     def _track(self, work: Any) -> None:
         # ensure_future runs the coroutine's first step in this loop iteration's order, so
@@ -272,14 +278,23 @@ class DiscordAdapter:
             log.exception("discord event failed")
 
     async def _answer_message(
-        self, message: discord.Message, incoming: Incoming, text: str
+        self,
+        message: discord.Message,
+        media: discord.Message | None,
+        incoming: Incoming,
+        text: str,
     ) -> None:
+        """``media``: the message whose images or voice message go with this one (media.py);
+        the core downloads them once the message is admitted, in its place in line."""
         # The trigger may be gone by the time we answer (deleted, or reposted by PluralKit):
         # then Discord sends a plain message instead of failing the reply.
         reference = message.to_reference(fail_if_not_exists=False)
         reply = ChannelReply(message.channel, reference=reference)
+        attachments: Attachments = ()
+        if media is not None:
+            attachments = functools.partial(fetch_media, media, self.media)
         indicator = typing_indicator(message.channel)  # started once the message is admitted
-        await self.answer(incoming.ctx, text, reply, indicator, message.channel.id)
+        await self.answer(incoming.ctx, text, reply, indicator, message.channel.id, attachments)
 
     async def answer(
         self,
@@ -288,6 +303,7 @@ class DiscordAdapter:
         messages: ReplyMessages,
         indicator: Repeating | None,
         channel_id: int,
+        attachments: Attachments = (),
     ) -> None:
         """Stream the model's answer into ``messages``; errors become a short notice."""
         live = LivePreview(
@@ -300,10 +316,12 @@ class DiscordAdapter:
         )
         try:
             admitted = indicator.start if indicator is not None else None
-            reply = await self._stream(ctx, text, live, admitted) if self.config.stream else None
+            reply = None
+            if self.config.stream:
+                reply = await self._stream(ctx, text, attachments, live, admitted)
             if reply is None:
                 reply = await self.app.service.chat(
-                    ctx, text, split=_messages, on_admitted=admitted
+                    ctx, text, attachments=attachments, split=_messages, on_admitted=admitted
                 )
             if indicator is not None:
                 await indicator.stop()
@@ -324,12 +342,14 @@ class DiscordAdapter:
         self,
         ctx: ChatContext,
         text: str,
+        attachments: Attachments,
         live: LivePreview,
         on_admitted: Callable[[], object] | None,
     ) -> Reply:
-        async with contextlib.aclosing(
-            self.app.service.stream(ctx, text, split=_messages, on_admitted=on_admitted)
-        ) as events:
+        events = self.app.service.stream(
+            ctx, text, attachments=attachments, split=_messages, on_admitted=on_admitted
+        )
+        async with contextlib.aclosing(events) as events:
             async for event in events:
                 if isinstance(event, TextDelta):
                     try:

@@ -50,7 +50,10 @@ discord.py retries a 429 only when it has a ``Via`` header (else: "Cloudflare ba
 
 Acting as Discord and its users: ``guild``, ``role``, ``member``, ``channel``, ``thread``,
 ``dm``, ``user``, ``set_channel_overwrite``, ``message`` (MESSAGE_CREATE; without the
-MESSAGE_CONTENT intent the bot gets ``content`` "" unless mentioned or in a DM), ``slash``
+MESSAGE_CONTENT intent the bot gets ``content`` "" unless mentioned or in a DM; files as
+``attachments=[Upload(filename, data, ...)]``), ``voice_message`` (a recorded voice message:
+flag IS_VOICE_MESSAGE, one ``audio/ogg`` attachment with ``duration_secs`` and ``waveform``),
+``slash``
 (INTERACTION_CREATE for a registered command, with the member's resolved ``permissions``),
 ``click`` (a button on the bot's message), ``dispatch`` (any raw event),
 ``request_reconnect``, ``invalidate_session``, ``drop_connections``. Failures:
@@ -58,6 +61,11 @@ MESSAGE_CONTENT intent the bot gets ``content`` "" unless mentioned or in a DM),
 ``sent``, ``messages(channel_id)``, ``callbacks``, ``followups(id)``, ``original(id)``,
 ``typing``, ``reactions``, ``deleted``, ``requests``, ``commands(guild_id)``, ``identify``;
 waiting: ``wait_ready``, ``wait_for_message``, ``wait_until``, ``wait_idle``.
+
+Attachments: users' files are served by a loopback CDN at the URLs their Attachment objects
+carry (``/attachments/<channel>/<id>/<name>?ex=&is=&hm=``, signed like Discord's since 2024;
+``proxy_url`` under ``/media``); a tampered or expired link (``cdn.expire()``) answers 404.
+Every fetch is in ``cdn.downloads`` (path, status, whether an ``Authorization`` header came).
 
 Sharding: each IDENTIFY with ``shard: [id, count]`` is a session of its own that gets only its
 guilds' events (``(guild_id >> 22) % count``; DMs on shard 0); an invalid shard closes 4010, a
@@ -87,7 +95,9 @@ the API base and gateway URL. Its HTTP control API, for tests in another process
 
 * ``POST /_fake/message`` JSON ``{channel_id, user_id, content, guild_id?, username?}``: a
   user writes (the user, guild, text channel, or a DM channel when no ``guild_id`` is given
-  and the channel is unknown, are created on first use). Answers the Message.
+  and the channel is unknown, are created on first use). Answers the Message. Optional
+  ``attachments``: ``[{filename, data (base64), content_type?, width?, height?}]``; or
+  ``voice_message``: ``{data (base64), duration_secs?}`` instead of ``content``.
 * ``POST /_fake/slash`` JSON ``{channel_id, user_id, name, options?}``: answers the
   interaction, or 400 ``{"message", "code": 0}`` if the command is not registered.
 * ``GET /_fake/sent`` (the bot's messages), ``GET /_fake/requests``, ``GET /_fake/callbacks``.
@@ -97,6 +107,7 @@ the API base and gateway URL. Its HTTP control API, for tests in another process
 
 from __future__ import annotations
 
+from bot.testing.discord.cdn import Download, Upload, voice_upload
 from bot.testing.discord.server import (
     ROUTES,
     FakeDiscord,
@@ -106,9 +117,12 @@ from bot.testing.discord.server import (
 
 __all__ = [
     "ROUTES",
+    "Download",
     "FakeDiscord",
     "RecordedRequest",
+    "Upload",
     "main",
+    "voice_upload",
 ]
 
 if __name__ == "__main__":

@@ -10,8 +10,10 @@ are echoed as MESSAGE_CREATE like Discord does, so bots must ignore themselves.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
+from bot.testing.discord.cdn import IS_VOICE_MESSAGE, MAX_ATTACHMENTS, Upload, voice_upload
 from bot.testing.discord.message_checks import (
     EMPTY_MESSAGE,
     EPHEMERAL,
@@ -55,14 +57,19 @@ class DiscordMessages(DiscordState):
         mentions_bot: bool | None = None,
         reply_to: JSONDict | None = None,
         embeds: list[JSONDict] | None = None,
+        attachments: Sequence[Upload] = (),
+        flags: int = 0,
     ) -> JSONDict:
         """``author`` writes ``content`` in ``channel``: dispatches MESSAGE_CREATE, returns it.
 
         In a guild the author becomes a member if it is not one. ``mentions_bot`` None
         detects ``<@bot id>`` (and a reply to the bot, which pings it); True/False force it.
-        Without the MESSAGE_CONTENT intent the bot receives ``content`` "" unless it is
-        mentioned or the message is a DM, as on Discord.
+        Without the MESSAGE_CONTENT intent the bot receives ``content`` "" (and no
+        attachments) unless it is mentioned or the message is a DM, as on Discord.
+        ``attachments``: files uploaded with it (at most 10), served by the fake's CDN.
         """
+        if len(attachments) > MAX_ATTACHMENTS:
+            raise ValueError(f"a message carries at most {MAX_ATTACHMENTS} attachments")
         stored = self._known_channel(int(channel["id"]))
         author_id = int(author["id"])
         self.users.setdefault(author_id, author)
@@ -85,8 +92,11 @@ class DiscordMessages(DiscordState):
             everyone = bool(
                 self.permissions_in(int(stored["id"]), author_id) & Perm.MENTION_EVERYONE
             )
-        message = message_base(self._ids.next(), int(stored["id"]), author, content)
+        message = message_base(self._ids.next(), int(stored["id"]), author, content, flags=flags)
         message["embeds"] = copy.deepcopy(embeds or [])
+        message["attachments"] = [
+            self.cdn.publish(int(stored["id"]), self._ids.next(), upload) for upload in attachments
+        ]
         self._fill_mentions(message, guild, users, roles, everyone)
         if target is not None:
             self._attach_reference(message, target)
@@ -94,6 +104,26 @@ class DiscordMessages(DiscordState):
         self._store(message, stored)
         self._dispatch_message("MESSAGE_CREATE", message)
         return message
+
+    def voice_message(
+        self,
+        channel: JSONDict,
+        author: JSONDict,
+        audio: bytes | Upload,
+        *,
+        duration_secs: float = 3.0,
+        reply_to: JSONDict | None = None,
+    ) -> JSONDict:
+        """``author`` records a voice message: no text, one ``audio/ogg`` attachment with
+        ``duration_secs`` and a waveform, the IS_VOICE_MESSAGE flag (as Discord's clients send
+        it). In a server it reaches the bot as addressed only as a reply to it (the reply pings).
+        """
+        upload = audio if isinstance(audio, Upload) else voice_upload(audio, duration_secs)
+        if upload.duration_secs is None:
+            raise ValueError("a voice message's audio needs duration_secs and a waveform")
+        return self.message(
+            channel, author, "", reply_to=reply_to, attachments=[upload], flags=IS_VOICE_MESSAGE
+        )
 
     # ----------------------------------------------------------------- bot messages
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import binascii
 import signal
 import sys
 from collections.abc import Callable, Collection, Sequence
@@ -18,6 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.testing.discord.cdn import Upload
 from bot.testing.discord.limits import RATE_LIMITED, Injection
 from bot.testing.discord.rest import ROUTES, DiscordRest
 from bot.testing.discord.state import GuildState
@@ -72,11 +75,14 @@ class FakeDiscord(DiscordRest, WatchedFake):
         app.router.add_get("/_fake/requests", self._control_list("requests"))
         app.router.add_get("/_fake/callbacks", self._control_list("callbacks"))
         app.router.add_route("*", r"/api/v{version:\d+}/{tail:.*}", self._handle_rest)
+        app.router.add_get("/attachments/{tail:.*}", self.cdn.handle)
+        app.router.add_get("/media/attachments/{tail:.*}", self.cdn.handle)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         self._runner, self.port, shown = await serve(
             app, self.host, self.port, shutdown_timeout=1.0
         )
         self._base = f"{shown}:{self.port}"
+        self.cdn.base = f"http://{self._base}"
         self._gateway_url = f"ws://{self._base}/gateway"
 
     async def stop(self) -> None:
@@ -194,7 +200,7 @@ class FakeDiscord(DiscordRest, WatchedFake):
         try:
             body = await request.json()
             channel_id, user_id = int(body["channel_id"]), int(body["user_id"])
-            content = str(body["content"])
+            content = str(body.get("content", "") if "voice_message" in body else body["content"])
             guild_id = int(body["guild_id"]) if body.get("guild_id") is not None else None
             user = self._control_user(user_id, body.get("username"))
             channel = self._channels.get(channel_id)
@@ -204,8 +210,16 @@ class FakeDiscord(DiscordRest, WatchedFake):
                 channel = self.channel(guild, channel_id, f"channel-{channel_id}")
             elif channel is None:
                 channel = self.dm(user, channel_id)
-            return json_response(self._wire(self.message(channel, user, content)))
-        except (ValueError, KeyError, TypeError) as exc:
+            uploads = [_upload(item) for item in body.get("attachments") or []]
+            voice = body.get("voice_message")
+            if voice is not None:
+                audio = base64.b64decode(voice["data"], validate=True)
+                duration = float(voice.get("duration_secs", 3.0))
+                message = self.voice_message(channel, user, audio, duration_secs=duration)
+            else:
+                message = self.message(channel, user, content, attachments=uploads)
+            return json_response(self._wire(message))
+        except (ValueError, KeyError, TypeError, binascii.Error) as exc:
             return _bad_request(f"expected JSON with channel_id, user_id, content: {exc}")
 
     async def _control_slash(self, request: web.Request) -> web.Response:
@@ -227,6 +241,18 @@ class FakeDiscord(DiscordRest, WatchedFake):
     def guild_state(self, guild_id: int) -> GuildState:
         """The fake's record of a guild (roles, members, channel ids, overrides)."""
         return self._guild_state_by_id(guild_id)
+
+
+def _upload(item: Any) -> Upload:
+    """An ``attachments`` entry of ``POST /_fake/message``: ``{filename, data (base64),
+    content_type?, width?, height?}``."""
+    return Upload(
+        str(item["filename"]),
+        base64.b64decode(item["data"], validate=True),
+        item.get("content_type"),
+        width=None if item.get("width") is None else int(item["width"]),
+        height=None if item.get("height") is None else int(item["height"]),
+    )
 
 
 def _bad_request(message: str) -> web.Response:

@@ -14,6 +14,7 @@ import contextlib
 import copy
 from typing import Any
 
+from bot.testing.discord.cdn import CDN
 from bot.testing.discord.payloads import (
     dm_json,
     guild_json,
@@ -78,6 +79,7 @@ class DiscordState:
         self._commands: dict[int | None, list[JSONDict]] = {None: []}
         self._interactions: dict[int, Interaction] = {}
         self._changed = asyncio.Event()
+        self.cdn = CDN(on_change=self._bump)  # users' files (served once the fake listens)
 
     @property
     def allowed_intents(self) -> int:
