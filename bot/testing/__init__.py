@@ -1,9 +1,9 @@
 """Parlour's test kit: fakes of the services a bot talks to, for offline, deterministic tests.
 
 It has a fake OpenAI-compatible chat server (``FakeLLM``, scripted with ``reply``,
-``tool_calls``, ``error``, ``rate_limited``, ``quota_exhausted``, ``hang`` and ``delay``), a fake
-Telegram Bot API server (``FakeTelegram``), a fake Discord REST API + gateway (``FakeDiscord``)
-the ``fake_llm`` / ``fake_telegram`` / ``fake_discord`` pytest fixtures, and ``tool_context``
+``tool_calls``, ``error``, ``rate_limited``, ``quota_exhausted``, ``hang``, ``delay`` and
+``held``), a fake Telegram Bot API server (``FakeTelegram``), a fake Discord REST API +
+gateway (``FakeDiscord``), the ``fake_llm`` / ``fake_telegram`` / ``fake_discord`` pytest fixtures, and ``tool_context``
 (with ``MemoryKV``) to call a plugin's tools directly.
 
 Layout: ``bot.testing.llm``, ``bot.testing.telegram`` and ``bot.testing.discord`` hold each
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         delay,
         error,
         hang,
+        held,
         quota_exhausted,
         rate_limited,
         reply,
@@ -55,6 +56,7 @@ __all__ = [
     "delay",
     "error",
     "hang",
+    "held",
     "quota_exhausted",
     "rate_limited",
     "reply",
