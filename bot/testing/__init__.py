@@ -3,8 +3,8 @@
 It has a fake OpenAI-compatible chat server (``FakeLLM``, scripted with ``reply``,
 ``tool_calls``, ``error``, ``rate_limited``, ``quota_exhausted``, ``hang``, ``delay`` and
 ``held``), a fake Telegram Bot API server (``FakeTelegram``), a fake Discord REST API +
-gateway (``FakeDiscord``), the ``fake_llm`` / ``fake_telegram`` / ``fake_discord`` pytest fixtures, and ``tool_context``
-(with ``MemoryKV``) to call a plugin's tools directly.
+gateway (``FakeDiscord``), the ``fake_llm`` / ``fake_telegram`` / ``fake_discord`` pytest
+fixtures, and ``tool_context`` (with ``MemoryKV``) to call a plugin's tools directly.
 
 Layout: ``bot.testing.llm``, ``bot.testing.telegram`` and ``bot.testing.discord`` hold each
 fake's code, one idea per module; ``bot.testing.fake_llm`` / ``fake_telegram`` / ``fake_discord``
