@@ -60,7 +60,9 @@ _READ_ONLY = (
 
 def _not_created(path: Path) -> Check:
     directory = path.parent if str(path.parent) else Path(".")
-    if directory.is_dir() and os.access(directory, os.W_OK | os.X_OK):
+    existing = next((d for d in (directory, *directory.parents) if d.exists()), Path("."))
+    # the bot creates missing directories (mkdir -p): the nearest existing one must take writes
+    if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
         return warn(
             NAME,
             f"no database at {path} yet (`run` creates it there)",
@@ -69,7 +71,7 @@ def _not_created(path: Path) -> Check:
         )
     return fail(
         NAME,
-        f"no database at {path}, and {directory} is not a writable directory",
+        f"no database at {path}, and {existing} is not a writable directory",
         "create the directory (or fix storage.path) and let the bot's user write there",
     )
 

@@ -136,11 +136,22 @@ async def test_a_missing_database_file_warns_and_is_not_created(
     assert not path.exists()
     assert exit_code(rows) == 0  # warnings alone pass
 
+    # `run` creates missing directories: a new nested path is fine, and is not created here
+    nested = tmp_path / "new" / "data" / "x.db"
     rows = await diagnose(
-        make_settings(fake_llm, tmp_path, storage={"path": str(tmp_path / "no" / "x.db")}),
+        make_settings(fake_llm, tmp_path, storage={"path": str(nested)}), llm_timeout=WAIT
+    )
+    assert row(rows, "database").status == "warn"
+    assert not (tmp_path / "new").exists()
+
+    blocked = tmp_path / "a-file"  # a file where a directory should be: nothing can be created
+    blocked.write_text("not a directory")
+    rows = await diagnose(
+        make_settings(fake_llm, tmp_path, storage={"path": str(blocked / "x.db")}),
         llm_timeout=WAIT,
     )
-    assert row(rows, "database").status == "FAIL"
+    database = row(rows, "database")
+    assert database.status == "FAIL" and "is not a writable directory" in database.detail
 
 
 async def test_a_database_that_cannot_be_opened_fails(fake_llm: FakeLLM, tmp_path: Path) -> None:
