@@ -153,7 +153,9 @@ async def _export(args: argparse.Namespace, store: Storage, redactor: Redactor) 
                     wrote += 1
             messages += wrote
             conversations += wrote > 0
-    sys.stderr.write(f"exported {messages} messages from {conversations} conversations\n")
+    sys.stderr.write(
+        f"exported {_count(messages, 'message')} from {_count(conversations, 'conversation')}\n"
+    )
     return 0
 
 
@@ -200,7 +202,7 @@ async def _audit(args: argparse.Namespace, store: Storage, redactor: Redactor) -
     elif entries:
         sys.stdout.write(redactor(audit_table(entries)))
     where = f" in {args.chat}" if args.chat else ""
-    sys.stderr.write(f"{len(entries)} audit entries{where}\n")
+    sys.stderr.write(f"{_count(len(entries), 'audit entry', 'audit entries')}{where}\n")
     return 0
 
 
@@ -280,3 +282,8 @@ def deletion_report(user: str, deleted: UserDeletion) -> str:
     lines = [f"{user}:"]
     lines += [f"  {n:>{width}}  {_DELETION_WORDS[kind]}" for kind, n in counts.items()]
     return "\n".join(lines) + "\n"
+
+
+def _count(number: int, one: str, many: str | None = None) -> str:
+    """``1 conversation``, ``2 conversations``: counts an operator reads."""
+    return f"{number} {one if number == 1 else (many or one + 's')}"
