@@ -24,17 +24,19 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from aiogram.types import Message, Update
+from aiogram.types import Message, Update, User
 
+from adapters.telegram.barrier import ChatBarriers
 from adapters.telegram.lanes import update_lane
 from adapters.telegram.normalise import normalise
+from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.triggers import Action, decide
 from bot.storage.coordination import Inbox
 
 if TYPE_CHECKING:
-    from adapters.telegram.adapter import TelegramAdapter
+    from bot.app import App
 
 __all__ = [
     "ALLOWED_UPDATES",
@@ -104,10 +106,19 @@ async def store_update(
     return await inbox.inbox_put(source, update_id, lane, text, subject=subject)
 
 
+class RoutingAdapter(Protocol):
+    """What edit routing reads of the adapter (its own module: no import cycle)."""
+
+    app: App
+    config: TelegramSettings
+    me: User | None
+    barriers: ChatBarriers
+
+
 class EditRouting:
     """Runs an edited message through the trigger rules into ``ChatService.edited``."""
 
-    def __init__(self, adapter: TelegramAdapter) -> None:
+    def __init__(self, adapter: RoutingAdapter) -> None:
         self.adapter = adapter
 
     async def handle(self, message: Message, update_id: int) -> None:
