@@ -131,8 +131,11 @@ def _parse(text: str, limit: int) -> _Doc:
             blocks.append(blk)
         elif blk and role == _CLOSE:
             blk.body_end = start
+        bare = line.rstrip("\r\n")
         if role in (_OPEN, _CLOSE):
             pieces = [line]
+        elif unclosable and len(bare) <= limit:  # whole, or a cut inside would unmake the fence
+            pieces = [bare, line[len(bare) :]] if bare != line else [line]
         else:
             room = limit - len(blk.reopen) - len(blk.closer) - 1 if blk else limit
             pieces = _clusters(line, room)
