@@ -11,7 +11,8 @@ Fences follow CommonMark: a line indented at most three spaces, opening with thr
 backticks (no backtick in the info string) or tildes, closed by a line of the same character at
 least as long, followed only by spaces. A block the original never closes is closed at the end
 of the last chunk (a reply cut off by the model's token limit still renders as code). A fence
-line too long to fit in a chunk with its closing line cannot be repaired and is split as prose.
+line too long to fit in a chunk with its closing line cannot be repaired and is split as prose;
+if it fits the limit it stays whole, so its pieces never turn from a fence into text.
 
 Cuts prefer, among points that keep the chunk at least half full: a paragraph break or the edge
 of a code block, a newline, a space outside inline code / emphasis / links, a space inside them,
