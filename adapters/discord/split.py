@@ -11,7 +11,8 @@ Fences follow CommonMark: a line indented at most three spaces, opening with thr
 backticks (no backtick in the info string) or tildes, closed by a line of the same character at
 least as long, followed only by spaces. A block the original never closes is closed at the end
 of the last chunk (a reply cut off by the model's token limit still renders as code). A fence
-line too long to fit in a chunk with its closing line cannot be repaired and is split as prose.
+line too long to fit in a chunk with its closing line cannot be repaired and is split as prose;
+if it fits the limit it stays whole, so its pieces never turn from a fence into text.
 
 Cuts prefer, among points that keep the chunk at least half full: a paragraph break or the edge
 of a code block, a newline, a space outside inline code / emphasis / links, a space inside them,
@@ -58,6 +59,8 @@ class _Doc:
     block: list[_Block | None] = field(default_factory=list)
     line_start: list[int] = field(default_factory=list)  # unit index where each unit's line starts
     blank: list[bool] = field(default_factory=list)  # per unit: its line is whitespace only
+    unclosable: list[bool] = field(default_factory=list)  # per unit: its line is a fence opener
+    # too long to close within the limit (split as prose, but reads as a fence wherever it starts)
     off: list[int] = field(default_factory=list)  # per boundary: code points before it
     nextnw: list[int] = field(default_factory=list)  # per boundary: next non-blank unit
     guarded: list[bool] = field(default_factory=list)  # per boundary: inside `code`, **x**, [l](u)
@@ -121,6 +124,7 @@ def _parse(text: str, limit: int) -> _Doc:
     blocks: list[_Block] = []
     for line, (role, owner) in zip(lines, roles, strict=True):
         blk = owner if owner and owner.need <= limit else None  # else too long: prose
+        unclosable = role == _OPEN and blk is None
         role = role if blk else _PROSE
         start = len(d.units)
         if blk and role == _OPEN:
@@ -128,8 +132,11 @@ def _parse(text: str, limit: int) -> _Doc:
             blocks.append(blk)
         elif blk and role == _CLOSE:
             blk.body_end = start
+        bare = line.rstrip("\r\n")
         if role in (_OPEN, _CLOSE):
             pieces = [line]
+        elif unclosable and len(bare) <= limit:  # whole, or a cut inside would unmake the fence
+            pieces = [bare, line[len(bare) :]] if bare != line else [line]
         else:
             room = limit - len(blk.reopen) - len(blk.closer) - 1 if blk else limit
             pieces = _clusters(line, room)
@@ -140,6 +147,7 @@ def _parse(text: str, limit: int) -> _Doc:
         d.block += [blk] * len(pieces)
         d.line_start += [start] * len(pieces)
         d.blank += [not line.strip()] * len(pieces)
+        d.unclosable += [unclosable] * len(pieces)
     n = len(d.units)
     for blk in blocks:
         blk.body_end = n if blk.body_end < 0 else blk.body_end
@@ -253,15 +261,25 @@ def _try(d: _Doc, s: int, b: int, budget: int) -> tuple[int, int] | None:
 
 
 def _fragment_ok(d: _Doc, start: int, end: int | None, blk: _Block | None) -> bool:
-    """False if the line piece ``units[start:end]`` would read as a fence on its own line."""
+    """False if the line piece ``units[start:end]`` would read as a fence on its own line.
+
+    A whole line that already opens an unclosable fence is no fragment: it reads the same in
+    the chunk as in the original, so a cut at its edges (a line break) creates nothing new.
+    """
     if start >= len(d.units) or d.kind[start] in (_OPEN, _CLOSE):
         return True
     if not _FENCEISH.match("".join(d.units[start : start + 7])):
         return True
-    if end is None:
-        end = start
-        while end < len(d.units) and d.units[end] not in _NEWLINES:
-            end += 1
+    stop = start
+    while stop < len(d.units) and d.units[stop] not in _NEWLINES:
+        stop += 1
+    end = stop if end is None else end
+    if (
+        d.unclosable[start]
+        and d.line_start[start] == start
+        and not "".join(d.units[end:stop]).strip()
+    ):
+        return True
     piece = "".join(d.units[start:end]).rstrip()
     return not (_closes(piece, blk.closer) if blk else _opens(piece))
 

@@ -18,15 +18,20 @@ _OPEN = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
 _CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 
 
-def scan(text: str) -> tuple[list[str], list[str], str | None]:
-    """CommonMark fences: (fence lines, other lines, fence still open at the end)."""
+def scan(text: str, limit: int | None = None) -> tuple[list[str], list[str], str | None]:
+    """CommonMark fences: (fence lines, other lines, fence still open at the end).
+
+    An opening line longer than ``limit`` reads as text: no chunk can hold it whole, so the
+    splitter must cut it and its pieces are no fence (documented: split as prose).
+    """
     fences: list[str] = []
     other: list[str] = []
     fence: str | None = None
     for line in re.split(r"\r\n|\r|\n", text):
         if fence is None:
             m = _OPEN.fullmatch(line)
-            if m and not (m[2][0] == "`" and "`" in m[3]):
+            too_long = limit is not None and len(line) > limit
+            if m and not (m[2][0] == "`" and "`" in m[3]) and not too_long:
                 fence = m[2]
                 fences.append(line)
                 continue
@@ -40,9 +45,9 @@ def scan(text: str) -> tuple[list[str], list[str], str | None]:
     return fences, other, fence
 
 
-def squash(text: str) -> str:
+def squash(text: str, limit: int | None = None) -> str:
     """The text without its fence lines and without any whitespace."""
-    return "".join("".join(scan(text)[1]).split())
+    return "".join("".join(scan(text, limit)[1]).split())
 
 
 def check(text: str, limit: int) -> list[str]:
@@ -58,7 +63,7 @@ def check(text: str, limit: int) -> list[str]:
             assert len(opener) + 1 + len(still_open) + 2 > limit, f"unbalanced fence in {chunk!r}"
             fences = fences[:-1]
         assert len(fences) % 2 == 0
-    assert "".join(squash(c) for c in chunks) == squash(text)
+    assert "".join(squash(c) for c in chunks) == squash(text, limit)
     return chunks
 
 
@@ -68,6 +73,21 @@ def check(text: str, limit: int) -> list[str]:
 def test_a_fence_line_too_long_to_close_stays_prose() -> None:
     assert split_message("~~~_________", 16) == ["~~~_________"]
     assert split_message("~~~____", 16) == ["~~~____\n~~~"]  # room to close it: closed
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("____\n~~~_________", ["____", "~~~_________"]),  # found by hypothesis
+        ("~~~_________\n____", ["~~~_________", "____"]),
+        ("____\r\n~~~_________\r\n____", ["____", "~~~_________", "____"]),
+        ("  ~~~_________\nxy\nab", ["  ~~~_________", "xy\nab"]),
+        ("~~~" + "_" * 20, ["~~", "~" + "_" * 15, "_" * 5]),  # longer than the limit: cut
+    ],
+)
+def test_an_unclosable_fence_line_is_cut_at_its_line_breaks(text: str, expected: list[str]) -> None:
+    # Cutting inside it when a line break fits would turn a fence into two lines of text.
+    assert check(text, 16) == expected
 
 
 def test_limits_and_trivial_input() -> None:
