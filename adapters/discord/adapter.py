@@ -13,18 +13,18 @@ events, lets in-flight replies finish, then closes the client.
 
 Arrival order: discord.py dispatches each event as a task; a message reaches ``ChatService``
 without awaiting anything first, so its conversation lock is queued for in arrival order.
+
+This module routes each event; one answer (a message's or ``/ask``'s) is written by
+``reply.py``, the slash command tree is built by ``commands.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
-from collections.abc import Callable
 from typing import Any
 
-import aiohttp
 import discord
 from discord import app_commands
 
@@ -43,6 +43,7 @@ from adapters.discord.output import (
     deliver,
     typing_indicator,
 )
+from adapters.discord.reply import FAILED, DiscordReplies
 from adapters.discord.settings import DiscordSettings, discord_settings
 from adapters.discord.sharding import (
     IdentifyPacer,
@@ -51,25 +52,18 @@ from adapters.discord.sharding import (
     probe_gateway,
     shard_close_error,
 )
-from adapters.discord.split import split_message
 from bot.app import App
 from bot.context import ChatContext
-from bot.conversation.preview import EditThrottle, LivePreview, Repeating
-from bot.conversation.service import Done, Reply
+from bot.conversation.preview import EditThrottle, Repeating
 from bot.conversation.triggers import Action
-from bot.errors import ConfigError, UserFacingError
+from bot.errors import ConfigError
 from bot.guardrails.sanitise import clean_text
-from bot.llm.client import TextDelta
 from bot.media import Attachments
 
 log = logging.getLogger(__name__)
 
 _DIAGNOSE_WAIT = 30.0  # seconds the start-up diagnostics may take before the bot goes on
-ROLLOVER = 1900  # leave room for the cursor and fence repairs before Discord's 2000
 _CHAT_MESSAGES = frozenset({discord.MessageType.default, discord.MessageType.reply})
-_PREVIEW_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
-_FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
-_CUT = "\n\n[reply cut at the output limit]"
 _REJECTED_TOKEN = (
     "discord.token was rejected by Discord (401 Unauthorized): check the bot token in the "
     "Developer Portal"
@@ -91,6 +85,7 @@ class DiscordAdapter:
         if not self.config.enabled:
             raise ConfigError("discord.enabled is false")
         self.throttle = EditThrottle(self.config.edit_interval, self.config.edit_interval)
+        self.replies = DiscordReplies(app, self.config, self.throttle)  # one answer: reply.py
         self.message_content = self.config.wants_message_content
         self.media = MediaPolicy.of(app.settings.llm)
         self.client: discord.Client | None = None
@@ -305,70 +300,9 @@ class DiscordAdapter:
         channel_id: int,
         attachments: Attachments = (),
     ) -> None:
-        """Stream the model's answer into ``messages``; errors become a short notice."""
-        live = LivePreview(
-            _Shown(messages),
-            self.throttle,
-            channel_id,
-            private=ctx.is_private,
-            rollover=ROLLOVER,
-            max_messages=self.app.settings.limits.max_reply_messages,
-        )
-        try:
-            admitted = indicator.start if indicator is not None else None
-            reply = None
-            if self.config.stream:
-                reply = await self._stream(ctx, text, attachments, live, admitted)
-            if reply is None:
-                reply = await self.app.service.chat(
-                    ctx, text, attachments=attachments, split=_messages, on_admitted=admitted
-                )
-            if indicator is not None:
-                await indicator.stop()
-            await deliver(messages, _shown(reply))
-        except UserFacingError as exc:
-            if exc.notify or isinstance(messages, InteractionReply):  # an interaction needs one
-                await self._notice(messages, live, exc.chat_text)
-        except discord.HTTPException as exc:
-            log.warning("discord: reply not delivered channel=%s: %s", channel_id, exc)
-        except Exception:
-            log.exception("discord: answering failed channel=%s", channel_id)
-            await self._notice(messages, live, _FAILED)
-        finally:
-            if indicator is not None:
-                await indicator.stop()
-
-    async def _stream(
-        self,
-        ctx: ChatContext,
-        text: str,
-        attachments: Attachments,
-        live: LivePreview,
-        on_admitted: Callable[[], object] | None,
-    ) -> Reply:
-        events = self.app.service.stream(
-            ctx, text, attachments=attachments, split=_messages, on_admitted=on_admitted
-        )
-        async with contextlib.aclosing(events) as events:
-            async for event in events:
-                if isinstance(event, TextDelta):
-                    try:
-                        await live.feed(event.text)
-                    except _PREVIEW_ERRORS as exc:  # the preview is a nicety
-                        log.warning("discord: streaming edits paused: %s", exc)
-                        live.paused = True
-                elif isinstance(event, Done):
-                    return event.reply
-        raise AssertionError("a stream always ends with Done")  # pragma: no cover
-
-    async def _notice(self, messages: ReplyMessages, live: LivePreview, text: str) -> None:
-        try:
-            cut = live.cut_off("interrupted")
-            if cut is not None:
-                await messages.put(live.index, cut)
-            await messages.put(messages.count, text)  # after whatever is shown, never over it
-        except _PREVIEW_ERRORS as exc:
-            log.warning("discord: notice not delivered: %s", exc)
+        """Stream the model's answer into ``messages``; errors become a short notice
+        (:mod:`adapters.discord.reply`)."""
+        await self.replies.answer(ctx, text, messages, indicator, channel_id, attachments)
 
     # -- slash commands (commands.py calls these) ---------------------------------------------
 
@@ -398,7 +332,7 @@ class DiscordAdapter:
             text = result.text.strip() or "Done."
         except Exception:
             log.exception("discord: /%s failed channel=%s", name, interaction.channel_id)
-            text = _FAILED
+            text = FAILED
         if len(text) > LIMIT:
             text = text[: LIMIT - 1] + "…"
         await interaction.edit_original_response(content=text, allowed_mentions=NO_PINGS)
@@ -433,23 +367,3 @@ class DiscordAdapter:
                 else None
             ),
         )
-
-
-class _Shown:
-    """The live preview writes into the reply's messages."""
-
-    def __init__(self, messages: ReplyMessages) -> None:
-        self.messages = messages
-
-    async def show(self, index: int, text: str) -> None:
-        await self.messages.put(index, text)
-
-
-def _shown(reply: Reply) -> str:
-    return reply.text + _CUT if reply.truncated else reply.text
-
-
-async def _messages(text: str) -> list[str]:
-    """The messages ``deliver`` would send, so the core keeps a reply within
-    ``limits.max_reply_messages``; counted with room for the output-limit note."""
-    return split_message(text + _CUT, LIMIT) or ["…"]

@@ -8,10 +8,11 @@ the one poller's lease) or serves a webhook until ``stop``. Our entry point owns
 written finish before ``run`` returns. An update that aiogram cannot parse is logged and
 skipped, in both modes (:mod:`adapters.telegram.updates`).
 
-Webhook mode is the scale-out mode: each POST is stored in the inbox before it is acknowledged,
-and the inbox worker (:mod:`bot.inbox`) runs it on whichever replica claims its chat's lane,
-one update of a chat at a time, in ``update_id`` order (:mod:`adapters.telegram.lanes`);
-``setWebhook`` is called by one replica only (:mod:`adapters.telegram.replicas`).
+Webhook mode is the scale-out mode (:mod:`adapters.telegram.webhook_mode`): each POST is stored
+in the inbox before it is acknowledged, and the inbox worker (:mod:`bot.inbox`) runs it on
+whichever replica claims its chat's lane, one update of a chat at a time, in ``update_id`` order
+(:mod:`adapters.telegram.lanes`); ``setWebhook`` is called by one replica only
+(:mod:`adapters.telegram.replicas`).
 
 Arrival order (polling): per-update handler tasks reach ``ChatService`` without awaiting
 anything first, so the conversation lock is queued for in the order Telegram delivered them.
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from dataclasses import replace
 from typing import Any
@@ -50,7 +50,6 @@ from adapters.telegram.edits import (
     EditRouting,
     drop_channel_post,
     is_channel,
-    store_update,
 )
 from adapters.telegram.flood import FloodRetry, Sleep
 from adapters.telegram.media import TelegramMedia
@@ -58,12 +57,13 @@ from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import Incoming, chat_key, normalise
 from adapters.telegram.output import Outbox, Target
 from adapters.telegram.recovery import recover
-from adapters.telegram.replicas import PollerLease, ensure_webhook
+from adapters.telegram.replicas import PollerLease
 from adapters.telegram.reply import TelegramReplies
 from adapters.telegram.settings import TelegramSettings, telegram_settings
 from adapters.telegram.triggers import Action, decide
 from adapters.telegram.updates import SkipUnparsableUpdates
 from adapters.telegram.webhook import WebhookServer
+from adapters.telegram.webhook_mode import WebhookMode
 from bot.app import App
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
@@ -71,7 +71,6 @@ from bot.errors import ConfigError
 from bot.history.deliveries import DeliveryLog
 from bot.inbox import InboxWorker
 from bot.storage import owners
-from bot.storage.coordination import InboxItem
 
 log = logging.getLogger(__name__)
 
@@ -264,75 +263,25 @@ class TelegramAdapter:
                 polling.cancel()
 
     async def _serve_webhook(self) -> None:
-        """Updates are stored before 200 (:mod:`~adapters.telegram.webhook`) and run by the
-        inbox worker, on whichever replica claims their chat's lane (:mod:`bot.inbox`)."""
-        hook = self.config.webhook
-        assert hook.url is not None and self.me is not None, "validated; after getMe"
-        self.worker = InboxWorker(
+        """Updates are stored before 200 and run by the inbox worker, on whichever replica
+        claims their chat's lane (:mod:`adapters.telegram.webhook_mode`)."""
+        assert self.me is not None, "after getMe"
+        mode = WebhookMode(
             self.app.store,
-            self.inbox_source,
-            self._run_update,
-            lease_seconds=hook.lease_seconds,
+            self.bot,
+            self.dispatcher,
+            self.config,
             owner=self.owner,
+            source=self.inbox_source,
         )
-        secret = self.config.webhook_secret()
-        self.webhook = WebhookServer(
-            self._accept,
-            secret=secret,
-            path=hook.path,
-            host=hook.listen_host,
-            port=hook.listen_port,
-            health=self._health,
-        )
-        await self.worker.start()
-        try:
-            await self.webhook.start()
-            try:
-                await ensure_webhook(
-                    self.bot,
-                    self.app.store,
-                    bot_id=self.me.id,
-                    owner=self.owner,
-                    url=hook.url,
-                    secret=secret,
-                    allowed_updates=ALLOWED_UPDATES,
-                    drop_pending_updates=hook.drop_pending_updates,
-                )
-                self.ready.set()
-                await self._stopped.wait()
-            finally:
-                await self.webhook.stop()
-        finally:
-            await self.worker.stop()  # what runs finishes; the rest goes to other replicas
+        self.worker, self.webhook = mode.worker, mode.server
+        await mode.serve(bot_id=self.me.id, stopped=self._stopped, ready=self.ready)
 
     @property
     def inbox_source(self) -> str:
         """Per bot: two bots sharing one database never mix their update ids."""
         assert self.me is not None, "after getMe"
         return f"telegram:{self.me.id}"
-
-    async def _accept(self, update_id: int, raw: dict[str, object], text: str) -> bool:
-        """Store a posted update (before Telegram gets its 200); False for a redelivery."""
-        stored = await store_update(self.app.store, self.inbox_source, update_id, raw, text)
-        if stored and self.worker is not None:
-            self.worker.wake()
-        return stored
-
-    async def _health(self) -> dict[str, object]:
-        """For the load balancer: the backlog all replicas share, and this one's share."""
-        pending = await self.app.store.inbox_pending(self.inbox_source)
-        running = self.worker.running if self.worker is not None else 0
-        return {"pending": pending, "running": running}
-
-    async def _run_update(self, item: InboxItem) -> None:
-        """One update from the inbox, to the end: returns once the answer is delivered (the
-        handlers await the whole reply), so the worker may mark it done."""
-        try:
-            update = Update.model_validate(json.loads(item.payload), context={"bot": self.bot})
-        except ValueError as exc:
-            log.error("telegram webhook: update %s does not parse: %s", item.update_id, exc)
-            return
-        await self.dispatcher.feed_update(self.bot, update)
 
     # -- one message -------------------------------------------------------------------------
 

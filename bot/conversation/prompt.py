@@ -19,7 +19,7 @@ so a provider's prompt cache reuses them; the window moves only at a cut
 The token budget is the context window less the reply reserve and the tool definitions, capped
 at ``history.max_tokens`` beyond the fixed parts if configured; :func:`fit` trims the prompt to it
 (``bot.history.trim_history``: whole turns go, oldest first; the system block always stays).
-Nothing here awaits or stores: the service fetches the parts and hands them in.
+Nothing here awaits or stores: ``prompt_builder`` fetches the parts and hands them in.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """ChatService: one user message in, one answer out, with the history kept straight.
 
 Per message: admission (``admission``: access, rate, one in flight, budgets) -> the prompt
-(``prompt``: system prompt, summary, the trimmed history window, overheard chatter, recalled
-memories, the user's message) -> the model, with tools (``tool_loop``; streamed through
-``stream_buffer``) -> the turn is stored and its tokens booked (``billing``).
+(``prompt_builder`` over ``prompt`` and ``window``: system prompt, summary, the history window,
+overheard chatter, recalled memories, the user's message) -> the model, with tools
+(``tool_loop``; streamed through ``stream_buffer``) -> the turn is stored and its tokens booked
+(``billing``).
 Messages of one conversation run strictly in arrival order; different conversations run
 concurrently. If the model fails for good, the user's message stays stored as *unanswered* and the
 error (with its chat-safe text) reaches the adapter.
@@ -12,10 +13,9 @@ error (with its chat-safe text) reaches the adapter.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncGenerator, Callable
+from typing import Protocol
 
 from bot.config import Settings
 from bot.context import ChatContext, Scope
@@ -25,35 +25,21 @@ from bot.conversation.changes import persona_change, scope_change
 from bot.conversation.edits import EditOutcome, Edits
 from bot.conversation.events import ChatEvent, Done, HistoryInfo, Reply, ToolFinished, ToolStarted
 from bot.conversation.locks import KeyedLocks
-from bot.conversation.media_input import MediaInput, UserInput
+from bot.conversation.media_input import MediaInput
 from bot.conversation.overheard import Overhearing
 from bot.conversation.pending_turn import PendingTurn
 from bot.conversation.preferences import Preferences
 from bot.conversation.presets import ChatPresets, Persona
-from bot.conversation.prompt import (
-    Prompt,
-    PromptLimits,
-    build_prompt,
-    history_cost,
-    history_room,
-    is_shared,
-    system_block,
-    user_message,
-    window_figures,
-)
+from bot.conversation.prompt_builder import PromptBuilder
 from bot.conversation.reply_cap import SplitReply
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
-from bot.conversation.window import Placement, recall_boundary, window_for
-from bot.errors import ContextTooLongError
 from bot.guardrails.admins import AdminPolicy
 from bot.history.store import (
     ChatSettingsStore,
     ClearResult,
     HistoryStore,
-    Overheard,
     OverheardStore,
-    StoredTurn,
 )
 from bot.llm.client import LLMClient
 from bot.llm.tokens import TokenCounter, get_counter
@@ -63,7 +49,7 @@ from bot.memory.provider import MemoryProvider, NoMemory
 from bot.storage.audit import AuditTrail
 from bot.storage.coordination import SharedLimits
 from bot.storage.prompt_windows import PromptWindows
-from bot.storage.values import AuditAction, WindowMark
+from bot.storage.values import AuditAction
 
 __all__ = [
     "ChatEvent",
@@ -116,7 +102,9 @@ class ChatService:
         self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
         self.edits = Edits(store, self.overheard, self.admission, self._locks)
         self.media = MediaInput(settings.llm, llm, self.admission.message_text)
-        self._limits = PromptLimits.of(settings)
+        self.prompts = PromptBuilder(  # recall, summary, window placement: prompt_builder
+            settings, store, self.memory, self.counter, compactor, self.system_prompt
+        )
         limits = settings.limits
         self._loop = ToolLoop(
             llm,
@@ -249,7 +237,7 @@ class ChatService:
             tools = self.tools.definitions(ctx) if self.tools else []
             history = await self.store.load_window(key, self.settings.history.max_turns)
             overheard = await self.overheard.recent(ctx, key)
-            prompt = await self._prompt(ctx, key, said, history, overheard, tools)
+            prompt = await self.prompts.build(ctx, key, said, history, overheard, tools)
             turn = PendingTurn(self.store, self.budgets, ctx, key, said.stored, overheard)
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
@@ -277,92 +265,6 @@ class ChatService:
                 raise
             reply = Reply(final.text, turn_id, key, bill.total, final.model, final.finish_reason)
         yield Done(reply)  # after the lock is released: a consumer may stop here
-
-    async def _prompt(
-        self,
-        ctx: ChatContext,
-        key: str,
-        said: UserInput,
-        history: list[StoredTurn],
-        overheard: list[Overheard],
-        tools: list[dict[str, Any]],
-    ) -> Prompt:
-        """Recall from what left the window, place the window (cut it if it is over) beside
-        what recall brought, build the prompt. A cut moves turns out of the window: recall
-        searches again, so they are found from this very request on."""
-        shared = is_shared(key)
-        text = said.text
-        user = user_message(text, ctx.user_name or ctx.user_id, shared, said.images)
-        mark = await self.store.load_window_mark(key)
-        before = recall_boundary(history, mark)
-        recalled = await self.memory.recall(ctx, key, said.query, before_turn_id=before)
-        placement = await self._window(ctx, key, history, overheard, user, tools, mark, recalled)
-        if placement.cut is not None and placement.recall_before != before:
-            recalled = await self.memory.recall(
-                ctx, key, said.query, before_turn_id=placement.recall_before
-            )
-        try:
-            prompt = build_prompt(
-                system_prompt=self.system_prompt(ctx),
-                summary=placement.summary,
-                history=placement.turns,
-                overheard=overheard,
-                recalled=recalled,
-                text=text,
-                speaker=ctx.user_name or ctx.user_id,
-                shared=shared,
-                tools=tools,
-                counter=self.counter,
-                limits=self._limits,
-                images=said.images,
-            )
-        except ContextTooLongError:  # refused: the window stays where it was
-            log.info("message too long for the model: chars=%d conv=%s", len(text), key)
-            raise
-        if placement.cut is not None:  # stored once the request is sure to be sent
-            await self.store.save_window_mark(key, ctx.chat_key, placement.cut)
-            log.debug("window cut conv=%s start=%d", key, placement.start)
-        return dataclasses.replace(prompt, cut=placement.cut is not None)
-
-    async def _window(
-        self,
-        ctx: ChatContext,
-        key: str,
-        history: list[StoredTurn],
-        overheard: Sequence[Overheard],
-        user: dict[str, Any],
-        tools: list[dict[str, Any]],
-        mark: WindowMark | None,
-        recalled: Sequence[str] | None,
-    ) -> Placement:
-        """Where this request's history begins and the summary it shows (``cut`` is set when
-        the start moved; the caller stores it once the request is built)."""
-        shared = is_shared(key)
-
-        def room(summary: str | None) -> int:
-            return history_room(
-                system=system_block(self.system_prompt(ctx), summary, self.counter, self._limits),
-                overheard=overheard,
-                user=user,
-                tools=tools,
-                counter=self.counter,
-                limits=self._limits,
-                recalled=recalled,
-            )
-
-        return window_for(
-            history,
-            mark,
-            await self._summary(key),
-            cost=lambda turns: history_cost(turns, shared, self.counter),
-            room=room,
-            max_turns=self._limits.max_turns,
-            low_water=self._limits.low_water,
-        )
-
-    async def _summary(self, key: str) -> str | None:
-        summary = await self.compactor.summary(key) if self.compactor is not None else None
-        return summary.text if summary is not None else None
 
     # -- spending --------------------------------------------------------------------------------
 
@@ -416,21 +318,8 @@ class ChatService:
     async def history_info(self, ctx: ChatContext) -> HistoryInfo:
         key = self.conversation_key(ctx)
         stats = await self.store.stats(key)
-        history = await self.store.load_window(key, self.settings.history.max_turns)
         tools = self.tools.definitions(ctx) if self.tools else []
-        probe = user_message("", ctx.user_name or ctx.user_id, is_shared(key))
-        mark = await self.store.load_window_mark(key)
-        reserve: list[str] | None = None if not isinstance(self.memory, NoMemory) else []
-        placement = await self._window(ctx, key, history, [], probe, tools, mark, reserve)
-        window_tokens, budget = window_figures(
-            system_prompt=self.system_prompt(ctx),
-            summary=placement.summary,
-            history=placement.turns,
-            shared=is_shared(key),
-            tools=tools,
-            counter=self.counter,
-            limits=self._limits,
-        )
+        window_tokens, budget = await self.prompts.figures(ctx, key, tools)
         return HistoryInfo(
             conversation_key=key,
             scope=self.scope_for(ctx),

@@ -1,0 +1,142 @@
+"""One answer in Discord, from the user's text to the reply's messages.
+
+Used for a message that triggers the bot and for ``/ask``. A typing indicator (given by the
+caller, started once the message is admitted) runs while the model works; with ``stream: true``
+the answer grows in a live preview, edited at ``discord.edit_interval`` and rolled over into a
+new message before Discord's 2000 characters, else it is sent once complete. Either way the
+final text is split by ``deliver`` (``output.py``), and the core keeps it within
+``limits.max_reply_messages`` of those messages. A failed preview edit pauses the preview, never
+the answer. A failure on our side, or a refusal the user should hear of (always, for an
+interaction: it waits for an answer), becomes a short notice after whatever is shown; a reply
+Discord refuses is logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+
+import aiohttp
+import discord
+
+from adapters.discord.output import LIMIT, InteractionReply, ReplyMessages, deliver
+from adapters.discord.settings import DiscordSettings
+from adapters.discord.split import split_message
+from bot.app import App
+from bot.context import ChatContext
+from bot.conversation.preview import EditThrottle, LivePreview, Repeating
+from bot.conversation.service import Done, Reply
+from bot.errors import UserFacingError
+from bot.llm.client import TextDelta
+from bot.media import Attachments
+
+__all__ = ["FAILED", "ROLLOVER", "DiscordReplies"]
+
+log = logging.getLogger(__name__)
+
+ROLLOVER = 1900  # leave room for the cursor and fence repairs before Discord's 2000
+FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
+_PREVIEW_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
+_CUT = "\n\n[reply cut at the output limit]"
+
+
+class DiscordReplies:
+    def __init__(self, app: App, config: DiscordSettings, throttle: EditThrottle) -> None:
+        self.app = app
+        self.config = config
+        self.throttle = throttle
+
+    async def answer(
+        self,
+        ctx: ChatContext,
+        text: str,
+        messages: ReplyMessages,
+        indicator: Repeating | None,
+        channel_id: int,
+        attachments: Attachments = (),
+    ) -> None:
+        """Stream the model's answer into ``messages``; errors become a short notice."""
+        live = LivePreview(
+            _Shown(messages),
+            self.throttle,
+            channel_id,
+            private=ctx.is_private,
+            rollover=ROLLOVER,
+            max_messages=self.app.settings.limits.max_reply_messages,
+        )
+        try:
+            admitted = indicator.start if indicator is not None else None
+            reply = None
+            if self.config.stream:
+                reply = await self._stream(ctx, text, attachments, live, admitted)
+            if reply is None:
+                reply = await self.app.service.chat(
+                    ctx, text, attachments=attachments, split=_messages, on_admitted=admitted
+                )
+            if indicator is not None:
+                await indicator.stop()
+            await deliver(messages, _shown(reply))
+        except UserFacingError as exc:
+            if exc.notify or isinstance(messages, InteractionReply):  # an interaction needs one
+                await self._notice(messages, live, exc.chat_text)
+        except discord.HTTPException as exc:
+            log.warning("discord: reply not delivered channel=%s: %s", channel_id, exc)
+        except Exception:
+            log.exception("discord: answering failed channel=%s", channel_id)
+            await self._notice(messages, live, FAILED)
+        finally:
+            if indicator is not None:
+                await indicator.stop()
+
+    async def _stream(
+        self,
+        ctx: ChatContext,
+        text: str,
+        attachments: Attachments,
+        live: LivePreview,
+        on_admitted: Callable[[], object] | None,
+    ) -> Reply:
+        events = self.app.service.stream(
+            ctx, text, attachments=attachments, split=_messages, on_admitted=on_admitted
+        )
+        async with contextlib.aclosing(events) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    try:
+                        await live.feed(event.text)
+                    except _PREVIEW_ERRORS as exc:  # the preview is a nicety
+                        log.warning("discord: streaming edits paused: %s", exc)
+                        live.paused = True
+                elif isinstance(event, Done):
+                    return event.reply
+        raise AssertionError("a stream always ends with Done")  # pragma: no cover
+
+    async def _notice(self, messages: ReplyMessages, live: LivePreview, text: str) -> None:
+        try:
+            cut = live.cut_off("interrupted")
+            if cut is not None:
+                await messages.put(live.index, cut)
+            await messages.put(messages.count, text)  # after whatever is shown, never over it
+        except _PREVIEW_ERRORS as exc:
+            log.warning("discord: notice not delivered: %s", exc)
+
+
+class _Shown:
+    """The live preview writes into the reply's messages."""
+
+    def __init__(self, messages: ReplyMessages) -> None:
+        self.messages = messages
+
+    async def show(self, index: int, text: str) -> None:
+        await self.messages.put(index, text)
+
+
+def _shown(reply: Reply) -> str:
+    return reply.text + _CUT if reply.truncated else reply.text
+
+
+async def _messages(text: str) -> list[str]:
+    """The messages ``deliver`` would send, so the core keeps a reply within
+    ``limits.max_reply_messages``; counted with room for the output-limit note."""
+    return split_message(text + _CUT, LIMIT) or ["…"]
