@@ -6,10 +6,16 @@ from typing import Protocol
 
 from bot.storage.values import AuditAction, AuditEntry
 
-__all__ = ["CHANGES", "AuditTrail", "clear_detail"]
+__all__ = ["CHANGES", "AuditTrail", "check_change", "clear_detail"]
 
 # The actions record_change takes; clears and resets are written by clear_chat and reset.
 CHANGES = frozenset({AuditAction.PERSONA, AuditAction.SCOPE})
+
+
+def check_change(action: AuditAction) -> None:
+    """Refuse an action ``record_change`` does not take (every backend, one message)."""
+    if action not in CHANGES:
+        raise ValueError(f"not an audited change: {action!r} (one of {sorted(CHANGES)})")
 
 
 def clear_detail(turns: int, messages: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from bot.storage.audit import CHANGES, clear_detail
+from bot.storage.audit import check_change, clear_detail
 from bot.storage.postgres.part import Part
 from bot.storage.postgres.turns import clean_text
 from bot.storage.values import AuditAction, AuditEntry
@@ -27,8 +27,7 @@ class PostgresAudit(Part):
     async def record_change(
         self, chat_key: str, actor_id: str, actor_name: str, action: AuditAction, detail: str
     ) -> None:
-        if action not in CHANGES:
-            raise ValueError(f"not an audited change: {action!r} (one of {sorted(CHANGES)})")
+        check_change(action)
         async with self._db.acquire() as conn:  # one insert: atomic on its own
             await conn.execute(
                 "INSERT INTO chat_audit (chat_key, actor_id, actor_name, action, detail, at)"
