@@ -8,13 +8,15 @@ import asyncio
 import logging
 from datetime import timedelta
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.config import Settings, safe_url
+from bot.context import ChatContext
 from bot.conversation.commands import Commands
 from bot.conversation.presets import ChatPresets
 from bot.conversation.service import ChatService
 from bot.conversation.tool_runner import ToolRunner
+from bot.conversation.tools_command import add_tools_command
 from bot.delivery import Outbound
 from bot.errors import ConfigError, LLMError
 from bot.guardrails.admins import AdminPolicy
@@ -22,6 +24,7 @@ from bot.llm.client import LLMClient
 from bot.llm.embeddings import Embedder
 from bot.llm.retry import Sleep
 from bot.llm.tokens import get_counter
+from bot.mcp.status import ServerStatus
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, StoredMemory
 from bot.memory.store import MemoryStore
@@ -29,6 +32,9 @@ from bot.plugins import PluginManager, ToolRegistry
 from bot.scheduler import Scheduler
 from bot.storage import Storage, open_storage
 from bot.storage.owners import new_owner
+
+if TYPE_CHECKING:
+    from bot.mcp.manager import MCPManager
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +71,8 @@ class App:
         self.outbound = Outbound()
         self.admins = AdminPolicy(settings)  # who is an admin, for tools, plugins and commands
         self._presets = ChatPresets(settings)  # a chat's plugins, from config chats:
-        self.tools = ToolRegistry(self.admins.is_admin, plugins_for=self._presets.plugins)
+        self.tools = self._registry()
+        self.mcp: MCPManager | None = None
         self.scheduler: Scheduler | None = None
         self.memories: MemoryStore | None = None
         self._embedder: Embedder | None = None
@@ -114,7 +121,7 @@ class App:
                     self.settings.memory,
                     get_counter(self._llm.model).count_text,  # the prompt's own counter
                 )
-            self.tools = ToolRegistry(self.admins.is_admin, plugins_for=self._presets.plugins)
+            self.tools = self._registry()
             if self.settings.memory.summarize:
                 summary_llm = self._llm
                 if self.settings.memory.summary_model:
@@ -152,6 +159,8 @@ class App:
             await self.plugins.load_all(
                 self.settings.plugins, required=self.settings.plugins_required
             )
+            self._start_mcp()
+            add_tools_command(self._commands, self.tools, self._mcp_statuses)
             self._schedule_housekeeping(self.scheduler)
             await self.scheduler.start()
         except BaseException:
@@ -172,6 +181,25 @@ class App:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    def _start_mcp(self) -> None:
+        """After the plugins, so an MCP tool whose name a plugin tool holds gets its server's
+        prefix. Each server connects in the background: none holds the bot's start."""
+        if not self.settings.mcp.enabled:
+            return
+        from bot.mcp.manager import MCPManager  # the SDK loads only when a server is configured
+
+        self.mcp = MCPManager(self.settings, self.tools, servers_for=self._presets.mcp_servers)
+        self.mcp.start()
+
+    def _mcp_statuses(self, ctx: ChatContext) -> list[ServerStatus]:
+        return self.mcp.statuses(ctx) if self.mcp is not None else []
+
+    def _registry(self) -> ToolRegistry:
+        presets = self._presets
+        return ToolRegistry(
+            self.admins.is_admin, plugins_for=presets.plugins, servers_for=presets.mcp_servers
+        )
 
     def _open_scheduler(self, store: Storage) -> Scheduler:
         """Jobs beside the history: their own SQLite file, or the shared PostgreSQL database,
@@ -229,6 +257,9 @@ class App:
         if self._summary_llm is not None:
             await self._summary_llm.close()
             self._summary_llm = None
+        if self.mcp is not None:  # its servers stop with the bot (stdio children are ended)
+            await self.mcp.aclose()
+            self.mcp = None
         if self.plugins is not None:
             await self.plugins.teardown_all()
             self.plugins = None

@@ -34,6 +34,7 @@ from bot.config.loading import (
     settings_from_mapping,
 )
 from bot.config.masking import mask_secrets, masked_dump, safe_url, secret_values
+from bot.config.mcp import MCPServerSettings, MCPSettings
 from bot.config.memory import EmbeddingSettings, MemorySettings
 from bot.config.settings import (
     DEFAULT_PLUGINS,
@@ -61,6 +62,8 @@ __all__ = [
     "LLMSettings",
     "LimitSettings",
     "LoggingSettings",
+    "MCPServerSettings",
+    "MCPSettings",
     "MemorySettings",
     "PlatformSettings",
     "PluginEntry",

@@ -35,6 +35,11 @@ class ChatPreset(Section):
         " omitted: all of them, []: none",
     )
 
+    mcp: tuple[str, ...] | None = Field(
+        None,
+        description="names from mcp.servers whose tools are offered here; omitted: all, []: none",
+    )
+
     @field_validator("match", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
@@ -54,7 +59,7 @@ class ChatPreset(Section):
             raise ValueError("name a model, or leave model out to use llm.model")
         return value.strip() if value is not None else None
 
-    @field_validator("plugins", mode="before")
+    @field_validator("plugins", "mcp", mode="before")
     @classmethod
     def _plugin_names(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -70,5 +75,16 @@ def unknown_plugins(presets: tuple[ChatPreset, ...], configured: set[str]) -> li
         " it from the preset)"
         for index, preset in enumerate(presets)
         for position, name in enumerate(preset.plugins or ())
+        if name not in configured
+    ]
+
+
+def unknown_servers(presets: tuple[ChatPreset, ...], configured: set[str]) -> list[str]:
+    """One problem line per preset server that ``mcp.servers`` does not name."""
+    return [
+        f"chats.{index}.mcp.{position} is not a server in mcp.servers (add it there, or drop"
+        " it from the preset)"
+        for index, preset in enumerate(presets)
+        for position, name in enumerate(preset.mcp or ())
         if name not in configured
     ]

@@ -8,10 +8,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from bot.config.base import Section, looks_secret
-from bot.config.chats import ChatPreset, unknown_plugins
+from bot.config.chats import ChatPreset, unknown_plugins, unknown_servers
 from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
 from bot.config.guardrails import AccessSettings, LimitSettings
 from bot.config.llm import LLMSettings
+from bot.config.mcp import MCPSettings
 from bot.config.memory import MemorySettings
 from bot.config.tools import ToolsSettings
 
@@ -55,6 +56,7 @@ class Settings(Section):
     storage: StorageSettings = StorageSettings()
     memory: MemorySettings = MemorySettings()
     tools: ToolsSettings = ToolsSettings()
+    mcp: MCPSettings = MCPSettings()
     access: AccessSettings = AccessSettings()
     limits: LimitSettings = LimitSettings()
     logging: LoggingSettings = LoggingSettings()
@@ -108,6 +110,7 @@ class Settings(Section):
     @model_validator(mode="after")
     def _preset_plugins_loaded(self) -> Settings:
         problems = unknown_plugins(self.chats, {entry.module for entry in self.plugins})
+        problems += unknown_servers(self.chats, set(self.mcp.servers))
         if problems:
             raise ValueError("; ".join(problems))
         return self

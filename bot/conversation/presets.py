@@ -76,6 +76,13 @@ class ChatPresets:
             return None
         return frozenset(preset.plugins)
 
+    def mcp_servers(self, ctx: ChatContext) -> frozenset[str] | None:
+        """The MCP servers whose tools are offered in this chat (None: every one)."""
+        preset = self.match(ctx)
+        if preset is None or preset.mcp is None:
+            return None
+        return frozenset(preset.mcp)
+
     def allows_plugin(self, ctx: ChatContext, module: str) -> bool:
         enabled = self.plugins(ctx)
         return enabled is None or module in enabled

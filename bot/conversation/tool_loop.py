@@ -30,7 +30,9 @@ from bot.conversation.reply_cap import REPLY_LIMIT, Cut, SplitReply, cut, fit_me
 from bot.conversation.stream_buffer import buffered
 from bot.conversation.tool_runner import ToolRunner
 from bot.errors import LLMContextLengthError
-from bot.llm.client import Completion, LLMClient, StreamItem, TextDelta
+from bot.llm.client import Completion, LLMClient, StreamItem, TextDelta, ToolCall
+from bot.media import data_url
+from bot.plugins.output import ToolOutput, ToolResult, text_of
 
 log = logging.getLogger(__name__)
 
@@ -182,9 +184,12 @@ class ToolLoop:
             )
             tool_messages: list[Message] = []
             for call, result in zip(completion.tool_calls, results, strict=True):
-                tool_messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-                yield ToolFinished(call, result)
+                text = text_of(result)
+                tool_messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+                yield ToolFinished(call, text)
             transcript.extend(tool_messages)
+            # images the tools returned: shown for the rest of this answer, never stored
+            transcript.extend(tool_images(completion.tool_calls, results))
             answer.add(completion, [assistant, *tool_messages])
             rounds += 1
 
@@ -222,3 +227,17 @@ class ToolLoop:
 def cut_short(completion: Completion, done: Cut) -> Completion:
     """A round whose text the bot cut: it ends the turn, its tool calls are never run."""
     return replace(completion, text=done.text, tool_calls=(), finish_reason=REPLY_LIMIT)
+
+
+def tool_images(calls: tuple[ToolCall, ...], results: list[ToolResult]) -> list[Message]:
+    """A user message with the images a round's tools returned (the chat API takes images only
+    from the user), after all of the round's tool messages; none when no tool gave one."""
+    parts: list[dict[str, Any]] = []
+    for call, result in zip(calls, results, strict=True):
+        if isinstance(result, ToolOutput) and result.images:
+            parts.append({"type": "text", "text": f"Images returned by {call.name}:"})
+            parts.extend(
+                {"type": "image_url", "image_url": {"url": data_url(image)}}
+                for image in result.images
+            )
+    return [{"role": "user", "content": parts}] if parts else []

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from bot.context import ChatContext
 from bot.llm.client import ToolCall
+from bot.plugins.output import ToolResult
 
 
 class ToolRunner(Protocol):
@@ -18,6 +19,7 @@ class ToolRunner(Protocol):
         """OpenAI ``tools`` entries this caller may use (empty: no tools for this chat)."""
         ...
 
-    async def run(self, ctx: ChatContext, call: ToolCall) -> str:
-        """The tool's result (or an error description) as the tool message content."""
+    async def run(self, ctx: ChatContext, call: ToolCall) -> ToolResult:
+        """The tool's result (or an error description): the tool message's text, and maybe
+        images for the model to look at (:mod:`bot.plugins.output`)."""
         ...

@@ -1,10 +1,13 @@
 """The tool registry: what the model may call here, and running one call safely.
 
-Permissions are code, not prompt: a tool the caller may not use (an admin tool, a private-chat
-tool, or one from a plugin that this chat's ``chats:`` preset leaves out) is not offered, and is
-refused if called anyway. Whatever goes wrong (unknown tool, arguments that are not JSON or do
-not fit the schema, a timeout, an exception) comes back as a tool message the model can read and
-act on; the turn never crashes. Output is capped so one tool cannot flood the context window.
+Two kinds of tool live here side by side: a plugin's Python function (:mod:`bot.plugins.declare`)
+and an external tool with a JSON schema (an MCP server's, :mod:`bot.plugins.external`). The
+rules are the same for both. Permissions are code, not prompt: a tool the caller may not use (an
+admin tool, a private-chat tool, or one whose plugin or server this chat's ``chats:`` preset
+leaves out) is not offered, and is refused if called anyway. Whatever goes wrong (unknown tool,
+arguments that are not JSON or do not fit the schema, a timeout, an exception) comes back as a
+tool message the model can read and act on; the turn never crashes. Output is capped so one tool
+cannot flood the context window.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -20,6 +24,8 @@ from pydantic import ValidationError
 from bot.context import ChatContext
 from bot.plugins.context import ToolContext
 from bot.plugins.declare import Permission, ToolDefinitionError, ToolSpec
+from bot.plugins.external import ExternalTool
+from bot.plugins.output import ToolOutput, ToolResult
 
 if TYPE_CHECKING:
     from bot.llm.client import ToolCall
@@ -28,17 +34,31 @@ log = logging.getLogger(__name__)
 
 ContextFactory = Callable[[ToolSpec, ChatContext], ToolContext]
 PluginsFor = Callable[[ChatContext], "frozenset[str] | None"]
-"""The plugin modules enabled in a chat (None: all of them)."""
+"""The plugin modules (or, for ``servers_for``, MCP servers) enabled in a chat (None: all)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedTool:
+    """One line of ``/tools``: a tool offered in a chat and who provides it."""
+
+    name: str
+    source: str  # "plugin:plugins.clock", "mcp:search", or "builtin" (added without a plugin)
+    admin_only: bool
 
 
 class ToolRegistry:
     def __init__(
-        self, is_admin: Callable[[ChatContext], bool], *, plugins_for: PluginsFor | None = None
+        self,
+        is_admin: Callable[[ChatContext], bool],
+        *,
+        plugins_for: PluginsFor | None = None,
+        servers_for: PluginsFor | None = None,
     ) -> None:
         self.is_admin = is_admin
         self.plugins_for = plugins_for
-        self._tools: dict[str, tuple[ToolSpec, ContextFactory]] = {}
-        self._owners: dict[str, str] = {}  # tool name -> the plugin module that added it
+        self.servers_for = servers_for
+        self._tools: dict[str, tuple[ToolSpec, ContextFactory] | ExternalTool] = {}
+        self._owners: dict[str, str] = {}  # plugin tool name -> the plugin module that added it
 
     def add(self, spec: ToolSpec, context: ContextFactory, *, plugin: str | None = None) -> None:
         if spec.name in self._tools:
@@ -47,6 +67,22 @@ class ToolRegistry:
         if plugin is not None:
             self._owners[spec.name] = plugin
 
+    def add_external(self, tool: ExternalTool) -> None:
+        if tool.name in self._tools:
+            raise ToolDefinitionError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def replace_source(self, source: str, tools: Iterable[ExternalTool]) -> None:
+        """Swap every external tool of ``source`` for ``tools`` at once (a server's refreshed
+        list; empty: it went away). A name another source holds is skipped, with a warning."""
+        for name in [n for n, t in self._tools.items() if _source(t) == source]:
+            del self._tools[name]
+        for tool in tools:
+            if tool.name in self._tools:
+                log.warning("tool %s from %s skipped: the name is taken", tool.name, source)
+                continue
+            self._tools[tool.name] = tool
+
     def remove(self, name: str) -> None:
         self._tools.pop(name, None)
         self._owners.pop(name, None)
@@ -54,72 +90,119 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return sorted(self._tools)
 
+    def plugin_names(self) -> frozenset[str]:
+        """The names plugin tools hold (an MCP tool that collides gets its server's prefix)."""
+        return frozenset(n for n, t in self._tools.items() if not isinstance(t, ExternalTool))
+
     @property
     def has_admin_tools(self) -> bool:
         """Adapters look up a sender's admin rights before a turn only when it matters."""
-        return any(spec.permission is Permission.ADMINS for spec, _ in self._tools.values())
+        return any(_permission(t) is Permission.ADMINS for t in self._tools.values())
 
-    def allowed(self, spec: ToolSpec, ctx: ChatContext) -> bool:
-        if not self._enabled_here(spec, ctx):
+    def allowed(self, tool: ToolSpec | ExternalTool, ctx: ChatContext) -> bool:
+        if not self._enabled_here(tool, ctx):
             return False
-        if spec.permission is Permission.ADMINS:
+        if tool.permission is Permission.ADMINS:
             return self.is_admin(ctx)
-        if spec.permission is Permission.PRIVATE:
+        if tool.permission is Permission.PRIVATE:
             return ctx.is_private
         return True
 
-    def _enabled_here(self, spec: ToolSpec, ctx: ChatContext) -> bool:
-        """A chat's preset may list the plugins used there; only their tools are offered."""
+    def _enabled_here(self, tool: ToolSpec | ExternalTool, ctx: ChatContext) -> bool:
+        """A chat's preset may list the plugins (and MCP servers) used there; only their tools
+        are offered."""
+        if isinstance(tool, ExternalTool):
+            servers = self.servers_for(ctx) if self.servers_for is not None else None
+            return servers is None or tool.source.removeprefix("mcp:") in servers
         enabled = self.plugins_for(ctx) if self.plugins_for is not None else None
-        return enabled is None or self._owners.get(spec.name) in enabled
+        return enabled is None or self._owners.get(tool.name) in enabled
+
+    def offered(self, ctx: ChatContext) -> list[OfferedTool]:
+        """The tools ``ctx`` may use and where each comes from (``/tools``)."""
+        lines = []
+        for name, entry in sorted(self._tools.items()):
+            tool = entry if isinstance(entry, ExternalTool) else entry[0]
+            if self.allowed(tool, ctx):
+                source = _source(entry)
+                if source is None:
+                    owner = self._owners.get(name)
+                    source = f"plugin:{owner}" if owner else "builtin"
+                lines.append(OfferedTool(name, source, tool.permission is Permission.ADMINS))
+        return lines
 
     # -- ToolRunner --------------------------------------------------------------------------
 
     def definitions(self, ctx: ChatContext) -> list[dict[str, Any]]:
         """The tools offered to ``ctx``, by name: the same set in the same order and form on
         every turn, so the request's prefix (tools come first) stays cacheable."""
-        offered = (
-            spec for name, (spec, _) in sorted(self._tools.items()) if self.allowed(spec, ctx)
-        )
-        return [spec.definition() for spec in offered]
+        out = []
+        for _, entry in sorted(self._tools.items()):
+            tool = entry if isinstance(entry, ExternalTool) else entry[0]
+            if self.allowed(tool, ctx):
+                out.append(tool.definition())
+        return out
 
-    async def run(self, ctx: ChatContext, call: ToolCall) -> str:
+    async def run(self, ctx: ChatContext, call: ToolCall) -> ToolResult:
         entry = self._tools.get(call.name)
         if entry is None:
-            offered = (
-                ", ".join(
-                    sorted(n for n, (spec, _) in self._tools.items() if self.allowed(spec, ctx))
-                )
-                or "none"
+            return (
+                f"Error: there is no tool named {call.name!r}. Available tools: {self._list(ctx)}."
             )
-            return f"Error: there is no tool named {call.name!r}. Available tools: {offered}."
-        spec, context = entry
-        if not self.allowed(spec, ctx):
-            log.warning("tool %s refused chat=%s user=%s", spec.name, ctx.chat_key, ctx.user_id)
-            if not self._enabled_here(spec, ctx):
-                return f"Error: {spec.name} is not enabled in this chat. Tell the user so."
-            who = "admins of this chat" if spec.permission is Permission.ADMINS else "private chats"
-            return f"Error: {spec.name} is only available to {who}. Tell the user so."
+        tool = entry if isinstance(entry, ExternalTool) else entry[0]
+        if not self.allowed(tool, ctx):
+            log.warning("tool %s refused chat=%s user=%s", tool.name, ctx.chat_key, ctx.user_id)
+            if not self._enabled_here(tool, ctx):
+                return f"Error: {tool.name} is not enabled in this chat. Tell the user so."
+            who = "admins of this chat" if tool.permission is Permission.ADMINS else "private chats"
+            return f"Error: {tool.name} is only available to {who}. Tell the user so."
         try:
             raw = json.loads(call.arguments or "{}")
         except json.JSONDecodeError as exc:
-            return f"Error: the arguments are not valid JSON ({exc.msg}). Call {spec.name} again."
+            return f"Error: the arguments are not valid JSON ({exc.msg}). Call {tool.name} again."
+        if isinstance(entry, ExternalTool):
+            problems = entry.problems(raw)
+            if problems is not None:
+                return f"Error: invalid arguments for {entry.name}: {problems}"
+            values: dict[str, Any] = raw
+        else:
+            try:
+                arguments = entry[0].arguments.model_validate(raw)
+            except ValidationError as exc:
+                return f"Error: invalid arguments for {tool.name}: {_problems(exc)}"
+            values = {name: getattr(arguments, name) for name in type(arguments).model_fields}
         try:
-            arguments = spec.arguments.model_validate(raw)
-        except ValidationError as exc:
-            return f"Error: invalid arguments for {spec.name}: {_problems(exc)}"
-        values = {name: getattr(arguments, name) for name in type(arguments).model_fields}
-        try:
-            result = await asyncio.wait_for(spec.func(context(spec, ctx), **values), spec.timeout)
+            result = await asyncio.wait_for(_invoke(entry, ctx, values), tool.timeout)
         except TimeoutError:
             log.warning(
-                "tool %s timed out after %ss chat=%s", spec.name, spec.timeout, ctx.chat_key
+                "tool %s timed out after %ss chat=%s", tool.name, tool.timeout, ctx.chat_key
             )
-            return f"Error: {spec.name} did not finish within {spec.timeout:g} seconds."
+            return f"Error: {tool.name} did not finish within {tool.timeout:g} seconds."
         except Exception as exc:
-            log.exception("tool %s failed chat=%s", spec.name, ctx.chat_key)
-            return f"Error: {spec.name} failed: {type(exc).__name__}: {exc}"
-        return _capped(_as_text(result), spec.max_output)
+            log.exception("tool %s failed chat=%s", tool.name, ctx.chat_key)
+            return f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"
+        if isinstance(result, ToolOutput):
+            return replace(result, text=_capped(result.text, tool.max_output))
+        return _capped(_as_text(result), tool.max_output)
+
+    def _list(self, ctx: ChatContext) -> str:
+        return ", ".join(line.name for line in self.offered(ctx)) or "none"
+
+
+async def _invoke(
+    entry: tuple[ToolSpec, ContextFactory] | ExternalTool, ctx: ChatContext, values: dict[str, Any]
+) -> Any:
+    if isinstance(entry, ExternalTool):
+        return await entry.call(values)
+    spec, context = entry
+    return await spec.func(context(spec, ctx), **values)
+
+
+def _source(entry: tuple[ToolSpec, ContextFactory] | ExternalTool) -> str | None:
+    return entry.source if isinstance(entry, ExternalTool) else None
+
+
+def _permission(entry: tuple[ToolSpec, ContextFactory] | ExternalTool) -> Permission:
+    return entry.permission if isinstance(entry, ExternalTool) else entry[0].permission
 
 
 def _problems(exc: ValidationError) -> str:

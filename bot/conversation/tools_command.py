@@ -1,0 +1,63 @@
+"""``/tools`` (admins): the tools offered in this chat and where each comes from.
+
+The list is the registry's own answer for this chat (its preset and the caller's rights), so
+what it shows is what the model is offered. MCP servers that are not ready are named too, with
+their last error: an operator sees why a server's tools are missing without reading logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from bot.context import ChatContext
+from bot.conversation.commands import CommandInfo, CommandResult, Commands
+from bot.mcp.status import ServerState, ServerStatus
+from bot.plugins.registry import OfferedTool, ToolRegistry
+
+__all__ = ["TOOLS_COMMAND", "add_tools_command", "describe_tools"]
+
+TOOLS_COMMAND = CommandInfo(
+    "tools", "List the tools I can use here and where they come from", admin_only=True
+)
+
+
+def describe_tools(offered: Sequence[OfferedTool], servers: Sequence[ServerStatus]) -> str:
+    if offered:
+        lines = [f"Tools offered here ({len(offered)}):"]
+        lines += [f"- {tool.name} ({_source(tool.source)}{_admins(tool)})" for tool in offered]
+    else:
+        lines = ["No tools are offered here."]
+    waiting = [s for s in servers if s.state is not ServerState.READY]
+    if waiting:
+        lines += ["", "MCP servers not ready:"] + [f"- {s.line()}" for s in waiting]
+    skipped = [(s.name, skip) for s in servers for skip in s.skipped]
+    if skipped:
+        lines += ["", "Left out (the chat API would refuse them):"]
+        lines += [f"- {server}: {skip.name}: {skip.reason}" for server, skip in skipped]
+    return "\n".join(lines)
+
+
+def add_tools_command(
+    commands: Commands,
+    registry: ToolRegistry,
+    servers: Callable[[ChatContext], Sequence[ServerStatus]],
+) -> None:
+    """Register ``/tools``; ``servers(ctx)``: the MCP servers whose tools this chat may use."""
+
+    async def handle(ctx: ChatContext, args: str) -> CommandResult:
+        return CommandResult(describe_tools(registry.offered(ctx), servers(ctx)), private=True)
+
+    commands.register(TOOLS_COMMAND, handle)
+
+
+def _source(source: str) -> str:
+    kind, _, name = source.partition(":")
+    if kind == "mcp":
+        return f"MCP server {name}"
+    if kind == "plugin":
+        return f"plugin {name}"
+    return "built in"
+
+
+def _admins(tool: OfferedTool) -> str:
+    return ", admins only" if tool.admin_only else ""
