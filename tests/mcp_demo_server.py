@@ -102,8 +102,15 @@ def env(name: str) -> str:
 
 @server.tool()
 def whoami(ctx: Context) -> str:
-    """The Authorization header this request came with (HTTP)."""
-    return f"authorization={(ctx.headers or {}).get('authorization')!r}"
+    """Whether this HTTP request's Authorization header holds the expected bearer token (the
+    server's DEMO_HTTP_TOKEN); the token itself is never echoed."""
+    expected = os.environ.get("DEMO_HTTP_TOKEN")
+    given = (ctx.headers or {}).get("authorization")
+    if given is None:
+        return "unauthorised: no Authorization header"
+    return (
+        "authorised" if expected and given == f"Bearer {expected}" else "unauthorised: wrong token"
+    )
 
 
 @server.tool()

@@ -20,7 +20,7 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from bot.config import Settings
 from bot.context import ChatContext
-from bot.mcp.catalog import Catalog, build_catalog, chat_name
+from bot.mcp.catalog import Catalog, build_catalog, chat_name, picked
 from bot.mcp.connection import OnTools, ServerConnection, ServerUnavailableError, describe_failure
 from bot.mcp.results import ResultPolicy, to_output
 from bot.mcp.status import ServerState, ServerStatus
@@ -119,6 +119,7 @@ class MCPManager:
             for name, tools in self._known.items()
             if name != server
             for tool in tools
+            if picked(tool.name, self._connections[name].settings)
         }
         taken = self._registry.plugin_names() | others
         connection = self._connections[server]
