@@ -95,6 +95,18 @@ def wipe() -> str:
 
 
 @server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+@server.tool()
+def long(size: int) -> str:
+    """A text of ``size`` characters."""
+    return "x" * size
+
+
+@server.tool()
 def env(name: str) -> str:
     """An environment variable of the server process."""
     return f"{name}={os.environ.get(name)!r}"

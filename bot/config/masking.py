@@ -40,8 +40,15 @@ def secret_values(settings: Settings) -> list[str]:
     urls = [endpoint.base_url for endpoint in (settings.llm, *settings.llm.fallbacks)]
     if settings.memory.embeddings.base_url:
         urls.append(settings.memory.embeddings.base_url)
-    for url in urls:  # gateways put keys in query strings
+    urls += [server.url for server in settings.mcp.servers.values() if server.url]
+    for url in urls:  # gateways put keys in query strings, some in the URL's userinfo
         found.extend(value for _, value in parse_qsl(urlsplit(url).query))
+        found.append(urlsplit(url).password or "")
+    for server in settings.mcp.servers.values():  # "Bearer X": X alone may be logged too
+        for header in server.headers.values():
+            scheme, _, credential = header.get_secret_value().partition(" ")
+            if credential and scheme.lower() in ("bearer", "basic", "token"):
+                found.append(credential)
     storage_password = settings.storage.effective_url.password()
     if storage_password:
         found.append(storage_password)

@@ -167,5 +167,6 @@ def configure_logging(level: str, redactor: Redactor) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("httpx", "httpx2", "httpcore", "openai", "aiosqlite", "apscheduler"):
+    # mcp logs session ids at INFO and whole messages (tool arguments, results) at DEBUG
+    for noisy in ("httpx", "httpx2", "httpcore", "openai", "aiosqlite", "apscheduler", "mcp"):
         logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))

@@ -31,7 +31,7 @@ from mcp.client.subscriptions import SubscriptionLost
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from bot.config import MCPServerSettings
+from bot.config import MCPServerSettings, safe_url
 from bot.mcp.status import ServerState
 from bot.mcp.stderr import StderrPump
 
@@ -285,4 +285,6 @@ def describe_failure(exc: BaseException, settings: MCPServerSettings) -> str:
     if isinstance(leaf, MCPError):
         return f"MCP error {leaf.error.code}: {leaf.error.message}"[:300]
     text = str(leaf).strip() or type(leaf).__name__
+    if settings.url:  # an HTTP error may quote the URL: never its userinfo or query
+        text = text.replace(settings.url, safe_url(settings.url))
     return f"{type(leaf).__name__}: {text}"[:300]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import sys
 import time
 from typing import Any
@@ -133,6 +134,22 @@ async def test_an_admin_only_tool_is_neither_offered_nor_run_for_a_member(
     ]
     assert "wipe" in offered(fake_llm, 2)
     assert tool_results(fake_llm)[-1] == "wiped"
+
+
+async def test_servers_stop_with_the_bot_and_output_is_capped(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script(tool_calls(("pid", {}), ("long", {"size": 5000})), reply("ok"))
+    async with make_app(plugins=[], mcp={"servers": {"demo": stdio_server(max_output=300)}}) as app:
+        await ready(app)
+        await app.service.chat(group(), "pid and a long text")
+    pid, long = tool_results(fake_llm)
+    assert long == "x" * 300 + "… [cut: 4700 more characters]"
+    for _ in range(100):  # the SDK ends the child when the bot closes: gone within seconds
+        if not _alive(int(pid)):
+            break
+        await _tick()
+    assert not _alive(int(pid))
 
 
 async def test_a_crashed_server_is_restarted_and_its_tools_return(
@@ -339,6 +356,14 @@ async def test_a_stdio_server_gets_the_configs_env_not_the_bots(
         await ready(app)
         await app.service.chat(group(), "read the env")
     assert tool_results(fake_llm) == ["DEMO_SETTING='from-config'", "OPENAI_API_KEY=None"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 async def _tick() -> None:
