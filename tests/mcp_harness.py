@@ -1,4 +1,4 @@
-"""The demo MCP server (tests/mcp_demo_server.py) for tests: its stdio command, or a running
+"""The demo MCP server (:mod:`bot.testing.mcp_demo`) for tests: its stdio command, or a running
 HTTP instance on a free port, and config sections that point the bot at it."""
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-DEMO = str(Path(__file__).with_name("mcp_demo_server.py"))
-STDIO = [sys.executable, DEMO]
+STDIO = [sys.executable, "-m", "bot.testing.mcp_demo"]
 
 
 def stdio_server(**options: Any) -> dict[str, Any]:
@@ -36,7 +34,7 @@ async def http_demo(token: str = "") -> AsyncIterator[str]:
     port = free_port()
     env = {**os.environ, "DEMO_HTTP_TOKEN": token}
     process = subprocess.Popen(  # noqa: ASYNC220 - started once per test, never waited on here
-        [sys.executable, DEMO, "http", str(port)],
+        [*STDIO, "http", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,

@@ -1,9 +1,10 @@
-"""A real MCP server, written with the official SDK, for the MCP tests (stdio or HTTP).
+"""A real MCP server, written with the official SDK: try ``mcp.servers`` without one of your own.
 
-``python tests/mcp_demo_server.py`` serves stdio; ``... http PORT`` serves streamable HTTP at
+``python -m bot.testing.mcp_demo`` serves stdio; ``... http PORT`` serves streamable HTTP at
 ``http://127.0.0.1:PORT/mcp``. Its tools cover every kind of result and failure the bot must
 handle: text, structured content, an image, a resource link, a tool error, a hang, a crash,
-and a tool list that changes.
+and a tool list that changes. Parlour's own tests and ``bench`` run it; a plugin author's
+tests can too (``command: [python, -m, bot.testing.mcp_demo]``).
 """
 
 from __future__ import annotations
