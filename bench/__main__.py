@@ -8,7 +8,8 @@ adapter and the fake Bot API); 6. long-term memory (facts recalled after 200 tur
 across a conversation, search time at 10^5 memories); 7. RSS after 10^3 / 10^4 / 10^5 distinct
 chats; 8. 1,000 conversations across two replicas on one PostgreSQL database; 9. how much of
 each prompt a provider's prefix cache can reuse over long console conversations (alone:
-``python -m bench.prompt_cache``). Sections 1, 3 and
+``python -m bench.prompt_cache``); 10. MCP tools: start, call latency over stdio and HTTP,
+crash to tools back (alone: ``python -m bench.mcp``). Sections 1, 3 and
 7 run on SQLite and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL
 too; section 8 needs one. Targets are printed next to the figures; nothing asserts.
 ``--quick`` skips the 10^6- and 10^7-message databases and the 10^5-chat run, ``--skip-memory``
@@ -31,6 +32,7 @@ from pathlib import Path
 from bench.common import Row, fake_in_child
 from bench.concurrency import fan_out, ordered, sdk_floor
 from bench.floor import FloorFigures, floor_rows, measure_floor
+from bench.mcp import MCPFigures, mcp_rows, measure_mcp
 from bench.memory import (
     MemoryFigures,
     embeddings_configurable,
@@ -113,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--skip-prompt-cache", action="store_true", help="skip section 9 (about 10 s)"
     )
+    parser.add_argument("--skip-mcp", action="store_true", help="skip section 10 (about 15 s)")
     parser.add_argument(
         "--pg-url",
         default=os.environ.get(PG_URL_ENV) or None,
@@ -143,6 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_prompt_cache:
             _progress("prompt cache: long console conversations, prefix shares")
             prompt_cache = asyncio.run(measure_prompt_cache(root))
+        mcp: MCPFigures | None = None
+        if not args.skip_mcp:
+            _progress("mcp: the demo server over stdio and HTTP")
+            mcp = asyncio.run(measure_mcp(root))
     _progress("RSS against distinct chats, one fresh process per backend")
     rss = run_backends(args.pg_url, RSS_CHECKPOINTS[:2] if args.quick else RSS_CHECKPOINTS)
     replicas: ReplicaFigures | None = None
@@ -165,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *rss_rows(rss),
         *(replica_rows(replicas) if replicas is not None else []),
         *prompt_cache_rows(prompt_cache),
+        *(mcp_rows(mcp) if mcp is not None else []),
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))

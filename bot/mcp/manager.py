@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -61,9 +61,11 @@ class MCPManager:
     async def aclose(self) -> None:
         await asyncio.gather(*(c.aclose() for c in self._connections.values()))
 
-    async def wait_ready(self, seconds: float) -> bool:
-        """True when every server is ready within ``seconds`` (tests, ``doctor``)."""
-        waits = [c.ready.wait() for c in self._connections.values()]
+    async def wait_ready(self, seconds: float, names: Collection[str] | None = None) -> bool:
+        """True when every server (or each of ``names``) is ready within ``seconds``."""
+        waits = [
+            c.ready.wait() for n, c in self._connections.items() if names is None or n in names
+        ]
         try:
             async with asyncio.timeout(seconds):
                 await asyncio.gather(*waits)
