@@ -22,7 +22,9 @@
 
 Outside the tree, on purpose: ``adapters.telegram.output.Undeliverable`` (a chat that cannot
 receive messages; never leaves the Telegram adapter) and ``plugins.calculator.CalculationError``
-(a ``ValueError`` the tool turns into its answer to the model).
+(a ``ValueError`` the tool turns into its answer to the model), and
+``bot.mcp.connection.ServerUnavailableError`` (a call to an MCP server that is restarting;
+the tool's answer to the model says so, it never leaves the MCP manager).
 ``tests/product/app/test_errors.py`` checks
 that every ``ParlourError`` subclass is drawn here under its real parent.
 
