@@ -370,3 +370,20 @@ async def _tick() -> None:
     import asyncio
 
     await asyncio.sleep(0.05)
+
+
+async def test_slash_tools_names_a_server_that_is_not_ready_and_why(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    servers = {"broken": {"command": ["/nonexistent/mcp-server"]}}
+    async with make_app(plugins=[], mcp={"servers": servers}) as app:
+        assert app.mcp is not None
+        for _ in range(200):  # the first attempt fails at once; its error is kept
+            if app.mcp.statuses()[0].error:
+                break
+            await _tick()
+        result = await app.commands.handle(group(is_admin=True), "tools")
+    assert result.private
+    assert result.text.startswith("No tools are offered here.")
+    assert "MCP servers not ready:\n- broken: retrying in " in result.text
+    assert "cannot start '/nonexistent/mcp-server'" in result.text
