@@ -1,4 +1,5 @@
-"""Run every doctor check in order: config, database, LLM endpoints, each enabled platform.
+"""Run every doctor check in order: config, database, LLM endpoints, MCP servers, each enabled
+platform.
 
 A config that does not load is itself the first row (its message, no traceback), and nothing
 else can be checked. A platform's rows come from its adapter's ``diagnose(settings)``; an
@@ -27,6 +28,8 @@ from bot.guardrails.redact import Redactor, configure_logging
 __all__ = ["diagnose", "doctor", "run_doctor"]
 
 log = logging.getLogger(__name__)
+
+MCP_TIMEOUT = 30.0  # seconds for an MCP server to start and list its tools (as connect_timeout)
 
 _CONFIG_FIX = "correct the config (`python -m bot check-config` prints what it read)"
 
@@ -61,11 +64,20 @@ async def run_doctor(
 
 
 async def diagnose(
-    settings: Settings, path: Path | None = None, *, llm_timeout: float = TIMEOUT
+    settings: Settings,
+    path: Path | None = None,
+    *,
+    llm_timeout: float = TIMEOUT,
+    mcp_timeout: float = MCP_TIMEOUT,
 ) -> list[Check]:
+    """Every row for loaded ``settings``; ``mcp_timeout`` caps each server's ``connect_timeout``."""
     rows = _config(settings, path)
     rows.append(await check_database(settings))
     rows += await check_llm(settings, llm_timeout)
+    if settings.mcp.servers:  # the MCP SDK is imported only for a config that names servers
+        from bot.doctor.mcp import check_mcp
+
+        rows += await check_mcp(settings, mcp_timeout)
     for platform in settings.enabled_platforms():
         rows += await _platform(platform, settings)
     return rows

@@ -100,6 +100,15 @@ class ServerConnection:
         why = f" ({self.error})" if self.error else ""
         return f"the MCP server {self.name} is {self.state.value}{why}"
 
+    async def list_once(self, seconds: float) -> tuple[str, list[types.Tool]]:
+        """Connect, list the tools, disconnect (``doctor``): the bot's own client code, bounded
+        by ``seconds``. Leaving the stack stops a stdio child, also after a timeout."""
+        async with AsyncExitStack() as stack:
+            async with asyncio.timeout(seconds):
+                client = await stack.enter_async_context(self._client_for(stack))
+                tools = await self._list(client)
+            return client.protocol_version, tools
+
     # -- the owner task ----------------------------------------------------------------------
 
     async def _run(self) -> None:

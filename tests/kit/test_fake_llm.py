@@ -309,6 +309,56 @@ async def test_invalid_name_is_400(client: openai.AsyncOpenAI) -> None:
     assert "does not match pattern" in caught.value.message
 
 
+def _function(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+REFUSED_AT_TOP = (
+    "schema must have type 'object' and not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the "
+    "top level."
+)
+
+
+@pytest.mark.parametrize(
+    ("parameters", "detail"),
+    [
+        ({"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}, REFUSED_AT_TOP),
+        ({"oneOf": [{"type": "object"}]}, REFUSED_AT_TOP),
+        ({"type": "object", "allOf": [{"required": ["a"]}]}, REFUSED_AT_TOP),
+        ({"type": "object", "enum": [{}]}, REFUSED_AT_TOP),
+        ({"type": "object", "not": {"required": ["a"]}}, REFUSED_AT_TOP),
+        ({"type": "object", "properties": ["a", "b"]}, "['a', 'b'] is not of type 'object'."),
+        ({"type": "array"}, "schema must be a JSON Schema of 'type: \"object\"', got "
+         "'type: \"array\"'."),
+    ],
+)  # fmt: skip
+async def test_function_schemas_the_api_refuses_are_400(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI, parameters: dict[str, Any], detail: str
+) -> None:
+    fake_llm.script(reply("never sent"))
+    tools: Any = [_function("fine", {"type": "object"}), _function("pick", parameters)]
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.chat.completions.create(model=MODEL, messages=USER, tools=tools)
+    assert caught.value.status_code == 400
+    body: Any = caught.value.body
+    assert body["message"] == f"Invalid schema for function 'pick': {detail}"
+    assert caught.value.param == "tools[1].function.parameters"
+    assert caught.value.code == "invalid_function_parameters"
+    assert fake_llm.pending_scripts == 1
+
+
+async def test_combinators_below_the_top_are_accepted(
+    fake_llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    nested = {
+        "type": "object",
+        "properties": {"size": {"anyOf": [{"type": "integer"}, {"enum": ["auto"]}]}},
+    }
+    tools: Any = [_function("resize", nested)]
+    done = await client.chat.completions.create(model=MODEL, messages=USER, tools=tools)
+    assert done.choices[0].finish_reason == "stop"
+
+
 def _req(**extra: Any) -> dict[str, Any]:
     return {"model": MODEL, "messages": USER, **extra}
 

@@ -18,6 +18,7 @@ from bot.testing.llm.errors import (
     fail,
     kind,
     missing,
+    text_path,
     wrong_type,
 )
 from bot.testing.llm.message_checks import (
@@ -31,6 +32,7 @@ from bot.testing.llm.wire import ApiError
 __all__ = [
     "INVALID_JSON",
     "MAX_CACHE_KEY",
+    "NOT_AT_TOP",
     "ORPHAN_TOOL",
     "UNANSWERED_TOOL_CALLS",
     "invalid_json",
@@ -46,6 +48,7 @@ INVALID_JSON = (
 
 
 MAX_CACHE_KEY = 64  # characters of a prompt_cache_key the API accepts
+NOT_AT_TOP = ("oneOf", "anyOf", "allOf", "enum", "not")  # refused at a function schema's top
 
 
 def invalid_json() -> ApiError:
@@ -251,11 +254,40 @@ def _check_tool(path: Path, tool: object) -> None:
     parameters = spec["parameters"]
     if not isinstance(parameters, dict):
         raise wrong_type((*path, kind, "parameters"), "an object", parameters)
+    _check_parameters((*path, kind, "parameters"), spec["name"], parameters)
+
+
+def _check_parameters(path: Path, name: str, parameters: dict[str, Any]) -> None:
+    """What the API checks of a function's ``parameters`` before it looks at the messages:
+    an object schema, none of the combinators at its top, ``properties`` an object."""
     schema_type = parameters.get("type", "object")
     if schema_type != "object":
-        raise fail(
-            f"Invalid schema for function '{spec['name']}': schema must be a JSON Schema of "
-            f"'type: \"object\"', got 'type: \"{schema_type}\"'.",
-            (*path, kind, "parameters"),
-            "invalid_function_parameters",
+        raise _bad_schema(
+            path,
+            name,
+            f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{schema_type}\"'.",
         )
+    if any(key in parameters for key in NOT_AT_TOP):
+        raise _bad_schema(
+            path,
+            name,
+            "schema must have type 'object' and not have "
+            + "/".join(f"'{key}'" for key in NOT_AT_TOP)
+            + " at the top level.",
+        )
+    properties = parameters.get("properties")
+    if properties is not None and not isinstance(properties, dict):
+        raise _bad_schema(path, name, f"{properties!r} is not of type 'object'.")
+
+
+def _bad_schema(path: Path, name: str, detail: str) -> Invalid:
+    """The API names a schema's ``param`` as ``tools[0].function.parameters`` (no dot before
+    the index, unlike the messages' paths)."""
+    return Invalid(
+        ApiError(
+            400,
+            f"Invalid schema for function '{name}': {detail}",
+            param=text_path(path),
+            code="invalid_function_parameters",
+        )
+    )
