@@ -4,13 +4,10 @@ the real demo server over stdio and streamable HTTP; failures name what to check
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
 import sys
 import textwrap
-import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +18,10 @@ from bot.doctor.report import table
 from bot.doctor.runner import diagnose
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import make_settings
+from tests.mcp_harness import STDIO, free_port
+from tests.mcp_harness import http_demo as serve_http_demo
 from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 
-DEMO = str(Path(__file__).resolve().parents[2] / "mcp_demo_server.py")
 WAIT = 30.0  # the LLM rows' limit: a loaded machine is not a slow endpoint
 HEADER_SECRET = "Bearer sk-doctor-secret-123"
 ENV_SECRET = "env-doctor-secret-456"
@@ -33,13 +31,6 @@ QUERY_SECRET = "query-doctor-secret-789"
 def row(rows: list[Check], name: str) -> Check:
     [found] = [r for r in rows if r.name == name]
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def running(marker: str) -> list[int]:
@@ -65,35 +56,17 @@ async def doctor(
 
 
 @pytest.fixture
-def http_demo() -> Iterator[str]:
+async def http_demo() -> AsyncIterator[str]:
     """The demo server over streamable HTTP on a free port, until the test ends."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, DEMO, "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, "the demo server exited"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the demo server never listened"
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.kill()
-        proc.wait()
+    async with serve_http_demo() as url:
+        yield url
 
 
 async def test_a_stdio_server_is_listed_after_the_llm_rows_and_its_child_stopped(
     fake_llm: FakeLLM, tmp_path: Path
 ) -> None:
     marker = f"doctor-{uuid.uuid4().hex}"  # an argument the demo server ignores
-    rows = await doctor(fake_llm, tmp_path, {"demo": {"command": [sys.executable, DEMO, marker]}})
+    rows = await doctor(fake_llm, tmp_path, {"demo": {"command": [*STDIO, marker]}})
     assert [r.name for r in rows] == [
         "config",
         "database",
@@ -105,7 +78,7 @@ async def test_a_stdio_server_is_listed_after_the_llm_rows_and_its_child_stopped
     assert demo.status == "ok"
     assert re.fullmatch(
         r"\d+ tools via stdio \(protocol [\d-]+\): echo, forecast, chart, manual, fail, hang, "
-        r"wipe, env, \.\.\.",
+        r"wipe, pid, \.\.\.",
         demo.detail,
     ), demo.detail
     assert running(marker) == []  # the doctor stopped what it started
@@ -161,7 +134,7 @@ async def test_a_silent_server_fails_after_the_limit_and_is_stopped(
 
 
 async def test_a_server_whose_tools_are_all_denied_warns(fake_llm: FakeLLM, tmp_path: Path) -> None:
-    servers = {"demo": {"command": [sys.executable, DEMO], "deny": ["*"]}}
+    servers = {"demo": {"command": STDIO, "deny": ["*"]}}
     rows = await doctor(fake_llm, tmp_path, servers)
     demo = row(rows, "mcp demo")
     assert demo.status == "warn"
@@ -219,7 +192,7 @@ async def test_the_command_prints_the_server_rows(fake_llm: FakeLLM, tmp_path: P
     write_config(
         tmp_path,
         "mcp:\n  servers:\n"
-        f"    demo:\n      command: [{sys.executable}, {DEMO}]\n"
+        f"    demo:\n      command: [{sys.executable}, -m, bot.testing.mcp_demo]\n"
         f"    gone:\n      command: [{tmp_path / 'missing'}]\n"
         "      env:\n        API_TOKEN: ${MCP_TOKEN}\n",
     )
@@ -241,13 +214,13 @@ async def test_servers_are_checked_at_the_same_time(fake_llm: FakeLLM, tmp_path:
     script = tmp_path / "rendezvous.py"
     script.write_text(
         textwrap.dedent(
-            f"""
+            """
             import os, sys, time
             mine, other = sys.argv[1:3]
             open(mine, "w").close()
             while not os.path.exists(other):
                 time.sleep(0.02)
-            os.execv(sys.executable, [sys.executable, {DEMO!r}])
+            os.execv(sys.executable, [sys.executable, "-m", "bot.testing.mcp_demo"])
             """
         ),
         encoding="utf-8",
