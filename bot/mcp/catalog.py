@@ -65,6 +65,8 @@ def chat_schema(schema: Any) -> dict[str, Any] | str:
         return f"its inputSchema has {'/'.join(at_top)} at the top level (the chat API refuses it)"
     if not isinstance(out.setdefault("properties", {}), dict):
         return "its inputSchema's properties is not an object"
+    if not isinstance(out.get("$schema", ""), str):  # jsonschema would raise TypeError on it
+        return "its inputSchema's $schema is not a string"
     try:
         schema_validator(out)
     except SchemaError as exc:

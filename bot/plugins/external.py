@@ -15,6 +15,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
 from bot.plugins.declare import DEFAULT_MAX_OUTPUT, Permission
 from bot.plugins.output import ToolResult
@@ -27,10 +29,13 @@ ExternalCall = Callable[[dict[str, Any]], Awaitable[ToolResult]]
 
 def schema_validator(schema: dict[str, Any]) -> Validator:
     """The validator for ``schema``'s own draft (``$schema``), 2020-12 when it names none (the
-    draft MCP specifies). Raises ``jsonschema.SchemaError`` for a schema that is not valid."""
+    draft MCP specifies). Raises ``jsonschema.SchemaError`` for a schema that is not valid.
+
+    Its registry retrieves nothing: a server's ``$ref`` to a URL must not make the bot fetch it
+    (jsonschema's default would, from wherever the bot runs)."""
     cls = validator_for(schema, default=Draft202012Validator)
     cls.check_schema(schema)
-    return cls(schema)
+    return cls(schema, registry=Registry())
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +64,11 @@ class ExternalTool:
 
     def problems(self, arguments: Any) -> str | None:
         """What is wrong with ``arguments`` (None: they fit), in a line the model can act on."""
-        errors = sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.path))[:5]
+        try:
+            found = list(self.validator.iter_errors(arguments))
+        except Unresolvable as exc:  # a $ref outside the schema: the check cannot be made
+            return f"its schema refers to {str(exc.ref)[:200]!r}, which it does not contain"
+        errors = sorted(found, key=lambda e: list(e.path))[:5]
         if not errors:
             return None
         parts = []
