@@ -1,8 +1,9 @@
 """``docs/configuration-reference.md``, written from the pydantic models so it cannot drift.
 
 Every key of every section (the adapters' ``telegram:`` and ``discord:`` included) is one row:
-its path, type and limits, default and ``Field(description=...)``. A field without a description
-is an error, not an empty cell.
+its path, type and limits, default and ``Field(description=...)``; a list of sections shows one
+item's keys (``plugins[].module``), a mapping of sections one entry's (``mcp.servers.*.url``). A
+field without a description is an error, not an empty cell.
 
     python -m bot.config.reference          # rewrite the file (also: make docs)
     python -m bot.config.reference --check  # exit 1 if the committed file is stale
@@ -149,6 +150,9 @@ def _rows(key: str, field: FieldInfo) -> Iterator[Row]:
     yield Row(key, _type(annotation, field), _default(field), field.description or "")
     if nested is not None and get_origin(annotation) is tuple:
         yield from _walk(nested, f"{key}[]")  # a list of sections: the keys of one item
+    value = get_args(annotation)[-1] if get_origin(annotation) is dict else None
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        yield from _walk(value, f"{key}.*")  # a mapping of sections: the keys of one entry
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
