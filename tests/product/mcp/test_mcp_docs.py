@@ -49,6 +49,11 @@ def test_the_http_example_loads_and_its_header_stays_secret(
     assert "tok-abcdef-987" not in repr(settings)
 
 
+def test_the_demo_example_loads() -> None:
+    demo = settings_from_mapping(_example("demo")).mcp.servers["demo"]
+    assert demo.command is not None and demo.command[1:] == ("-m", "bot.testing.mcp_demo")
+
+
 def test_the_key_table_is_every_key_with_its_default() -> None:
     text = PAGE.read_text(encoding="utf-8").split("### Every key", 1)[1].split("\n\n`", 1)[0]
     table = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", text, re.MULTILINE))
