@@ -2,8 +2,9 @@
 
 * **Names** the chat API accepts (``^[a-zA-Z0-9_-]{1,64}$``): other characters become ``_``.
   A name a plugin tool holds, or that another configured server also offers, is prefixed with
-  the server's name (``search_lookup``), so every tool stays reachable and names do not change
-  with the order servers start in.
+  the server's name (``search_lookup``), so every tool stays reachable. Once both servers have
+  listed their tools the names stay put, also while one of them restarts (the manager keeps
+  each server's last list); before that, the first server up holds the plain name.
 * **Schemas** are passed as the server gives them, checked for what the chat API takes: an
   object at the root (``type`` added when absent), no ``oneOf``/``anyOf``/``allOf``/``enum``/
   ``not`` at the top, a valid JSON Schema. A tool that fails is skipped and the reason kept for
