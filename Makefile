@@ -33,7 +33,7 @@ E2E_SUITES := tests/product/conversation tests/product/telegram tests/product/di
 
 ## test: the whole test suite (end-to-end suites on PostgreSQL too when PARLOUR_TEST_PG_URL is set)
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 	@if [ -n "$$PARLOUR_TEST_PG_URL" ]; then \
 	  echo "end-to-end suites again, on PostgreSQL (PARLOUR_TEST_PG_URL)"; \
 	  PARLOUR_TEST_STORAGE=postgres $(BIN)/python -m pytest -m "not slow" $(E2E_SUITES); \
