@@ -12,9 +12,10 @@ error (with its chat-safe text) reaches the adapter.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Protocol
 
 from bot.config import Settings
@@ -46,6 +47,7 @@ from bot.llm.tokens import TokenCounter, get_counter
 from bot.media import Attachments
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
+from bot.metrics import Metrics, turn_outcome
 from bot.storage.audit import AuditTrail
 from bot.storage.coordination import SharedLimits
 from bot.storage.prompt_windows import PromptWindows
@@ -84,8 +86,10 @@ class ChatService:
         admins: AdminPolicy | None = None,
         compactor: Compactor | None = None,
         shared_limits: SharedLimits | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics  # turns by outcome, queue waits (bot.metrics)
         self.store = store
         self.llm = llm
         self.memory: MemoryProvider = memory or NoMemory()
@@ -106,11 +110,12 @@ class ChatService:
             settings, store, self.memory, self.counter, compactor, self.system_prompt
         )
         limits = settings.limits
+        self._slots = LLMSlots(limits)
         self._loop = ToolLoop(
             llm,
             tools,
             Meter(self.counter),
-            slot=LLMSlots(limits).slot,
+            slot=self._slot,
             max_rounds=settings.tools.max_rounds if max_tool_rounds is None else max_tool_rounds,
             max_output=min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9),
             max_reply=limits.max_reply_chars,
@@ -221,12 +226,39 @@ class ChatService:
         on_admitted: Callable[[], object] | None,
     ) -> AsyncGenerator[ChatEvent, None]:
         key = self.conversation_key(ctx)  # no await before admission: arrival order holds
+        answer = self._answer(
+            ctx, key, text, attachments, streaming=streaming, split=split, on_admitted=on_admitted
+        )
+        done = False
+        try:
+            async with contextlib.aclosing(answer) as events:  # closed: the lock is let go
+                async for event in events:
+                    if isinstance(event, Done):
+                        done = True
+                        self._count_turn(ctx, None)
+                    yield event
+        except BaseException as exc:
+            if not done:  # a consumer stopping after Done changes nothing
+                self._count_turn(ctx, exc)
+            raise
+
+    async def _answer(
+        self,
+        ctx: ChatContext,
+        key: str,
+        text: str,
+        attachments: Attachments,
+        *,
+        streaming: bool,
+        split: SplitReply | None,
+        on_admitted: Callable[[], object] | None,
+    ) -> AsyncGenerator[ChatEvent, None]:
         # access, rate, text, one in flight: checked before anything is stored; the lock is
         # entered right after, so messages queue for it in the order they arrived
         async with (
             self.edits.waiting(key, ctx.message_id) as waiting,  # an edit may replace it
             self.admission.admitted(ctx, key, text, attachments=bool(attachments)) as text,
-            self._locks.hold(key),
+            self._hold(key),
         ):
             text = self.edits.start(key, ctx.message_id, waiting, text)
             if on_admitted is not None:
@@ -265,6 +297,30 @@ class ChatService:
                 raise
             reply = Reply(final.text, turn_id, key, bill.total, final.model, final.finish_reason)
         yield Done(reply)  # after the lock is released: a consumer may stop here
+
+    def _count_turn(self, ctx: ChatContext, exc: BaseException | None) -> None:
+        if self.metrics is not None:
+            self.metrics.turn(ctx.platform, turn_outcome(exc))
+
+    @contextlib.asynccontextmanager
+    async def _hold(self, key: str) -> AsyncIterator[None]:
+        """The conversation's lock, its wait counted (``parlour_queue_wait_seconds``)."""
+        started = asyncio.get_running_loop().time()
+        async with self._locks.hold(key):
+            self._waited("conversation", started)
+            yield
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """An LLM slot (``limits.max_concurrent_llm_calls``), its wait counted."""
+        started = asyncio.get_running_loop().time()
+        async with self._slots.slot():
+            self._waited("llm_slot", started)
+            yield
+
+    def _waited(self, queue: str, started: float) -> None:
+        if self.metrics is not None:
+            self.metrics.queue_wait(queue, asyncio.get_running_loop().time() - started)
 
     # -- spending --------------------------------------------------------------------------------
 
