@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from bot.context import ChatContext, ChatType
-from bot.testing.fake_llm import FakeLLM, held, reply, tool_calls
+from bot.testing.fake_llm import FakeLLM, error, held, reply, tool_calls
 from tests.conftest import AppFactory
 from tests.http_harness import ADMIN_TOKEN, CHAT_TOKEN, Served, serve_http
 
@@ -251,6 +251,25 @@ async def test_a_rate_limited_user_gets_a_rate_limit_error(
     assert other.choices[0].message.content == "echo: hi"
 
 
+async def test_access_rules_apply_to_http_users(make_app: AppFactory, fake_llm: FakeLLM) -> None:
+    access = {"private_bot": True, "allow": ["http:user:vip"]}
+    async with client(make_app, access=access) as (_served, sdk):
+        with pytest.raises(openai.PermissionDeniedError) as refused:
+            await sdk.chat.completions.create(model="parlour", messages=said("hi"), user="anon")
+        for stream in (False, True):  # every refusal says so, not only the first of the day
+            with pytest.raises(openai.PermissionDeniedError):
+                await sdk.chat.completions.create(
+                    model="parlour", messages=said("hi"), user="anon", stream=stream
+                )
+        welcome = await sdk.chat.completions.create(
+            model="parlour", messages=said("hi"), user="vip"
+        )
+    assert refused.value.code == "access_denied"
+    assert refused.value.message.endswith("Sorry, this bot is private and can't chat here.")
+    assert welcome.choices[0].message.content == "echo: hi"
+    assert len(fake_llm.chat_requests) == 1
+
+
 async def test_a_spent_budget_is_insufficient_quota(
     make_app: AppFactory, fake_llm: FakeLLM
 ) -> None:
@@ -310,6 +329,62 @@ async def test_a_client_that_leaves_mid_stream_leaves_no_answered_turn(
     assert info.turns_stored == 2 and info.unanswered == 1
     sent = "\n".join(upstream_texts(fake_llm))
     assert "never delivered" not in sent
+
+
+async def test_a_failing_model_is_a_clear_server_error(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script(error(401, message="Incorrect API key provided: sk-test-***"))
+    async with client(make_app) as (served, sdk):
+        with pytest.raises(openai.InternalServerError) as refused:
+            await sdk.chat.completions.create(model="parlour", messages=said("hi"), user="ivy")
+        info = await served.app.service.history_info(_http_ctx("ivy"))
+    assert refused.value.status_code == 502 and refused.value.code == "upstream_error"
+    assert refused.value.body == {
+        "message": "LLM authentication failed (admins: check the API key).",
+        "type": "server_error",
+        "param": None,
+        "code": "upstream_error",
+    }
+    assert "sk-" not in str(refused.value.body)  # the provider's own text stays inside
+    assert info.unanswered == 1  # the user's message is kept, marked unanswered
+
+
+async def test_a_failure_after_the_first_chunk_is_an_error_event(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script(
+        tool_calls(("calculate", {"expression": "1+1"}), text="Let me see."),
+        error(401),
+    )
+    async with (
+        serve_http(make_app, plugins=["plugins.calculator"]) as served,
+        aiohttp.ClientSession(served.url) as http,
+    ):
+        body = {"model": "parlour", "messages": said("1+1?"), "stream": True}
+        async with http.post("/v1/chat/completions", json=body, headers=_bearer()) as r:
+            assert r.status == 200  # already sent with the first chunk
+            events = [e for e in (await r.read()).decode().split("\n\n") if e]
+        sdk = openai.AsyncOpenAI(base_url=served.url + "/v1", api_key=CHAT_TOKEN, max_retries=0)
+        fake_llm.script(tool_calls(("calculate", {"expression": "2+2"}), text="Hm."), error(401))
+        stream = await sdk.chat.completions.create(
+            model="parlour", messages=said("2+2?"), stream=True
+        )
+        with pytest.raises(openai.APIError) as failed:
+            async for _chunk in stream:
+                pass
+        await sdk.close()
+    assert "data: [DONE]" not in events
+    last = json.loads(events[-1].removeprefix("data: "))
+    assert last == {
+        "error": {
+            "message": "LLM authentication failed (admins: check the API key).",
+            "type": "server_error",
+            "param": None,
+            "code": "upstream_error",
+        }
+    }
+    assert "authentication failed" in failed.value.message
 
 
 async def test_no_token_reaches_the_logs(
