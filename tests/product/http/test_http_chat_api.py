@@ -232,6 +232,20 @@ async def test_bad_requests_are_refused_like_openai_and_nothing_is_stored(
     assert stored.turns_stored == 0 and fake_llm.chat_requests == []
 
 
+async def test_a_body_past_the_limit_is_refused_in_openai_shape(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    async with (
+        serve_http(make_app, http={"max_body_bytes": 2048}) as served,
+        aiohttp.ClientSession(served.url) as http,
+    ):
+        body = {"model": "parlour", "messages": said("x" * 4096)}
+        async with http.post("/v1/chat/completions", json=body, headers=_bearer()) as r:
+            assert r.status == 413
+            assert (await r.json())["error"]["code"] == "request_too_large"
+    assert fake_llm.chat_requests == []
+
+
 async def test_a_rate_limited_user_gets_a_rate_limit_error(
     make_app: AppFactory, fake_llm: FakeLLM
 ) -> None:
@@ -268,6 +282,32 @@ async def test_access_rules_apply_to_http_users(make_app: AppFactory, fake_llm: 
     assert refused.value.message.endswith("Sorry, this bot is private and can't chat here.")
     assert welcome.choices[0].message.content == "echo: hi"
     assert len(fake_llm.chat_requests) == 1
+
+
+async def test_a_second_message_while_the_first_is_answered_is_refused(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    gate = asyncio.Event()
+    fake_llm.script(
+        tool_calls(("calculate", {"expression": "3*3"}), text="Thinking."),
+        held(gate, reply("Nine.")),
+    )
+    sections: dict[str, Any] = {"plugins": ["plugins.calculator"]}
+    async with client(make_app, limits={"one_in_flight": True}, **sections) as (_served, sdk):
+        stream = await sdk.chat.completions.create(
+            model="parlour", messages=said("3*3?"), user="kim", stream=True
+        )
+        chunks = aiter(stream)
+        while not ((chunk := await anext(chunks)).choices and chunk.choices[0].delta.content):
+            pass  # the first words: the turn is surely in flight
+        with pytest.raises(openai.RateLimitError) as busy:
+            await sdk.chat.completions.create(model="parlour", messages=said("and?"), user="kim")
+        gate.set()
+        rest = "".join([c.choices[0].delta.content or "" async for c in chunks if c.choices])
+        first = chunk.choices[0].delta.content
+    assert busy.value.code == "rate_limit_exceeded"
+    assert "still answering" in busy.value.message
+    assert first + rest == "Thinking.\n\nNine."  # after the tools: a paragraph of its own
 
 
 async def test_a_spent_budget_is_insufficient_quota(
