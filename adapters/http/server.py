@@ -188,9 +188,9 @@ def build_web_app(context: HTTPContext, adders: list[RouteAdder] | None = None) 
 
 def _route_modules() -> list[RouteAdder]:
     """Every route module of the adapter, in the order their routes are added."""
-    from adapters.http import dashboard, login
+    from adapters.http import dashboard, login, openai_api
 
-    return [login.add_routes, dashboard.add_routes]
+    return [login.add_routes, dashboard.add_routes, openai_api.add_routes]
 
 
 class HTTPAdapter:
