@@ -14,8 +14,9 @@ if TYPE_CHECKING:
     from adapters.http.settings import HTTPSettings
     from bot.app import App
     from bot.config import Settings
+    from bot.doctor import Check
 
-__all__ = ["check_settings", "create_adapter"]
+__all__ = ["check_settings", "create_adapter", "diagnose"]
 
 
 def check_settings(settings: Settings) -> HTTPSettings:
@@ -29,3 +30,10 @@ def create_adapter(app: App) -> HTTPAdapter:
     from adapters.http.server import HTTPAdapter
 
     return HTTPAdapter(app)
+
+
+async def diagnose(settings: Settings) -> list[Check]:
+    """``python -m bot doctor``'s HTTP rows (see :mod:`adapters.http.doctor`)."""
+    from adapters.http.doctor import diagnose
+
+    return await diagnose(settings)

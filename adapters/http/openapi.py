@@ -230,6 +230,22 @@ def _chat_endpoint() -> JSON:
                 },
             }
         },
+        "/v1/models/{model}": {
+            "parameters": [_path_param("model", "parlour")],
+            "get": {
+                "summary": "One model (only parlour exists)",
+                "tags": ["chat"],
+                "security": [{"bearer": []}],
+                "responses": {
+                    "200": {
+                        "description": "an OpenAI model object",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                    "404": _error("no such model", chat=True),
+                    **_CHAT_ERRORS,
+                },
+            },
+        },
         "/v1/models": {
             "get": {
                 "summary": "The one model: parlour",

@@ -284,8 +284,9 @@ class ChatService:
                     conversation_key=key,
                     model=self.presets.model(ctx),
                 )
-                async for event in run:
-                    yield event
+                async with contextlib.aclosing(run) as events:  # closed now, if we are
+                    async for event in events:
+                        yield event
                 if split is not None:
                     await answer.fit(split, self.settings.limits.max_reply_messages)
                 final = answer.final

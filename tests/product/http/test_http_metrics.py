@@ -118,3 +118,15 @@ async def test_metrics_need_an_admin_token_and_apps_count_apart(make_app: AppFac
         _, samples = await scrape(served.url)
     assert total(samples, "parlour_turns_total") == 0
     assert "parlour_turns_total" in other.metrics.exposition().decode()
+
+
+async def test_the_chat_endpoints_turns_count_as_platform_http(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    async with serve_http(make_app) as served, aiohttp.ClientSession(served.url) as http:
+        fake_llm.script(reply("Hello from the bot"))
+        body = {"model": "parlour", "messages": [{"role": "user", "content": "hi"}], "user": "u1"}
+        async with http.post("/v1/chat/completions", json=body, headers=bearer(CHAT_TOKEN)) as r:
+            assert r.status == 200
+        _, samples = await scrape(served.url)
+    assert value(samples, "parlour_turns_total", platform="http", outcome="answered") == 1
