@@ -23,6 +23,7 @@ from bot.context import ChatContext, Scope
 from bot.conversation.admission import Admission, LLMSlots
 from bot.conversation.billing import Bill, Meter
 from bot.conversation.changes import persona_change, scope_change
+from bot.conversation.directory_notes import DirectoryNotes
 from bot.conversation.edits import EditOutcome, Edits
 from bot.conversation.events import ChatEvent, Done, HistoryInfo, Reply, ToolFinished, ToolStarted
 from bot.conversation.locks import KeyedLocks
@@ -50,6 +51,7 @@ from bot.memory.provider import MemoryProvider, NoMemory
 from bot.metrics import Metrics, turn_outcome
 from bot.storage.audit import AuditTrail
 from bot.storage.coordination import SharedLimits
+from bot.storage.directory import ChatDirectory
 from bot.storage.prompt_windows import PromptWindows
 from bot.storage.values import AuditAction
 
@@ -67,9 +69,18 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class Store(HistoryStore, OverheardStore, ChatSettingsStore, PromptWindows, AuditTrail, Protocol):
+class Store(
+    HistoryStore,
+    OverheardStore,
+    ChatSettingsStore,
+    PromptWindows,
+    AuditTrail,
+    ChatDirectory,
+    Protocol,
+):
     """What the service needs: history, overheard group messages, per-chat preferences (their
-    changes audited), and where each conversation's prompt window begins."""
+    changes audited), where each conversation's prompt window begins, and the chat directory
+    (each chat's title, noted as turns begin)."""
 
 
 class ChatService:
@@ -102,6 +113,7 @@ class ChatService:
         self.budgets = self.admission.budgets
         self._locks = KeyedLocks()
         self.prefs = Preferences(store, settings.chat)
+        self.directory = DirectoryNotes(store)  # chats' titles for the admin dashboard
         self.presets = ChatPresets(settings)  # config chats: under what an admin set
         self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
         self.edits = Edits(store, self.overheard, self.admission, self._locks)
@@ -270,6 +282,7 @@ class ChatService:
             history = await self.store.load_window(key, self.settings.history.max_turns)
             overheard = await self.overheard.recent(ctx, key)
             prompt = await self.prompts.build(ctx, key, said, history, overheard, tools)
+            await self.directory.note(ctx)  # never fails the turn
             turn = PendingTurn(self.store, self.budgets, ctx, key, said.stored, overheard)
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
@@ -368,6 +381,15 @@ class ChatService:
         key = self.conversation_key(ctx)
         async with self._locks.hold(key):
             await self.store.reset(key, ctx.chat_key, ctx.user_id, ctx.user_name)
+
+    async def reset_chat(self, chat_key: str, by_user: str, by_name: str) -> list[str]:
+        """Soft-reset every conversation of a chat (the admin API), each under its lock, each
+        one audited; returns the conversations reset."""
+        keys = await self.store.chat_conversations(chat_key)
+        for key in keys:
+            async with self._locks.hold(key):
+                await self.store.reset(key, chat_key, by_user, by_name)
+        return keys
 
     async def clear(self, ctx: ChatContext) -> ClearResult:
         return await self.store.clear_chat(ctx.chat_key, ctx.user_id, ctx.user_name)

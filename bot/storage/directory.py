@@ -13,7 +13,7 @@ from typing import Protocol
 
 from bot.storage.values import TurnStatus
 
-__all__ = ["ChatDirectory", "ChatEntry", "ChatSummary", "HistoryItem"]
+__all__ = ["ChatDirectory", "ChatEntry", "ChatSummary", "HistoryItem", "summary_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,23 @@ class HistoryItem:
     created_at: float
 
 
+def summary_of(
+    chat_key: object, chat_type: object, title: object, turns: object, last: object
+) -> ChatSummary:
+    """A listed chat from one row of either backend (type and title NULL: never noted)."""
+    key = str(chat_key)
+    platform, _, chat_id = key.partition(":")
+    return ChatSummary(
+        chat_key=key,
+        platform=platform,
+        chat_id=chat_id,
+        chat_type=str(chat_type or ""),
+        title=str(title or ""),
+        turns=int(turns or 0),  # type: ignore[call-overload]
+        last_activity=float(last or 0.0),  # type: ignore[arg-type]
+    )
+
+
 class ChatDirectory(Protocol):
     """A backend must provide:
 
@@ -64,7 +81,8 @@ class ChatDirectory(Protocol):
       ``context`` turns), newest first, ``limit`` at most, only those with an id below
       ``before`` when given.
     - **Deletes follow.** A cleared chat (``clear_chat``) or an erased person leaves no turns
-      in the pages; the chat leaves :meth:`list_chats` once it has no turns.
+      in the pages; the chat leaves :meth:`list_chats` once it has no turns. An erased
+      person's private chats left without turns lose their entry (its title is their name).
     """
 
     async def note_chat(self, entry: ChatEntry) -> None: ...
@@ -75,6 +93,11 @@ class ChatDirectory(Protocol):
 
     async def chat_summary(self, chat_key: str) -> ChatSummary | None:
         """One chat as :meth:`list_chats` shows it (None: no turns stored)."""
+        ...
+
+    async def chat_conversations(self, chat_key: str) -> list[str]:
+        """Every conversation of the chat with a stored turn or overheard message, sorted
+        (what an admin's reset of the whole chat resets)."""
         ...
 
     async def history_page(
