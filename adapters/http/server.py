@@ -188,13 +188,14 @@ def build_web_app(context: HTTPContext, adders: list[RouteAdder] | None = None) 
 
 def _route_modules() -> list[RouteAdder]:
     """Every route module of the adapter, in the order their routes are added."""
-    from adapters.http import admin_api, dashboard, login, openai_api, openapi
+    from adapters.http import admin_api, admin_chats, dashboard, login, openai_api, openapi
 
     return [
         login.add_routes,
         dashboard.add_routes,
         openai_api.add_routes,
         admin_api.add_routes,
+        admin_chats.add_routes,
         openapi.add_routes,
     ]
 
