@@ -11,6 +11,7 @@ from urllib.parse import quote
 import aiohttp
 import pytest
 
+from bot.context import ChatContext, ChatType
 from bot.storage.memories import NewMemory
 from bot.storage.values import MemoryScope
 from bot.testing.fake_llm import FakeLLM
@@ -255,3 +256,16 @@ async def test_a_dashboard_session_needs_the_csrf_token_to_clear(
                 assert r.status == 200, await r.text()
             [entry] = await served.app.store.audit(BOOK_CLUB)
             assert (entry.actor_id, entry.actor_name) == ("http:ops", "ops")
+
+
+async def test_a_chat_key_with_slashes_and_spaces_works_url_encoded(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    visitor = ChatContext("http", "site/anna 1", ChatType.PRIVATE, "site/anna 1", "Anna")
+    async with serve_http(make_app) as served, aiohttp.ClientSession(served.url) as http:
+        await served.app.service.chat(visitor, "hello from the web")
+        page = await get_json(http, chat_path("http:site/anna 1", "/history"))
+        assert [(i["user_name"], i["text"]) for i in page["items"]] == [
+            ("Anna", "hello from the web")
+        ]
+        assert (await get_json(http, chat_path("http:site/anna 1")))["chat_id"] == "site/anna 1"
