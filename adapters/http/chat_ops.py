@@ -54,11 +54,11 @@ class ChatOps:
 
     async def chats(self, query: str = "", limit: int = 50, offset: int = 0) -> list[ChatView]:
         found = await self._app.store.list_chats(query, _capped(limit), max(offset, 0))
-        return [self._view(summary) for summary in found]
+        return [self.view(summary) for summary in found]
 
     async def chat(self, chat_key: str) -> ChatView:
         """Raises :class:`UnknownChat`."""
-        return self._view(await self._summary(chat_key))
+        return self.view(await self._summary(chat_key))
 
     async def history(self, chat_key: str, before: int | None, limit: int) -> HistoryPage:
         """One page of the chat's turns, newest first. Raises :class:`UnknownChat`."""
@@ -72,13 +72,15 @@ class ChatOps:
     async def clear(self, chat_key: str, caller: Principal) -> ClearResult:
         """Delete every conversation of the chat (``/clear``), audited. Raises UnknownChat."""
         await self._summary(chat_key)
-        return await self._app.store.clear_chat(chat_key, caller.audit_name, caller.name)
+        name = caller.audit_name  # the trail's "who" reads http:ops, not a bare "ops"
+        return await self._app.store.clear_chat(chat_key, name, name)
 
     async def reset(self, chat_key: str, caller: Principal) -> list[str]:
         """Soft-reset every conversation of the chat (``/reset`` in each), each audited;
         returns the conversations reset. Raises :class:`UnknownChat`."""
         await self._summary(chat_key)
-        return await self._app.service.reset_chat(chat_key, caller.audit_name, caller.name)
+        name = caller.audit_name
+        return await self._app.service.reset_chat(chat_key, name, name)
 
     async def audit(self, chat_key: str) -> list[AuditEntry]:
         """The chat's clears, resets and changes, oldest first (kept after a clear)."""
@@ -104,7 +106,8 @@ class ChatOps:
             raise UnknownChat(chat_key)
         return summary
 
-    def _view(self, summary: ChatSummary) -> ChatView:
+    def view(self, summary: ChatSummary) -> ChatView:
+        """How the bot treats the chat: its scope and persona (presets, /persona, defaults)."""
         service = self._app.service
         ctx = _context_of(summary)
         override = service.prefs.system_prompt_override(summary.chat_key)

@@ -1,10 +1,8 @@
-"""What the dashboard's pages read and change, until the shared operations land.
+"""What the dashboard's pages read and change.
 
-Stand-ins with the shapes of :mod:`bot.storage.directory` (``ChatSummary``, ``HistoryItem``)
-built from protocols every backend already has (``conversations``, ``export``, ``audit``,
-``daily_usage``...), so swapping in ``adapters.http.chat_ops`` / ``admin_ops`` changes the
-imports of :mod:`adapters.http.dashboard` and nothing in the templates. They read whole
-conversations (``export``): fine for a dashboard, not for a big deployment.
+Chats, their history pages, clear and reset come from the chat directory
+(:mod:`bot.storage.directory`) and :mod:`adapters.http.chat_ops`, shared with the admin API;
+usage, reminders and plugin states are read here.
 """
 
 from __future__ import annotations
@@ -15,11 +13,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from adapters.http.auth import Principal
-from bot.context import ChatContext, ChatType, Scope
+from adapters.http.chat_ops import ChatOps, UnknownChat
+from bot.context import Scope
 from bot.conversation.presets import Persona
 from bot.plugins.context import PluginStore
 from bot.storage.directory import ChatSummary, HistoryItem
-from bot.storage.values import AuditEntry, ClearResult, Memory, TurnStatus, Usage
+from bot.storage.values import AuditEntry, ClearResult, Memory, Usage
 
 if TYPE_CHECKING:
     from bot.app import App
@@ -45,101 +44,20 @@ __all__ = [
 ]
 
 
-def chat_key_of(conversation_key: str) -> str:
-    """``telegram:-100:u:7`` -> ``telegram:-100`` (a chat key is platform and chat id)."""
-    return ":".join(conversation_key.split(":", 2)[:2])
-
-
-async def _conversations_of(app: App, chat_key: str | None = None) -> dict[str, list[str]]:
-    chats: dict[str, list[str]] = defaultdict(list)
-    for key, _turns in await app.store.conversations():
-        owner = chat_key_of(key)
-        if chat_key is None or owner == chat_key:
-            chats[owner].append(key)
-    return chats
-
-
-async def _items(app: App, conversation_key: str) -> list[HistoryItem]:
-    """One conversation's turns (not context rows), oldest first."""
-    items: dict[int, dict[str, Any]] = {}
-    async for record in app.store.export(conversation_key):
-        if record["status"] == TurnStatus.CONTEXT:
-            continue
-        turn = items.setdefault(int(record["turn"]), {"answer": ""})
-        if record["seq"] == 0:
-            turn.update(
-                user_id=str(record.get("user_id", "")),
-                user_name=str(record.get("user_name", "")),
-                text=_text(record.get("content")),
-                status=TurnStatus(record["status"]),
-                created_at=float(record["created_at"] or 0),
-            )
-        elif record.get("role") == "assistant" and _text(record.get("content")):
-            turn["answer"] = _text(record.get("content"))
-    return [
-        HistoryItem(turn_id=turn_id, conversation_key=conversation_key, **values)
-        for turn_id, values in sorted(items.items())
-        if "text" in values
-    ]
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: keep the text ones
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
-async def _summaries(app: App, chat_key: str | None = None) -> list[ChatSummary]:
-    found = []
-    for key, conversations in (await _conversations_of(app, chat_key)).items():
-        items = [item for conv in conversations for item in await _items(app, conv)]
-        if not items:
-            continue
-        platform, _, chat_id = key.partition(":")
-        private = all(":u:" in conv for conv in conversations) and all(
-            item.user_id == chat_id for item in items
-        )
-        names = sorted({item.user_name for item in items if item.user_name})
-        found.append(
-            ChatSummary(
-                chat_key=key,
-                platform=platform,
-                chat_id=chat_id,
-                chat_type="private" if private else "group",
-                title=names[0] if private and names else "",
-                turns=len(items),
-                last_activity=max(item.created_at for item in items),
-            )
-        )
-    return sorted(found, key=lambda s: s.last_activity, reverse=True)
-
-
 async def list_chats(app: App, query: str = "", limit: int = 50) -> list[ChatSummary]:
     """Chats with turns, newest activity first; ``query`` in the title or key (any case)."""
-    needle = query.strip().casefold()
-    chats = [
-        chat
-        for chat in await _summaries(app)
-        if not needle or needle in chat.title.casefold() or needle in chat.chat_key.casefold()
-    ]
-    return chats[:limit]
+    return await app.store.list_chats(query.strip(), limit)
 
 
 async def chat_summary(app: App, chat_key: str) -> ChatSummary | None:
-    found = await _summaries(app, chat_key)
-    return found[0] if found else None
+    return await app.store.chat_summary(chat_key)
 
 
 async def history_page(
     app: App, chat_key: str, before: int | None = None, limit: int = 50
 ) -> list[HistoryItem]:
     """The chat's turns, newest first, below ``before`` when given."""
-    conversations = (await _conversations_of(app, chat_key)).get(chat_key, [])
-    items = [item for conv in conversations for item in await _items(app, conv)]
-    items = [item for item in items if before is None or item.turn_id < before]
-    return sorted(items, key=lambda item: item.turn_id, reverse=True)[:limit]
+    return await app.store.history_page(chat_key, before, limit)
 
 
 async def chat_audit(app: App, chat_key: str) -> list[AuditEntry]:
@@ -153,28 +71,26 @@ class ChatSettings:
     persona: Persona
 
 
-def _context(summary: ChatSummary) -> ChatContext:
-    kind = ChatType(summary.chat_type) if summary.chat_type in set(ChatType) else ChatType.GROUP
-    return ChatContext(summary.platform, summary.chat_id, kind, summary.chat_id)
-
-
 def chat_settings(app: App, summary: ChatSummary) -> ChatSettings:
     """The scope and system prompt in effect, as the chat's own messages get them."""
-    ctx = _context(summary)
-    return ChatSettings(app.service.scope_for(ctx), app.service.persona(ctx))
+    view = ChatOps(app).view(summary)
+    return ChatSettings(view.scope, view.persona)
 
 
 async def clear_chat(app: App, chat_key: str, caller: Principal) -> ClearResult:
     """Delete the chat's history; the audit row names the token (``http:ops``)."""
-    return await app.store.clear_chat(chat_key, caller.audit_name, caller.audit_name)
+    try:
+        return await ChatOps(app).clear(chat_key, caller)
+    except UnknownChat:  # nothing stored: nothing to clear, nothing audited
+        return ClearResult(turns=0, messages=0)
 
 
 async def reset_chat(app: App, chat_key: str, caller: Principal) -> int:
     """Reset every conversation of the chat (turns kept, context starts afresh)."""
-    conversations = (await _conversations_of(app, chat_key)).get(chat_key, [])
-    for key in conversations:
-        await app.store.reset(key, chat_key, caller.audit_name, caller.audit_name)
-    return len(conversations)
+    try:
+        return len(await ChatOps(app).reset(chat_key, caller))
+    except UnknownChat:
+        return 0
 
 
 async def list_memories(app: App, chat_key: str) -> list[Memory]:

@@ -138,7 +138,7 @@ async def test_clear_deletes_the_chat_and_the_audit_names_the_token(
         await get_json(http, chat_path(BOOK_CLUB), 404)
         entries = (await get_json(http, chat_path(BOOK_CLUB, "/audit")))["entries"]
         assert [(e["action"], e["actor_id"], e["actor_name"]) for e in entries] == [
-            ("clear", "http:ops", "ops")
+            ("clear", "http:ops", "http:ops")
         ]
         assert entries[0]["detail"] == "deleted 2 turns, 4 messages"
         [stored] = await served.app.store.audit(BOOK_CLUB)
@@ -255,7 +255,7 @@ async def test_a_dashboard_session_needs_the_csrf_token_to_clear(
             ) as r:
                 assert r.status == 200, await r.text()
             [entry] = await served.app.store.audit(BOOK_CLUB)
-            assert (entry.actor_id, entry.actor_name) == ("http:ops", "ops")
+            assert (entry.actor_id, entry.actor_name) == ("http:ops", "http:ops")
 
 
 async def test_a_chat_key_with_slashes_and_spaces_works_url_encoded(
