@@ -39,7 +39,7 @@ def add_routes(web_app: web.Application, context: HTTPContext) -> None:
     routes.add_post(f"{_CHAT}/reset", _guarded(reset))
     routes.add_get(f"{_CHAT}/audit", _guarded(audit))
     routes.add_get(f"{_CHAT}/memories", _guarded(memories))
-    routes.add_delete(f"{_CHAT}/memories/{{memory_id}}", _guarded(forget))
+    routes.add_delete(f"{_CHAT}/memories/{{id}}", _guarded(forget))
 
 
 def iso(unix: float) -> str:
@@ -176,8 +176,8 @@ async def reset(request: web.Request) -> web.Response:
 
 
 async def audit(request: web.Request) -> web.Response:
-    entries = await _ops(request).audit(_chat_key(request))
-    return web.json_response({"entries": [audit_json(entry) for entry in entries]})
+    entries = await _ops(request).audit(_chat_key(request))  # oldest first: shown newest first
+    return web.json_response({"entries": [audit_json(entry) for entry in reversed(entries)]})
 
 
 async def memories(request: web.Request) -> web.Response:
@@ -186,9 +186,9 @@ async def memories(request: web.Request) -> web.Response:
 
 
 async def forget(request: web.Request) -> web.Response:
-    raw = request.match_info["memory_id"]
+    raw = request.match_info["id"]
     if not (raw.isascii() and raw.isdigit()):
         raise BadParameter("the memory id must be a positive integer")
     if not await _ops(request).forget(_chat_key(request), int(raw)):
         return json_error(404, "no such memory in this chat", "memory_not_found")
-    return web.json_response({"deleted": True, "id": int(raw)})
+    return web.Response(status=204)

@@ -12,11 +12,9 @@ from functools import cache
 from typing import Any
 
 from aiohttp import web
-from pydantic import TypeAdapter
 
 from adapters.http import schemas
 from adapters.http.server import HTTPContext
-from bot.storage.directory import ChatSummary, HistoryItem
 
 __all__ = ["add_routes", "document"]
 
@@ -30,7 +28,54 @@ _MODELS: tuple[type[schemas.Body], ...] = (
     schemas.MCPList,
     schemas.ReminderList,
 )
-_VALUES: dict[str, Any] = {"ChatSummary": ChatSummary, "HistoryItem": HistoryItem}
+_STR, _INT, _TIME = (
+    {"type": "string"},
+    {"type": "integer"},
+    {"type": "string", "format": "date-time", "description": "ISO 8601, UTC"},
+)
+_NULLABLE = {"type": ["string", "null"]}
+# What adapters.http.admin_chats writes (chat_json, item_json, audit_json, memory_json).
+_SHAPES: dict[str, JSON] = {
+    "ChatSummary": {
+        "chat_key": _STR,
+        "platform": _STR,
+        "chat_id": _STR,
+        "chat_type": {"type": "string", "description": "private, group, channel; '' unknown"},
+        "title": _STR,
+        "turns": _INT,
+        "last_activity": _TIME,
+        "scope": {"type": "string", "enum": ["chat", "user", "thread"]},
+        "persona": {**_NULLABLE, "description": "the system prompt /persona set, or null"},
+        "persona_source": {"type": "string", "enum": ["chat", "preset", "default"]},
+    },
+    "HistoryItem": {
+        "turn_id": _INT,
+        "conversation_key": _STR,
+        "user_id": _STR,
+        "user_name": {"type": "string", "description": "who wrote it"},
+        "text": _STR,
+        "answer": {"type": "string", "description": "the final answer ('' when none)"},
+        "status": _STR,
+        "created_at": _TIME,
+    },
+    "AuditEntry": {
+        "at": _TIME,
+        "action": {"type": "string", "enum": ["clear", "reset", "persona", "scope"]},
+        "actor_id": {"type": "string", "description": "http:<token name> for the API"},
+        "actor_name": _STR,
+        "detail": _STR,
+        "conversation_key": _STR,
+    },
+    "MemoryItem": {
+        "id": _INT,
+        "conversation_key": _STR,
+        "user_id": _STR,
+        "user_name": _STR,
+        "scope": _STR,
+        "text": _STR,
+        "created_at": _TIME,
+    },
+}
 
 
 def add_routes(web_app: web.Application, context: HTTPContext) -> None:
@@ -106,12 +151,20 @@ def json_of(schema: JSON, text: str = "OK") -> JSON:
     return {"description": text, "content": {"application/json": {"schema": schema}}}
 
 
+def _list_of(name: str) -> JSON:
+    return {"type": "array", "items": _ref(name)}
+
+
 def _chat_routes() -> JSON:
     """The chat store's routes (:mod:`adapters.http.admin_chats`)."""
     not_found = {"404": _error("no such chat")}
     listed = {
         "type": "object",
-        "properties": {"chats": {"type": "array", "items": _ref("ChatSummary")}},
+        "properties": {
+            "chats": _list_of("ChatSummary"),
+            "limit": {"type": "integer"},
+            "offset": {"type": "integer"},
+        },
     }
     page = {
         "type": "object",
@@ -121,6 +174,8 @@ def _chat_routes() -> JSON:
         },
     }
     loose = {"type": "object", "additionalProperties": True}
+    trail = {"type": "object", "properties": {"entries": _list_of("AuditEntry")}}
+    kept = {"type": "object", "properties": {"memories": _list_of("MemoryItem")}}
     return {
         "/api/chats": {
             "get": _admin(
@@ -137,7 +192,7 @@ def _chat_routes() -> JSON:
             "parameters": [_CHAT_KEY],
             "get": _admin(
                 "One chat: platform, title, scope, persona, last activity, turn counts",
-                json_of(loose),
+                json_of(_ref("ChatSummary")),
                 errors=not_found,
             ),
         },
@@ -171,11 +226,14 @@ def _chat_routes() -> JSON:
         },
         "/api/chats/{chat_key}/audit": {
             "parameters": [_CHAT_KEY],
-            "get": _admin("The chat's audit trail, newest first", json_of(loose)),
+            "get": _admin("The chat's audit trail, newest first", json_of(trail)),
         },
         "/api/chats/{chat_key}/memories": {
             "parameters": [_CHAT_KEY],
-            "get": _admin("The memories kept for the chat", json_of(loose)),
+            "get": _admin(
+                "The memories kept for the chat, newest first (404 when memory is off)",
+                json_of(kept),
+            ),
         },
         "/api/chats/{chat_key}/memories/{id}": {
             "parameters": [_CHAT_KEY, _path_param("id", "the memory's id")],
@@ -343,10 +401,8 @@ def _components() -> JSON:
         schema = model.model_json_schema(ref_template=_REF)
         found.update(schema.pop("$defs", {}))
         found[model.__name__] = schema
-    for name, value in _VALUES.items():
-        schema = TypeAdapter(value).json_schema(ref_template=_REF)
-        found.update(schema.pop("$defs", {}))
-        found[name] = schema
+    for name, properties in _SHAPES.items():
+        found[name] = {"type": "object", "required": sorted(properties), "properties": properties}
     found["ChatError"] = {
         "type": "object",
         "description": "OpenAI's error shape",
