@@ -27,22 +27,26 @@ from tests.browser_harness import chromium, log_in  # noqa: E402
 IMAGES = ROOT / "docs" / "images"
 TOKEN = "demo-admin-token-for-screenshots"
 
-TRIP = ChatContext("telegram", "-1001937", ChatType.GROUP, "1", "Alice")
+TRIP_TITLE = "Lisbon trip 2027"  # the group's title, as Telegram sends it with every message
+TRIP = ChatContext("telegram", "-1001937", ChatType.GROUP, "1", "Alice", chat_title=TRIP_TITLE)
 CONVERSATIONS: list[tuple[ChatContext, str, str]] = [
     (TRIP, "Where should we go for the long weekend in May?",
      "Lisbon is a good fit: mild weather, short flights, and the old town is walkable."),
-    (ChatContext("telegram", "-1001937", ChatType.GROUP, "2", "Bruno"),
+    (ChatContext("telegram", "-1001937", ChatType.GROUP, "2", "Bruno", chat_title=TRIP_TITLE),
      "What should I pack for Lisbon?",
      "Comfortable shoes for the hills, a light jacket for the evenings by the river."),
-    (ChatContext("telegram", "-1001937", ChatType.GROUP, "3", "Chen"),
+    (ChatContext("telegram", "-1001937", ChatType.GROUP, "3", "Chen", chat_title=TRIP_TITLE),
      "Is tram 28 worth it?",
      "Yes, early in the morning: it gets crowded after ten. Buy a day pass first."),
-    (ChatContext("discord", "884112", ChatType.GROUP, "41", "mira"),
+    (ChatContext("discord", "884112", ChatType.GROUP, "41", "mira", chat_title="Acme #releases"),
      "Can you summarise today's release notes?",
      "Three fixes: faster search, the export button works again, and dark mode."),
-    (ChatContext("telegram", "5521", ChatType.PRIVATE, "5521", "Dana"),
+    (ChatContext("telegram", "5521", ChatType.PRIVATE, "5521", "Dana", chat_title="Dana"),
      "Remind me how to convert 350°F to Celsius",
      "350°F is about 177°C: subtract 32, then multiply by 5/9."),
+    (ChatContext("http", "sam", ChatType.PRIVATE, "sam", "sam", chat_title="sam"),
+     "Which plan includes priority support?",
+     "The Team plan: replies within four working hours, and a shared inbox."),
 ]  # fmt: skip
 
 

@@ -115,6 +115,7 @@ def context_for(asked: ChatRequest) -> ChatContext:
         chat_type=ChatType.PRIVATE,
         user_id=asked.user,
         user_name=asked.user,
+        chat_title=asked.user,  # the chat directory (``/api/chats``, the dashboard) names it
     )
 
 

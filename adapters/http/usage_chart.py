@@ -9,22 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from bot.storage.values import Usage
+from adapters.http.schemas import UsageDay
 
 __all__ = ["Bar", "Chart", "bar_chart"]
 
 WIDTH, HEIGHT = 640, 220
 LEFT, BOTTOM, TOP = 48, 28, 10
-
-
-class DayRow(Protocol):
-    @property
-    def label(self) -> str: ...
-
-    @property
-    def usage(self) -> Usage: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +68,9 @@ def _short(n: int) -> str:
     return f"{n / 1_000_000:g}M" if n >= 1_000_000 else f"{n / 1000:g}k" if n >= 1000 else str(n)
 
 
-def bar_chart(days: Sequence[DayRow]) -> Chart:
-    peak = max((day.usage.total_tokens for day in days), default=0)
+def bar_chart(days: Sequence[UsageDay]) -> Chart:
+    """The days of :func:`adapters.http.admin_ops.usage`, oldest first."""
+    peak = max((day.total_tokens for day in days), default=0)
     top = _scale(max(peak, 1))
     base: float = HEIGHT - BOTTOM
     room = base - TOP
@@ -86,14 +78,13 @@ def bar_chart(days: Sequence[DayRow]) -> Chart:
     width = max(slot * 0.7, 2)
     bars = []
     for i, day in enumerate(days):
-        usage = day.usage
         x = LEFT + i * slot + (slot - width) / 2
         y: float = base
         rects = []
         parts = (
-            ("prompt", usage.prompt_tokens - usage.cached_tokens),
-            ("cached", usage.cached_tokens),
-            ("completion", usage.completion_tokens),
+            ("prompt", day.prompt_tokens - day.cached_tokens),
+            ("cached", day.cached_tokens),
+            ("completion", day.completion_tokens),
         )
         for kind, value in parts:
             if value <= 0:
@@ -102,9 +93,9 @@ def bar_chart(days: Sequence[DayRow]) -> Chart:
             y -= height
             rects.append(Rect(kind, round(x, 1), round(y, 1), round(width, 1), round(height, 1)))
         title = (
-            f"{day.label}: {usage.prompt_tokens} prompt ({usage.cached_tokens} cached), "
-            f"{usage.completion_tokens} completion"
+            f"{day.day}: {day.prompt_tokens} prompt ({day.cached_tokens} cached), "
+            f"{day.completion_tokens} completion"
         )
-        bars.append(Bar(day.label, day.label[5:], round(x + width / 2, 1), title, tuple(rects)))
+        bars.append(Bar(day.day, day.day[5:], round(x + width / 2, 1), title, tuple(rects)))
     ticks = tuple(Tick(round(base - room * f, 1), _short(round(top * f))) for f in (0, 0.5, 1))
     return Chart(WIDTH, HEIGHT, LEFT, base, tuple(bars), ticks, empty=peak == 0)

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import UTC, datetime, timedelta
 
 import aiohttp
 import pytest
 
 from bot.plugins.context import PluginStore
+from bot.scheduler import REMINDERS_KIND
 from bot.storage.memories import NewMemory
 from bot.storage.values import AuditAction, MemoryScope
-from bot.testing.fake_llm import FakeLLM, reply
+from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import AppFactory, group
 from tests.http_harness import ADMIN_TOKEN, Served, serve_http
 
@@ -119,25 +119,38 @@ async def test_memories_list_and_delete(make_app: AppFactory) -> None:
                 assert r.status == 404
 
 
-async def test_reminders_list_and_cancel_and_tools_show_plugins(make_app: AppFactory) -> None:
+async def test_reminders_list_and_cancel_and_tools_show_plugins(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
     async with serve_http(make_app, plugins=["plugins.reminders"]) as served:
-        kv = PluginStore(served.app.store, "reminders")
-        due = (datetime.now(UTC) + timedelta(days=2)).isoformat()
-        await kv.set(
-            "reminder:0000000001",
-            {"id": 1, "platform": "telegram", "chat_id": "-3", "thread_id": None,
-             "user_id": "1", "user_name": "Alice", "text": "water the plants", "due": due},
-        )  # fmt: skip
+        app = served.app
+        fake_llm.script(
+            tool_calls(("set_reminder", {"text": "water the plants", "in_minutes": 90})),
+            reply("set"),
+        )
+        await app.service.chat(group(chat="-3"), "remind me to water the plants")
+        kv = PluginStore(app.store, "reminders")
+        assert len(await kv.items("reminder:")) == 1
         async with await logged_in(served) as http:
             async with http.get("/reminders") as r:
-                assert "water the plants" in await r.text()
+                page = await r.text()
+            assert "water the plants" in page and "telegram:-3" in page
+            assert 'action="/reminders/reminders:1/cancel"' in page
             csrf = await csrf_of(http, "/reminders")
-            async with http.post("/reminders/1/cancel", data={"csrf": csrf}) as r:
+            async with http.post("/reminders/reminders%3A1/cancel", data={"csrf": csrf}) as r:
                 page = await r.text()
             assert "Reminder cancelled" in page and "water the plants" not in page
+            # through the scheduler: the job is gone and the plugin forgot its own record
+            assert app.scheduler is not None and app.scheduler.pending(REMINDERS_KIND) == []
+            assert await kv.items("reminder:") == []
+            async with http.post("/reminders/reminders:1/cancel", data={"csrf": csrf}) as r:
+                assert r.status == 404
+            async with http.post("/reminders/housekeeping/cancel", data={"csrf": csrf}) as r:
+                assert r.status == 404  # not a reminder: the app's own job stays
             async with http.get("/tools") as r:
                 page = await r.text()
             assert "reminders" in page and "set_reminder" in page and "loaded" in page
+            assert "No MCP servers are configured" in page
 
 
 async def test_usage_page_draws_the_days_on_the_server(

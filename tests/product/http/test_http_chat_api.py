@@ -61,6 +61,17 @@ async def test_a_plain_answer_comes_from_the_bot_with_its_usage(
         assert answer.usage.prompt_tokens_details.cached_tokens == 32
         info = await served.app.service.history_info(_http_ctx("alice"))
         assert info.conversation_key == "http:alice:u:alice" and info.turns_stored == 1
+        admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        async with (
+            aiohttp.ClientSession(served.url) as http,
+            http.get("/api/chats", headers=admin) as r,
+        ):
+            (chat,) = (await r.json())["chats"]
+        assert (chat["chat_key"], chat["platform"], chat["title"]) == (
+            "http:alice",
+            "http",
+            "alice",
+        )
 
 
 async def test_a_streamed_answer_arrives_in_chunks_with_a_usage_chunk(
