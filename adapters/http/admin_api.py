@@ -14,8 +14,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from adapters.http import admin_ops
+from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, json_error
 from adapters.http.schemas import Body
-from adapters.http.server import CONTEXT, PRINCIPAL, HTTPContext, json_error
 
 __all__ = ["add_routes"]
 

@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from adapters.http.chat_ops import ChatOps, ChatView, MemoryOff, UnknownChat
-from adapters.http.server import CONTEXT, PRINCIPAL, HTTPContext, json_error
+from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, json_error
 from bot.storage.directory import HistoryItem
 from bot.storage.values import AuditEntry, Memory
 

@@ -19,8 +19,8 @@ from aiohttp import web
 
 from adapters.http import admin_ops
 from adapters.http.chat_ops import ChatOps, MemoryOff, UnknownChat
+from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, see_other
 from adapters.http.pages import render
-from adapters.http.server import CONTEXT, PRINCIPAL, HTTPContext, see_other
 from adapters.http.usage_chart import bar_chart
 from bot.storage.values import ClearResult
 

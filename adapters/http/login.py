@@ -12,8 +12,8 @@ import logging
 from aiohttp import web
 
 from adapters.http.auth import COOKIE, TooManyFailures
+from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, client_address, see_other
 from adapters.http.pages import STATIC_DIR, render
-from adapters.http.server import CONTEXT, PRINCIPAL, HTTPContext, client_address, see_other
 
 __all__ = ["add_routes"]
 

@@ -17,6 +17,7 @@ import time
 
 from aiohttp import web
 
+from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext
 from adapters.http.openai_errors import APIError, from_exception
 from adapters.http.openai_stream import stream_answer
 from adapters.http.openai_wire import (
@@ -28,7 +29,6 @@ from adapters.http.openai_wire import (
     parse_chat_request,
     usage,
 )
-from adapters.http.server import CONTEXT, PRINCIPAL, HTTPContext
 from bot.context import ChatContext, ChatType
 from bot.errors import UserFacingError
 

@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from adapters.http import schemas
-from adapters.http.server import HTTPContext
+from adapters.http.context import HTTPContext
 
 __all__ = ["add_routes", "document"]
 

@@ -31,7 +31,7 @@ def render(
     request: web.Request, template: str, *, status: int = 200, **values: Any
 ) -> web.Response:
     """The page, with ``csrf`` (for forms and fetch calls) and ``user`` filled in."""
-    from adapters.http.server import CONTEXT, PRINCIPAL  # the server imports this module
+    from adapters.http.context import CONTEXT, PRINCIPAL
 
     principal: Principal | None = request.get(PRINCIPAL)
     csrf = ""

@@ -13,8 +13,9 @@ anything else       the dashboard's session        a redirect to ``/login``
 ==================  =============================  ===========================================
 
 A request made with the session cookie that changes state (not GET/HEAD/OPTIONS) also needs
-the CSRF token (:mod:`adapters.http.auth`). Route modules add their routes with
-``add_routes(web_app, context)`` and read the caller from ``request[PRINCIPAL]``.
+the CSRF token (:mod:`adapters.http.auth`). Route modules (:mod:`adapters.http.routes`) add
+their routes with ``add_routes(web_app, context)`` and read the caller from
+``request[PRINCIPAL]`` (:mod:`adapters.http.context`).
 """
 
 from __future__ import annotations
@@ -22,26 +23,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from adapters.http.auth import COOKIE, CSRF_HEADER, Auth, Principal, TooManyFailures
-from adapters.http.settings import HTTPSettings, http_settings
+from adapters.http.context import (
+    CONTEXT,
+    PRINCIPAL,
+    HTTPContext,
+    client_address,
+    json_error,
+    see_other,
+)
+from adapters.http.routes import ROUTES, RouteAdder
+from adapters.http.settings import http_settings
 
 if TYPE_CHECKING:
     from bot.app import App
 
-__all__ = [
-    "CONTEXT",
-    "PRINCIPAL",
-    "HTTPAdapter",
-    "HTTPContext",
-    "build_web_app",
-    "json_error",
-    "see_other",
-]
+__all__ = ["HTTPAdapter", "build_web_app", "guard"]
 
 log = logging.getLogger(__name__)
 
@@ -49,25 +50,6 @@ PUBLIC = ("/healthz", "/readyz", "/login", "/static/")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass(frozen=True, slots=True)
-class HTTPContext:
-    """What every route module gets: the running bot, this section, and the auth."""
-
-    app: App
-    settings: HTTPSettings
-    auth: Auth
-
-
-CONTEXT = web.AppKey("parlour_context", HTTPContext)
-PRINCIPAL = web.RequestKey("parlour_principal", Principal)
-"""``request[PRINCIPAL]``: the caller (absent on public routes)."""
-
-
-def client_address(request: web.Request) -> str:
-    """The address wrong tokens are counted against (the TCP peer; behind a proxy, its own)."""
-    return request.remote or "unknown"
 
 
 def area(path: str) -> str:
@@ -78,21 +60,6 @@ def area(path: str) -> str:
     if any(path == p or (p.endswith("/") and path.startswith(p)) for p in PUBLIC):
         return "public"
     return "page"
-
-
-def see_other(location: str) -> web.Response:
-    """303 to ``location`` (a response, so cookies can be set on it)."""
-    return web.Response(status=303, headers={"Location": location})
-
-
-def json_error(status: int, message: str, code: str, *, chat: bool = False) -> web.Response:
-    """Errors as the caller's kind of client reads them (OpenAI's shape on ``/v1``)."""
-    if chat:
-        kind = "invalid_request_error" if status < 500 else "server_error"
-        body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    else:
-        body = {"error": {"message": message, "code": code}}
-    return web.json_response(body, status=status)
 
 
 @web.middleware
@@ -171,9 +138,6 @@ async def readyz(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
 
 
-RouteAdder = Callable[[web.Application, HTTPContext], None]
-
-
 def build_web_app(context: HTTPContext, adders: list[RouteAdder] | None = None) -> web.Application:
     web_app = web.Application(
         middlewares=[security_headers, guard], client_max_size=context.settings.max_body_bytes
@@ -181,23 +145,9 @@ def build_web_app(context: HTTPContext, adders: list[RouteAdder] | None = None) 
     web_app[CONTEXT] = context
     web_app.router.add_get("/healthz", healthz)
     web_app.router.add_get("/readyz", readyz)
-    for add in adders if adders is not None else _route_modules():
+    for add in adders if adders is not None else ROUTES:
         add(web_app, context)
     return web_app
-
-
-def _route_modules() -> list[RouteAdder]:
-    """Every route module of the adapter, in the order their routes are added."""
-    from adapters.http import admin_api, admin_chats, dashboard, login, openai_api, openapi
-
-    return [
-        login.add_routes,
-        dashboard.add_routes,
-        openai_api.add_routes,
-        admin_api.add_routes,
-        admin_chats.add_routes,
-        openapi.add_routes,
-    ]
 
 
 class HTTPAdapter:
