@@ -47,6 +47,7 @@ class ConsoleAdapter:
             user_name=user,
             is_admin=True,  # whoever holds the terminal owns the bot
             is_owner=True,
+            chat_title="console",
         )
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._stopped = asyncio.Event()

@@ -28,6 +28,7 @@ from bot.mcp.status import ServerStatus
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, StoredMemory
 from bot.memory.store import MemoryStore
+from bot.metrics import Metrics
 from bot.plugins import PluginManager, ToolRegistry
 from bot.scheduler import Scheduler
 from bot.storage import Storage, open_storage
@@ -68,7 +69,8 @@ class App:
         self._llm: LLMClient | None = None
         self._service: ChatService | None = None
         self._commands: Commands | None = None
-        self.outbound = Outbound()
+        self.metrics = Metrics()  # this app's own registry: GET /metrics (bot.metrics)
+        self.outbound = Outbound(self.metrics)
         self.admins = AdminPolicy(settings)  # who is an admin, for tools, plugins and commands
         self._presets = ChatPresets(settings)  # a chat's plugins, from config chats:
         self.tools = self._registry()
@@ -103,7 +105,9 @@ class App:
         try:
             # replicas share limits and breakers through the database; one process keeps its own
             shared = self._store if self._store.replicas else None
-            self._llm = LLMClient(self.settings.llm, sleep=self._retry_sleep, shared=shared)
+            self._llm = LLMClient(
+                self.settings.llm, sleep=self._retry_sleep, shared=shared, metrics=self.metrics
+            )
             memory = self._memory
             if self.settings.memory.enabled:
                 if self.settings.memory.embeddings.model is not None:
@@ -129,7 +133,7 @@ class App:
                         update={"model": self.settings.memory.summary_model}
                     )
                     summary_llm = self._summary_llm = LLMClient(
-                        own, sleep=self._retry_sleep, shared=shared
+                        own, sleep=self._retry_sleep, shared=shared, metrics=self.metrics
                     )
                 self.compactor = Compactor(self.settings, self._store, summary_llm, self.memories)
             self._service = ChatService(
@@ -141,6 +145,7 @@ class App:
                 admins=self.admins,
                 compactor=self.compactor,
                 shared_limits=shared,
+                metrics=self.metrics,
             )
             await self._service.start()
             self._commands = Commands(self._service)
@@ -198,7 +203,10 @@ class App:
     def _registry(self) -> ToolRegistry:
         presets = self._presets
         return ToolRegistry(
-            self.admins.is_admin, plugins_for=presets.plugins, servers_for=presets.mcp_servers
+            self.admins.is_admin,
+            plugins_for=presets.plugins,
+            servers_for=presets.mcp_servers,
+            metrics=self.metrics,
         )
 
     def _open_scheduler(self, store: Storage) -> Scheduler:

@@ -231,7 +231,8 @@ async def _dispatch(args: argparse.Namespace, settings: Settings, redactor: Reda
     platforms = settings.enabled_platforms()
     if not platforms:
         raise ConfigError(
-            "no platform is enabled: set telegram.enabled or discord.enabled in the config "
+            "no platform is enabled: set telegram.enabled, discord.enabled or http.enabled in the"
+            " config "
             "(or use `python -m bot chat` for the console)"
         )
     return await _serve(settings, platforms)

@@ -64,6 +64,7 @@ class ChatContext:
     is_owner: bool = False  # whoever runs the bot (the console): no access list or rate limit
     reply_to_message_id: str | None = None
     extra: tuple[tuple[str, str], ...] = field(default=())
+    chat_title: str = ""  # the group's title, "Guild #channel", a private chat: the person
 
     def __post_init__(self) -> None:
         if not self.platform or ":" in self.platform:
@@ -73,6 +74,8 @@ class ChatContext:
         if self.user_name:  # every adapter's names, normalised once here: one line, capped,
             # never a lone surrogate (bot.guardrails.sanitise)
             object.__setattr__(self, "user_name", display_name(clean_text(self.user_name)))
+        if self.chat_title:  # shown in the admin dashboard: user input, one line, capped
+            object.__setattr__(self, "chat_title", display_name(clean_text(self.chat_title)))
 
     @property
     def is_private(self) -> bool:

@@ -3,12 +3,18 @@
 Replies to a message go back through the adapter that received it. A scheduled job has no
 incoming message, so each running adapter registers itself here as the sender for its
 platform, and plugins post through :class:`Outbound` by platform and chat id.
+
+It is also where a platform's refusals are counted (:meth:`Outbound.failed`): adapters report
+their replies' send failures here, so ``parlour_platform_errors_total`` has one source.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from bot.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -20,8 +26,14 @@ class Sender(Protocol):
 
 
 class Outbound:
-    def __init__(self) -> None:
+    def __init__(self, metrics: Metrics | None = None) -> None:
         self._senders: dict[str, Sender] = {}
+        self._metrics = metrics
+
+    def failed(self, platform: str, exc: BaseException) -> None:
+        """A message ``platform`` did not take (a reply or a post): counted by error class."""
+        if self._metrics is not None:
+            self._metrics.platform_error(platform, exc)
 
     def register(self, platform: str, sender: Sender) -> None:
         self._senders[platform] = sender
@@ -41,7 +53,8 @@ class Outbound:
             return False
         try:
             await sender.send_text(chat_id, thread_id, text)
-        except Exception:
+        except Exception as exc:
             log.exception("posting failed platform=%s chat=%s", platform, chat_id)
+            self.failed(platform, exc)
             return False
         return True

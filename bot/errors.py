@@ -24,7 +24,12 @@ Outside the tree, on purpose: ``adapters.telegram.output.Undeliverable`` (a chat
 receive messages; never leaves the Telegram adapter) and ``plugins.calculator.CalculationError``
 (a ``ValueError`` the tool turns into its answer to the model), and
 ``bot.mcp.connection.ServerUnavailableError`` (a call to an MCP server that is restarting;
-the tool's answer to the model says so, it never leaves the MCP manager).
+the tool's answer to the model says so, it never leaves the MCP manager),
+``adapters.http.auth.TooManyFailures`` (a client past its wrong-token limit: a 429 from the
+HTTP guard) and ``adapters.http.openai_errors.APIError`` (an answer of the chat endpoint in
+OpenAI's error shape; the HTTP adapter turns it into the response). The admin API's
+``adapters.http.chat_ops.UnknownChat``, ``adapters.http.chat_ops.MemoryOff`` (404) and
+``adapters.http.admin_chats.BadParameter`` (400) become its answers, never leaving the adapter.
 ``tests/product/app/test_errors.py`` checks
 that every ``ParlourError`` subclass is drawn here under its real parent.
 

@@ -42,6 +42,11 @@ replaced. Payloads go through JSON when scheduled, so handlers see the same data
 a restart. A handler cut short by shutdown is not retried (at most once). Use it on the event
 loop's thread, with the loop running.
 
+**Listing and withdrawing** (the admin API): :meth:`Scheduler.pending` lists jobs of a kind with
+their payloads; :meth:`Scheduler.withdraw` cancels one *for good*: the kind's ``on_cancel`` hook
+(given to :meth:`Scheduler.register`) runs first, so an owner that keeps its own record (the
+reminders plugin) forgets it and does not schedule it again at the next start.
+
 Maintenance (retention) is the app's to wire: ``every(kind, "app:retention", timedelta(hours=1))``
 at each start-up. Re-declaring a repeating job with the same interval keeps its next run, so
 restarts don't postpone it and a run missed while down still runs at start.
@@ -74,6 +79,13 @@ from bot.storage.url import StorageURL
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[None]]
+CancelHook = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""``on_cancel(job_id, payload)``: forget what the job stood for (it will not run)."""
+
+REMINDERS_KIND = "reminders.fire"
+"""The reminders plugin's job kind: named here so the admin API lists reminders without
+importing the plugin (``bot`` imports no plugin). Its payload: ``id``, ``chat_key``,
+``user_id``, ``user_name``, ``text``."""
 
 DEFAULT_PATH = Path("data/jobs.sqlite")
 DEFAULT_POLL_SECONDS = 1.0
@@ -125,6 +137,7 @@ class Scheduler:
         )
         self._poll_seconds = poll_seconds
         self._handlers: dict[str, Handler] = {}
+        self._on_cancel: dict[str, CancelHook] = {}
         self._aps: Any = None  # the apscheduler, once the store is open
         self._started = self._closed = False
         self._tasks: set[asyncio.Task[None]] = set()
@@ -143,13 +156,19 @@ class Scheduler:
         aps = self._aps
         return aps is not None and self._started and aps.state == STATE_RUNNING
 
-    def register(self, kind: str, handler: Handler) -> None:
-        """Route jobs of ``kind`` to ``handler(job_id, payload)``; replaces an earlier one."""
+    def register(self, kind: str, handler: Handler, *, on_cancel: CancelHook | None = None) -> None:
+        """Route jobs of ``kind`` to ``handler(job_id, payload)``; replaces an earlier one.
+        ``on_cancel``: what :meth:`withdraw` runs before it removes a job of ``kind``."""
         self._handlers[kind] = handler
+        if on_cancel is None:
+            self._on_cancel.pop(kind, None)
+        else:
+            self._on_cancel[kind] = on_cancel
 
     def unregister(self, kind: str) -> None:
         """Forget the handler of ``kind`` (its jobs stay stored; their runs are dropped)."""
         self._handlers.pop(kind, None)
+        self._on_cancel.pop(kind, None)
 
     async def start(self) -> None:
         """Open the store if need be and start firing (the leader); due jobs run promptly."""
@@ -260,6 +279,27 @@ class Scheduler:
             if kind is None or job_kind == kind:
                 jobs.append(ScheduledJob(job_id, job_kind, job.next_run_time, payload))
         return jobs
+
+    def job(self, job_id: str) -> ScheduledJob | None:
+        """The pending job ``job_id`` (None: no such job, or not one of ours)."""
+        with self._store_errors():
+            stored = self._open().get_job(job_id)
+        if stored is None or stored.func_ref != _FIRE or stored.next_run_time is None:
+            return None
+        _, kind, _, payload = stored.args
+        return ScheduledJob(job_id, kind, stored.next_run_time, payload)
+
+    async def withdraw(self, job_id: str, *, kind: str | None = None) -> ScheduledJob | None:
+        """Cancel ``job_id`` for good: its kind's ``on_cancel`` hook first (an exception there
+        leaves the job as it was), then the job. None: no such pending job (of ``kind``)."""
+        job = self.job(job_id)
+        if job is None or (kind is not None and job.kind != kind):
+            return None
+        hook = self._on_cancel.get(job.kind)
+        if hook is not None:
+            await hook(job_id, job.payload)
+        self.cancel(job_id)
+        return job
 
     def _open(self) -> Any:
         """The apscheduler with its store open: started paused, so nothing fires before start()."""

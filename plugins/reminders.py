@@ -22,12 +22,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, field_validator
 
 from bot.plugins import Plugin, PluginStore, ToolContext, tool
-from bot.scheduler import Scheduler
+from bot.scheduler import REMINDERS_KIND, Scheduler
 from plugins.clock import find_zone
 
 log = logging.getLogger(__name__)
 
-JOB_KIND = "reminders.fire"
+JOB_KIND = REMINDERS_KIND  # named in bot, so the admin API lists reminders without this module
 MAX_AHEAD = timedelta(days=366)
 RETRY_DELAY = timedelta(minutes=5)
 MAX_ATTEMPTS = 12  # an hour of retries while the chat's platform is not connected
@@ -194,7 +194,11 @@ async def setup(plugin: Plugin) -> None:
         )
         await _save_and_schedule(store, scheduler, retry)
 
-    plugin.on_job(JOB_KIND, fire)
+    async def withdrawn(job_id: str, payload: dict[str, Any]) -> None:
+        """Cancelled from outside (the admin API): forget it, or the next start sends it."""
+        await store.delete(_key(int(payload["id"])))
+
+    plugin.on_job(JOB_KIND, fire, on_cancel=withdrawn)
     for tool_func in (set_reminder, list_reminders, cancel_reminder):
         plugin.add_tool(tool_func)
     # Our store is the source of truth: schedule every stored reminder again (a lost or stale
@@ -216,7 +220,14 @@ def _schedule(scheduler: Scheduler | None, reminder: Reminder) -> None:
     due = reminder.due
     if reminder.firing_since is not None:  # in flight, or cut short: once that run is surely over
         due = max(due, reminder.firing_since + IN_FLIGHT)
-    scheduler.at(JOB_KIND, _job_id(reminder.id), due, {"id": reminder.id})
+    payload = {  # what the admin API lists (bot.scheduler.REMINDERS_KIND); fire reads the id
+        "id": reminder.id,
+        "chat_key": f"{reminder.platform}:{reminder.chat_id}",
+        "user_id": reminder.user_id,
+        "user_name": reminder.user_name,
+        "text": reminder.text,
+    }
+    scheduler.at(JOB_KIND, _job_id(reminder.id), due, payload)
 
 
 async def _all(store: PluginStore) -> list[Reminder]:

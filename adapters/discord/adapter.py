@@ -33,7 +33,14 @@ from adapters.discord.commands import build_tree
 from adapters.discord.doctor import configured_guilds, platform_checks
 from adapters.discord.endpoints import use_endpoints
 from adapters.discord.media import MediaPolicy, fetch_media, media_source, with_references
-from adapters.discord.normalise import Incoming, context_for, decide, is_chat_admin, normalise
+from adapters.discord.normalise import (
+    Incoming,
+    channel_title,
+    context_for,
+    decide,
+    is_chat_admin,
+    normalise,
+)
 from adapters.discord.output import (
     LIMIT,
     NO_PINGS,
@@ -366,4 +373,5 @@ class DiscordAdapter:
                 if isinstance(interaction.channel, discord.Thread)
                 else None
             ),
+            title=channel_title(interaction.guild, interaction.channel),
         )

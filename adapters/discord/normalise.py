@@ -48,6 +48,7 @@ def context_for(
     is_admin: bool = False,
     guild_id: int | None = None,
     parent_id: int | None = None,
+    title: str = "",
 ) -> ChatContext:
     """``guild_id`` and a thread's ``parent_id`` go in ``extra``: access lists can name a whole
     server (``discord:guild:<id>``), and a channel's entry covers its threads."""
@@ -66,7 +67,17 @@ def context_for(
         reply_to_message_id=str(reply_to) if reply_to is not None else None,
         is_admin=is_admin,
         extra=extra,
+        chat_title=title if not private else clean_text(user.display_name),
     )
+
+
+def channel_title(guild: discord.Guild | None, channel: object) -> str:
+    """``"<guild> #<channel>"`` for a server channel or thread ("" in a DM: the person's name
+    is used there)."""
+    if guild is None:
+        return ""
+    name = getattr(channel, "name", None)
+    return f"{guild.name} #{name}" if name else guild.name
 
 
 def normalise(message: discord.Message, me: discord.ClientUser) -> Incoming:
@@ -84,6 +95,7 @@ def normalise(message: discord.Message, me: discord.ClientUser) -> Incoming:
         parent_id=message.channel.parent_id
         if isinstance(message.channel, discord.Thread)
         else None,
+        title=channel_title(message.guild, message.channel),
     )
     own_role = message.guild.self_role if message.guild is not None else None
     role_mentioned = own_role is not None and own_role in message.role_mentions

@@ -82,6 +82,7 @@ class DiscordReplies:
                 await self._notice(messages, live, exc.chat_text)
         except discord.HTTPException as exc:
             log.warning("discord: reply not delivered channel=%s: %s", channel_id, exc)
+            self.app.outbound.failed("discord", exc)
         except Exception:
             log.exception("discord: answering failed channel=%s", channel_id)
             await self._notice(messages, live, FAILED)

@@ -67,6 +67,7 @@ def normalise(message: Message, me: User) -> Incoming:
         message_id=str(message.message_id),
         is_admin=anonymous_admin,  # only a chat's admins can post as the chat itself
         reply_to_message_id=str(reply.message_id) if reply and not _is_topic_root(reply) else None,
+        chat_title=_title_of(chat),
     )
     raw = clean_text(message.text if message.text is not None else (message.caption or ""))
     entities = list(message.entities or message.caption_entities or []) or _detect(raw)
@@ -100,6 +101,13 @@ def _sender(message: Message) -> tuple[str, str, bool]:
     if user is None:  # channel posts
         return str(message.chat.id), _chat_title(message.chat, False), False
     return str(user.id), clean_text(user.full_name or (user.username or str(user.id))), False
+
+
+def _title_of(chat: Chat) -> str:
+    """What the admin dashboard calls the chat: its title, a private chat's person."""
+    if chat.type == "private":
+        return clean_text(chat.full_name or chat.username or "")
+    return clean_text(chat.title or chat.username or "")
 
 
 def _chat_title(chat: Chat, anonymous_admin: bool) -> str:

@@ -108,11 +108,13 @@ class TelegramReplies:
         except Undeliverable as exc:
             settled = True  # the chat is gone for us: nothing to repair there
             log.warning("telegram: cannot post in chat=%s: %s", message.chat.id, exc)
+            self.app.outbound.failed("telegram", exc)
             await record.undelivered(exc)
         except AiogramError as exc:
             # A preview left on screen unmarked is repaired at the next start.
             settled = streaming.marked or not streaming.live.messages
             log.warning("telegram: reply not delivered chat=%s: %s", message.chat.id, exc)
+            self.app.outbound.failed("telegram", exc)
             await record.undelivered(exc)
         except Exception as exc:
             settled = True

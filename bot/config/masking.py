@@ -31,8 +31,8 @@ def secret_values(settings: Settings) -> list[str]:
                 walk(item)
         elif isinstance(node, dict):
             for key, item in node.items():
-                if isinstance(item, str) and looks_secret(str(key)):
-                    found.append(item)
+                if looks_secret(str(key)):
+                    found.extend(_strings(item))  # tokens: {ops: ...}: every value is one
                 else:
                     walk(item)
 
@@ -74,13 +74,26 @@ def masked_dump(settings: Settings) -> dict[str, Any]:
     return masked
 
 
-def mask_secrets(node: Any) -> Any:
-    """Plain data with the value of every secret-looking key (token, key, ...) as ``***``."""
+def mask_secrets(node: Any, secret: bool = False) -> Any:
+    """Plain data with the value of every secret-looking key (token, key, ...) as ``***``,
+    also each value of a mapping under such a key (``admin_tokens: {ops: ***}``)."""
+    if isinstance(node, str):
+        return "***" if secret and node else node
     if isinstance(node, dict):
-        return {
-            k: ("***" if v and looks_secret(str(k)) and isinstance(v, str) else mask_secrets(v))
-            for k, v in node.items()
-        }
+        return {k: mask_secrets(v, secret or looks_secret(str(k))) for k, v in node.items()}
     if isinstance(node, list):
-        return [mask_secrets(v) for v in node]
+        return [mask_secrets(v, secret) for v in node]
     return node
+
+
+def _strings(node: Any) -> list[str]:
+    """Every string in ``node`` (a secret's value, or a mapping or list of them)."""
+    if isinstance(node, SecretStr):
+        return [node.get_secret_value()]
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [s for item in node.values() for s in _strings(item)]
+    if isinstance(node, list | tuple):
+        return [s for item in node for s in _strings(item)]
+    return []

@@ -27,7 +27,7 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from bot.config.settings import DEFAULT_PLUGINS, PLATFORM_TOKEN_ENV, PlatformSettings, Settings
+from bot.config.settings import DEFAULT_PLUGINS, PlatformSettings, Settings
 
 REFERENCE_PATH = Path(__file__).resolve().parents[2] / "docs" / "configuration-reference.md"
 REGENERATE = "python -m bot.config.reference  (or: make docs)"
@@ -59,15 +59,12 @@ def sections() -> list[tuple[str, type[BaseModel]]]:
     name in ``adapters:`` and reads the ``<Platform>Settings`` model of its ``settings`` module.
     """
     adapters: dict[str, str] = _default_value(Settings.model_fields["adapters"])
-    platform = {
-        name: _model_in(f"{adapters[name]}.settings", f"{name.capitalize()}Settings")
-        for name in PLATFORM_TOKEN_ENV
-    }
     found: list[tuple[str, type[BaseModel]]] = []
     for name, field in Settings.model_fields.items():
         model = _model_of(field.annotation)
-        if model is PlatformSettings:
-            found.append((name, platform[name]))
+        if model is PlatformSettings:  # TelegramSettings, DiscordSettings, HTTPSettings
+            names = (f"{name.capitalize()}Settings", f"{name.upper()}Settings")
+            found.append((name, _model_in(f"{adapters[name]}.settings", *names)))
         elif model is not None and get_origin(field.annotation) is None:
             found.append((name, model))
     return found
@@ -98,11 +95,13 @@ def _plugin_sections() -> list[tuple[str, list[Row]]]:
     return found
 
 
-def _model_in(module: str, name: str) -> type[BaseModel]:
-    model = getattr(importlib.import_module(module), name, None)
-    if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise ValueError(f"{module} has no pydantic model {name}")
-    return model
+def _model_in(module: str, *names: str) -> type[BaseModel]:
+    loaded = importlib.import_module(module)
+    for name in names:
+        model = getattr(loaded, name, None)
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            return model
+    raise ValueError(f"{module} has no pydantic model {' or '.join(names)}")
 
 
 def missing_descriptions() -> list[str]:

@@ -29,6 +29,17 @@ class PluginEntry(Section):
     required: bool = Field(False, description="refuse to start if this plugin fails to load")
 
 
+def _hidden(value: Any) -> Any:
+    """A secret key's value as SecretStr, also inside a mapping (``admin_tokens: {ops: ...}``)."""
+    if isinstance(value, str):
+        return SecretStr(value)
+    if isinstance(value, dict):
+        return {k: _hidden(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_hidden(v) for v in value]
+    return value
+
+
 PLATFORM_TOKEN_ENV = {"telegram": "TELEGRAM_BOT_TOKEN", "discord": "DISCORD_BOT_TOKEN"}
 
 
@@ -42,10 +53,7 @@ class PlatformSettings(BaseModel):
     @classmethod
     def _hide_secrets(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            return {
-                k: SecretStr(v) if isinstance(v, str) and looks_secret(str(k)) else v
-                for k, v in data.items()
-            }
+            return {k: _hidden(v) if looks_secret(str(k)) else v for k, v in data.items()}
         return data
 
 
@@ -68,11 +76,13 @@ class Settings(Section):
             "console": "adapters.console",
             "telegram": "adapters.telegram",
             "discord": "adapters.discord",
+            "http": "adapters.http",
         },
         description="adapter name -> module; the entry point imports them by name",
     )
     telegram: PlatformSettings = PlatformSettings()
     discord: PlatformSettings = PlatformSettings()
+    http: PlatformSettings = PlatformSettings()
     plugins: tuple[PluginEntry, ...] = Field(
         tuple(PluginEntry(module=name) for name in DEFAULT_PLUGINS),
         description="replaces the default set; [] turns every plugin off",
@@ -123,7 +133,7 @@ class Settings(Section):
         return value
 
     def enabled_platforms(self) -> list[str]:
-        return [name for name in ("telegram", "discord") if getattr(self, name).enabled]
+        return [name for name in ("telegram", "discord", "http") if getattr(self, name).enabled]
 
     def is_bot_admin(self, platform: str, user_id: str) -> bool:
         return f"{platform}:{user_id}" in self.admins

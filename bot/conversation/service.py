@@ -12,9 +12,10 @@ error (with its chat-safe text) reaches the adapter.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Protocol
 
 from bot.config import Settings
@@ -22,6 +23,7 @@ from bot.context import ChatContext, Scope
 from bot.conversation.admission import Admission, LLMSlots
 from bot.conversation.billing import Bill, Meter
 from bot.conversation.changes import persona_change, scope_change
+from bot.conversation.directory_notes import DirectoryNotes
 from bot.conversation.edits import EditOutcome, Edits
 from bot.conversation.events import ChatEvent, Done, HistoryInfo, Reply, ToolFinished, ToolStarted
 from bot.conversation.locks import KeyedLocks
@@ -46,8 +48,10 @@ from bot.llm.tokens import TokenCounter, get_counter
 from bot.media import Attachments
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
+from bot.metrics import Metrics, turn_outcome
 from bot.storage.audit import AuditTrail
 from bot.storage.coordination import SharedLimits
+from bot.storage.directory import ChatDirectory
 from bot.storage.prompt_windows import PromptWindows
 from bot.storage.values import AuditAction
 
@@ -65,9 +69,18 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class Store(HistoryStore, OverheardStore, ChatSettingsStore, PromptWindows, AuditTrail, Protocol):
+class Store(
+    HistoryStore,
+    OverheardStore,
+    ChatSettingsStore,
+    PromptWindows,
+    AuditTrail,
+    ChatDirectory,
+    Protocol,
+):
     """What the service needs: history, overheard group messages, per-chat preferences (their
-    changes audited), and where each conversation's prompt window begins."""
+    changes audited), where each conversation's prompt window begins, and the chat directory
+    (each chat's title, noted as turns begin)."""
 
 
 class ChatService:
@@ -84,8 +97,10 @@ class ChatService:
         admins: AdminPolicy | None = None,
         compactor: Compactor | None = None,
         shared_limits: SharedLimits | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics  # turns by outcome, queue waits (bot.metrics)
         self.store = store
         self.llm = llm
         self.memory: MemoryProvider = memory or NoMemory()
@@ -98,6 +113,7 @@ class ChatService:
         self.budgets = self.admission.budgets
         self._locks = KeyedLocks()
         self.prefs = Preferences(store, settings.chat)
+        self.directory = DirectoryNotes(store)  # chats' titles for the admin dashboard
         self.presets = ChatPresets(settings)  # config chats: under what an admin set
         self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
         self.edits = Edits(store, self.overheard, self.admission, self._locks)
@@ -106,11 +122,12 @@ class ChatService:
             settings, store, self.memory, self.counter, compactor, self.system_prompt
         )
         limits = settings.limits
+        self._slots = LLMSlots(limits)
         self._loop = ToolLoop(
             llm,
             tools,
             Meter(self.counter),
-            slot=LLMSlots(limits).slot,
+            slot=self._slot,
             max_rounds=settings.tools.max_rounds if max_tool_rounds is None else max_tool_rounds,
             max_output=min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9),
             max_reply=limits.max_reply_chars,
@@ -221,12 +238,39 @@ class ChatService:
         on_admitted: Callable[[], object] | None,
     ) -> AsyncGenerator[ChatEvent, None]:
         key = self.conversation_key(ctx)  # no await before admission: arrival order holds
+        answer = self._answer(
+            ctx, key, text, attachments, streaming=streaming, split=split, on_admitted=on_admitted
+        )
+        done = False
+        try:
+            async with contextlib.aclosing(answer) as events:  # closed: the lock is let go
+                async for event in events:
+                    if isinstance(event, Done):
+                        done = True
+                        self._count_turn(ctx, None)
+                    yield event
+        except BaseException as exc:
+            if not done:  # a consumer stopping after Done changes nothing
+                self._count_turn(ctx, exc)
+            raise
+
+    async def _answer(
+        self,
+        ctx: ChatContext,
+        key: str,
+        text: str,
+        attachments: Attachments,
+        *,
+        streaming: bool,
+        split: SplitReply | None,
+        on_admitted: Callable[[], object] | None,
+    ) -> AsyncGenerator[ChatEvent, None]:
         # access, rate, text, one in flight: checked before anything is stored; the lock is
         # entered right after, so messages queue for it in the order they arrived
         async with (
             self.edits.waiting(key, ctx.message_id) as waiting,  # an edit may replace it
             self.admission.admitted(ctx, key, text, attachments=bool(attachments)) as text,
-            self._locks.hold(key),
+            self._hold(key),
         ):
             text = self.edits.start(key, ctx.message_id, waiting, text)
             if on_admitted is not None:
@@ -238,6 +282,7 @@ class ChatService:
             history = await self.store.load_window(key, self.settings.history.max_turns)
             overheard = await self.overheard.recent(ctx, key)
             prompt = await self.prompts.build(ctx, key, said, history, overheard, tools)
+            await self.directory.note(ctx)  # never fails the turn
             turn = PendingTurn(self.store, self.budgets, ctx, key, said.stored, overheard)
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
@@ -252,8 +297,9 @@ class ChatService:
                     conversation_key=key,
                     model=self.presets.model(ctx),
                 )
-                async for event in run:
-                    yield event
+                async with contextlib.aclosing(run) as events:  # closed now, if we are
+                    async for event in events:
+                        yield event
                 if split is not None:
                     await answer.fit(split, self.settings.limits.max_reply_messages)
                 final = answer.final
@@ -265,6 +311,30 @@ class ChatService:
                 raise
             reply = Reply(final.text, turn_id, key, bill.total, final.model, final.finish_reason)
         yield Done(reply)  # after the lock is released: a consumer may stop here
+
+    def _count_turn(self, ctx: ChatContext, exc: BaseException | None) -> None:
+        if self.metrics is not None:
+            self.metrics.turn(ctx.platform, turn_outcome(exc))
+
+    @contextlib.asynccontextmanager
+    async def _hold(self, key: str) -> AsyncIterator[None]:
+        """The conversation's lock, its wait counted (``parlour_queue_wait_seconds``)."""
+        started = asyncio.get_running_loop().time()
+        async with self._locks.hold(key):
+            self._waited("conversation", started)
+            yield
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """An LLM slot (``limits.max_concurrent_llm_calls``), its wait counted."""
+        started = asyncio.get_running_loop().time()
+        async with self._slots.slot():
+            self._waited("llm_slot", started)
+            yield
+
+    def _waited(self, queue: str, started: float) -> None:
+        if self.metrics is not None:
+            self.metrics.queue_wait(queue, asyncio.get_running_loop().time() - started)
 
     # -- spending --------------------------------------------------------------------------------
 
@@ -311,6 +381,15 @@ class ChatService:
         key = self.conversation_key(ctx)
         async with self._locks.hold(key):
             await self.store.reset(key, ctx.chat_key, ctx.user_id, ctx.user_name)
+
+    async def reset_chat(self, chat_key: str, by_user: str, by_name: str) -> list[str]:
+        """Soft-reset every conversation of a chat (the admin API), each under its lock, each
+        one audited; returns the conversations reset."""
+        keys = await self.store.chat_conversations(chat_key)
+        for key in keys:
+            async with self._locks.hold(key):
+                await self.store.reset(key, chat_key, by_user, by_name)
+        return keys
 
     async def clear(self, ctx: ChatContext) -> ClearResult:
         return await self.store.clear_chat(ctx.chat_key, ctx.user_id, ctx.user_name)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Any
@@ -107,7 +107,7 @@ class ToolLoop:
         streaming: bool,
         conversation_key: str | None = None,
         model: str | None = None,
-    ) -> AsyncIterator[ChatEvent]:
+    ) -> AsyncGenerator[ChatEvent, None]:
         """Text deltas (streaming) and tool events; each round's messages go to ``answer``,
         whose final completion has no tool calls left to run. ``conversation_key`` goes with
         every round, for the provider's prompt cache (:mod:`bot.llm.cache_hints`); ``model``

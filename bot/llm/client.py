@@ -28,6 +28,7 @@ from bot.llm.completion import Completion, StreamItem, TextDelta, ToolCall
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry
 from bot.llm.streaming import assemble_stream
 from bot.llm.tokens import get_counter
+from bot.metrics import Metrics
 from bot.storage.coordination import SharedLimits
 
 __all__ = ["Completion", "Endpoint", "LLMClient", "StreamItem", "TextDelta", "ToolCall"]
@@ -145,7 +146,8 @@ class Endpoint:
 class LLMClient:
     """Primary endpoint plus ordered fallbacks, each behind the one retry layer.
 
-    ``shared``: where replicas share the endpoints' circuit breakers (None: in this process)."""
+    ``shared``: where replicas share the endpoints' circuit breakers (None: in this process).
+    ``metrics``: where each request's latency, tokens and failure kind are counted."""
 
     def __init__(
         self,
@@ -153,8 +155,10 @@ class LLMClient:
         *,
         sleep: Sleep | None = None,
         shared: SharedLimits | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics
         self.policy = RetryPolicy(**settings.retry.model_dump())
         timeout, cooldown = settings.timeout, settings.circuit_breaker
         self.endpoints = [
@@ -199,16 +203,25 @@ class LLMClient:
         ``conversation_key``: whose prompt this is, hashed into ``prompt_cache_key`` where the
         endpoint takes one (``llm.prompt_cache_key``). ``model``: asked of the primary endpoint
         instead of its own (a chat's preset); fallbacks keep theirs."""
-        endpoint, result = await self._send(
-            messages,
-            tools,
-            max_tokens,
-            stream=False,
-            tool_choice=tool_choice,
-            conversation_key=conversation_key,
-            model=model,
+        started = asyncio.get_running_loop().time()
+        try:
+            endpoint, result = await self._send(
+                messages,
+                tools,
+                max_tokens,
+                stream=False,
+                tool_choice=tool_choice,
+                conversation_key=conversation_key,
+                model=model,
+            )
+            completion = _completion(result, endpoint)
+        except LLMError as exc:
+            self._failed(exc)
+            raise
+        self._answered(
+            (None if endpoint.is_fallback else model) or endpoint.model, started, completion
         )
-        return _completion(result, endpoint)
+        return completion
 
     async def stream(
         self,
@@ -221,26 +234,46 @@ class LLMClient:
         model: str | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         """Yield text deltas, then one final :class:`Completion` (tool calls assembled)."""
-        endpoint, chunks = await self._send(
-            messages,
-            tools,
-            max_tokens,
-            stream=True,
-            tool_choice=tool_choice,
-            conversation_key=conversation_key,
-            model=model,
-        )
+        started = asyncio.get_running_loop().time()
+        try:
+            endpoint, chunks = await self._send(
+                messages,
+                tools,
+                max_tokens,
+                stream=True,
+                tool_choice=tool_choice,
+                conversation_key=conversation_key,
+                model=model,
+            )
+        except LLMError as exc:
+            self._failed(exc)
+            raise
+        asked = (None if endpoint.is_fallback else model) or endpoint.model
+        self._answered(asked, started, None)  # the latency to an open stream
         try:
             async for item in assemble_stream(
                 chunks,
                 endpoint=endpoint.name,
-                model=(None if endpoint.is_fallback else model) or endpoint.model,
+                model=asked,
                 from_fallback=endpoint.is_fallback,
             ):
+                if isinstance(item, Completion) and self.metrics is not None:
+                    self.metrics.tokens(item.usage)
                 yield item
         except LLMError as exc:
+            self._failed(exc)
             await endpoint.breaker.judge(exc)  # it opened the stream, then broke off
             raise
+
+    def _answered(self, model: str, started: float, completion: Completion | None) -> None:
+        if self.metrics is not None:
+            self.metrics.llm_call(model, asyncio.get_running_loop().time() - started)
+            if completion is not None:
+                self.metrics.tokens(completion.usage)
+
+    def _failed(self, exc: LLMError) -> None:
+        if self.metrics is not None:
+            self.metrics.llm_error(exc)
 
     async def _send(
         self,

@@ -42,8 +42,8 @@ from bot.plugins.registry import ToolRegistry
 if TYPE_CHECKING:
     from bot.conversation.commands import CommandResult, Commands
     from bot.memory.store import MemoryStore
+    from bot.scheduler import CancelHook, Scheduler
     from bot.scheduler import Handler as JobHandler
-    from bot.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -113,11 +113,14 @@ class Plugin:
         """
         return self._registry.is_admin(ctx)
 
-    def on_job(self, kind: str, handler: JobHandler) -> None:
-        """Run ``handler(job_id, payload)`` for scheduled jobs of ``kind``."""
+    def on_job(
+        self, kind: str, handler: JobHandler, *, on_cancel: CancelHook | None = None
+    ) -> None:
+        """Run ``handler(job_id, payload)`` for scheduled jobs of ``kind``; ``on_cancel(job_id,
+        payload)`` when one is withdrawn from outside (the admin API cancels a reminder)."""
         if self.scheduler is None:
             raise PluginError(f"plugin {self.name}: no scheduler is running")
-        self.scheduler.register(kind, handler)
+        self.scheduler.register(kind, handler, on_cancel=on_cancel)
         self.job_kinds.append(kind)
 
     def conversation_key(self, ctx: ChatContext) -> str:

@@ -29,6 +29,7 @@ from bot.plugins.output import ToolOutput, ToolResult
 
 if TYPE_CHECKING:
     from bot.llm.client import ToolCall
+    from bot.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,10 @@ class ToolRegistry:
         *,
         plugins_for: PluginsFor | None = None,
         servers_for: PluginsFor | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.is_admin = is_admin
+        self.metrics = metrics  # calls by source and outcome (parlour_tool_calls_total)
         self.plugins_for = plugins_for
         self.servers_for = servers_for
         self._tools: dict[str, tuple[ToolSpec, ContextFactory] | ExternalTool] = {}
@@ -143,6 +146,26 @@ class ToolRegistry:
         return out
 
     async def run(self, ctx: ChatContext, call: ToolCall) -> ToolResult:
+        result = await self._run(ctx, call)
+        if self.metrics is not None:
+            text = result.text if isinstance(result, ToolOutput) else result
+            outcome = "error" if text.startswith("Error:") else "ok"
+            self.metrics.tool_call(self.source_of(call.name), outcome)
+        return result
+
+    def source_of(self, name: str) -> str:
+        """Who provides tool ``name``: ``plugin:<module>``, ``mcp:<server>``, ``builtin``, or
+        ``unknown`` (bounded by config: a metric label)."""
+        entry = self._tools.get(name)
+        if entry is None:
+            return "unknown"
+        source = _source(entry)
+        if source is None:
+            owner = self._owners.get(name)
+            source = f"plugin:{owner}" if owner else "builtin"
+        return source
+
+    async def _run(self, ctx: ChatContext, call: ToolCall) -> ToolResult:
         entry = self._tools.get(call.name)
         if entry is None:
             return (

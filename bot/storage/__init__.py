@@ -7,6 +7,7 @@ module              protocol(s): what a backend stores
 ``overheard``       :class:`OverheardStore` (group chatter kept as context)
 ``resets``          :class:`Resets` (soft resets, chat clears and their audit)
 ``audit``           :class:`AuditTrail` (clears, resets, persona and scope changes: who, when)
+``directory``       :class:`ChatDirectory` (the chats known, their titles, history pages)
 ``erasure``         :class:`Erasure` (deleting one person's data on request)
 ``chat_settings``   :class:`ChatSettingsStore` (per-chat scope and system prompt)
 ``usage``           :class:`UsageLedger` (tokens per day, chat and user)
@@ -34,6 +35,7 @@ from bot.storage.audit import AuditTrail
 from bot.storage.chat_settings import ChatSettingsStore
 from bot.storage.coordination import Inbox, Leases, SharedLimits
 from bot.storage.deliveries import Deliveries
+from bot.storage.directory import ChatDirectory
 from bot.storage.erasure import Erasure
 from bot.storage.kv import KeyValueStore
 from bot.storage.maintenance import Maintenance
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AuditTrail",
+    "ChatDirectory",
     "ChatSettingsStore",
     "Deliveries",
     "Erasure",
@@ -82,6 +85,7 @@ class Storage(
     OverheardStore,
     Resets,
     AuditTrail,
+    ChatDirectory,
     Erasure,
     ChatSettingsStore,
     UsageLedger,

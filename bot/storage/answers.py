@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["answer_json", "api_messages", "turn_messages"]
+__all__ = ["answer_json", "api_messages", "final_text", "turn_messages"]
 
 _KEPT = ("role", "content", "tool_calls", "tool_call_id", "name")
 
@@ -34,3 +34,14 @@ def turn_messages(user_text: str, answer: str | None) -> tuple[dict[str, Any], .
     if not answer:
         return (user,)
     return (user, *json.loads(answer))
+
+
+def final_text(answer: str | None) -> str:
+    """The answer's last assistant text ("" while pending, unanswered or only tool calls)."""
+    if not answer:
+        return ""
+    for message in reversed(json.loads(answer)):
+        content = message.get("content") if isinstance(message, dict) else None
+        if message.get("role") == "assistant" and isinstance(content, str) and content:
+            return content
+    return ""

@@ -63,6 +63,12 @@ TABLES: tuple[Table, ...] = (
     _table("clear_audit", "id chat_key actor_id actor_name at deleted_turns deleted_messages"),
     _table("chat_audit", "id chat_key conv_key actor_id actor_name action detail at"),
     _table(
+        "chats",
+        "platform chat_id chat_key chat_type title updated_at",
+        "platform chat_id",
+        identity=False,
+    ),
+    _table(
         "overheard",
         "id conv_key chat_key user_id user_name platform_message_id text created_at",
     ),

@@ -34,4 +34,4 @@ def test_every_protocol_method_is_exercised() -> None:
     called |= {n for n in properties() if re.search(rf"\.{n}\b", source)}  # read, not called
     missing = protocol_methods() - called
     assert not missing, f"no conformance test calls {sorted(missing)}"
-    assert {"begin_turn", "search_memories", "migrate_chat"} <= protocol_methods()
+    assert {"begin_turn", "search_memories", "migrate_chat", "note_chat"} <= protocol_methods()

@@ -68,6 +68,11 @@ class PostgresErasure(Part):
                     f"UPDATE {table} SET actor_name = '' WHERE {_ON_PLATFORM} AND actor_id = $2",
                     who,
                 )
+            await conn.execute(  # a private chat's title is their name (bot.storage.directory)
+                f"DELETE FROM chats WHERE {_ON_PLATFORM} AND chat_type = 'private' AND NOT"
+                " EXISTS (SELECT 1 FROM turns AS t WHERE t.chat_key = chats.chat_key)",
+                who[0],
+            )
         turns = len(gone)
         log.info("user data deleted platform=%s turns=%d memories=%d", platform, turns, memories)
         return UserDeletion(

@@ -261,6 +261,21 @@ CORE_STEPS: tuple[str, ...] = (
         SELECT chat_key, conv_key, by_user, 'reset', at FROM resets
         ORDER BY at, conv_key COLLATE "C";
     """,
+    # 5: SQLite's v18: the chat directory (bot.storage.directory), plus the index history pages
+    # walk (SQLite's turns_by_chat holds the row id already; PostgreSQL's does not).
+    """
+    CREATE TABLE chats (
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        chat_key TEXT NOT NULL UNIQUE,
+        chat_type TEXT NOT NULL DEFAULT '',
+        title TEXT NOT NULL DEFAULT '',
+        updated_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (platform, chat_id)
+    );
+    CREATE INDEX turns_by_chat_status_time ON turns (chat_key, status, created_at);
+    CREATE INDEX turns_by_chat_id ON turns (chat_key, id);
+    """,
 )
 
 CORE: Component = ("core", CORE_STEPS)

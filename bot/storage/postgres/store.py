@@ -7,6 +7,7 @@ from bot.storage.postgres.audit import PostgresAudit
 from bot.storage.postgres.connection import Database
 from bot.storage.postgres.coordination import PostgresCoordination
 from bot.storage.postgres.deliveries import PostgresDeliveries
+from bot.storage.postgres.directory import PostgresDirectory
 from bot.storage.postgres.erasure import PostgresErasure
 from bot.storage.postgres.history import PostgresHistory
 from bot.storage.postgres.ledger import PostgresKeyValue, PostgresUsage
@@ -21,6 +22,7 @@ class PostgresStore(
     PostgresTurns,
     PostgresHistory,
     PostgresAudit,
+    PostgresDirectory,
     PostgresErasure,
     PostgresUsage,
     PostgresKeyValue,

@@ -109,6 +109,8 @@ class Database:
         try:
             for pragma in _PRAGMAS:
                 await _patiently(conn, pragma)
+            # SQLite's lower() knows ASCII only; chat titles are anything (bot.storage.directory)
+            await conn.create_function("unicode_lower", 1, _unicode_lower, deterministic=True)
         except BaseException:
             await conn.close()  # its thread would otherwise keep the process alive at exit
             raise
@@ -144,6 +146,10 @@ class Database:
                 applied[-1],
                 self.path,
             )
+
+
+def _unicode_lower(text: object) -> object:
+    return text.lower() if isinstance(text, str) else text
 
 
 async def _patiently(conn: aiosqlite.Connection, pragma: str) -> None:

@@ -68,6 +68,11 @@ class SQLiteErasure(Part):
                     f"UPDATE {table} SET actor_name = '' WHERE {_ON_PLATFORM} AND actor_id = ?",
                     mine,
                 )
+            await conn.execute(  # a private chat's title is their name (bot.storage.directory)
+                f"DELETE FROM chats WHERE {_ON_PLATFORM} AND chat_type = 'private' AND NOT"
+                " EXISTS (SELECT 1 FROM turns AS t WHERE t.chat_key = chats.chat_key)",
+                mine[:2],
+            )
         for key in conversations:
             self._windows.forget(key)
         log.info("user data deleted platform=%s turns=%d memories=%d", platform, turns, memories)

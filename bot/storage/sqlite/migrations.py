@@ -502,6 +502,21 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX inbox_subjects ON inbox (source, lane, subject)
         WHERE done_at IS NULL AND subject IS NOT NULL;
     """,
+    # 18: the chat directory (bot.storage.directory): the title and type an adapter last noted
+    # per chat. The list of chats comes from ``turns``, grouped by chat over a covering index
+    # (count and newest time without reading a row); pages use ``turns_by_chat``.
+    """
+    CREATE TABLE chats (
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        chat_key TEXT NOT NULL UNIQUE,
+        chat_type TEXT NOT NULL DEFAULT '',
+        title TEXT NOT NULL DEFAULT '',
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (platform, chat_id)
+    );
+    CREATE INDEX turns_by_chat_status_time ON turns (chat_key, status, created_at);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

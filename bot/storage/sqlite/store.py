@@ -11,6 +11,7 @@ from bot.storage.sqlite.audit import SQLiteAudit
 from bot.storage.sqlite.connection import Database
 from bot.storage.sqlite.coordination import SQLiteCoordination
 from bot.storage.sqlite.deliveries import SQLiteDeliveries
+from bot.storage.sqlite.directory import SQLiteDirectory
 from bot.storage.sqlite.erasure import SQLiteErasure
 from bot.storage.sqlite.history import SQLiteHistory
 from bot.storage.sqlite.ledger import SQLiteKeyValue, SQLiteUsage
@@ -26,6 +27,7 @@ class SQLiteStore(
     SQLiteTurns,
     SQLiteHistory,
     SQLiteAudit,
+    SQLiteDirectory,
     SQLiteErasure,
     SQLiteUsage,
     SQLiteKeyValue,

@@ -20,6 +20,7 @@ from bot.scheduler import Scheduler
 from bot.storage import Storage, open_storage_url
 from bot.storage.copy import copy_storage, parse_copy_url, portable
 from bot.storage.copy_jobs import JOBS, JobsStore
+from bot.storage.directory import ChatEntry
 from bot.storage.memories import NewMemory
 from bot.storage.portable import PortableStore, Row, Table, key_of
 from bot.storage.url import StorageURL, parse_storage_url
@@ -87,6 +88,8 @@ async def seed(url: StorageURL) -> None:
         assert cat.memory_id < kyoto.memory_id
         await store.save_summary(GROUP_CONV, GROUP, "They planned a picnic.", first)
         await store.book_usage(GROUP, "", "", Usage(300, 40, 128))  # a summary's own tokens
+        await store.note_chat(ChatEntry("telegram", "-100", "group", "Picnic planners ☀"))
+        await store.note_chat(ChatEntry("telegram", "7", "private", "Cy"))
         await store.kv_set("reminders", "next", {"id": 3, "text": "water the plants ☘"})
         await store.kv_set("notes", "a", [1, 2, 3])
         await store.kv_increment("notes", "count")
@@ -158,6 +161,7 @@ async def what_the_bot_reads(store: Storage) -> dict[str, Any]:
         "preferences": await store.load_preferences(),
         "summary": await store.load_summary(GROUP_CONV),
         "kv": await store.kv_items("notes"),
+        "chats": await store.list_chats(),
         "deliveries": await store.deliveries("telegram"),
         "inbox": await store.inbox_pending("telegram"),
     }  # fmt: skip

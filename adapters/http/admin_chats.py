@@ -1,0 +1,194 @@
+"""The admin API's chat routes (JSON): the chats, one chat, its history pages, clear, reset,
+its audit trail and its memories. The work is :mod:`adapters.http.chat_ops`'s (the dashboard
+calls the same); this module only reads parameters and writes JSON.
+
+A chat key holds ``:`` (``telegram:-1001234``): send it URL-encoded in the path or as is.
+Times are ISO 8601 in UTC. Bad parameters are a 400, an unknown chat or memory a 404, both as
+``{"error": {"message", "code"}}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+
+from adapters.http.chat_ops import ChatOps, ChatView, MemoryOff, UnknownChat
+from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, json_error
+from bot.storage.directory import HistoryItem
+from bot.storage.values import AuditEntry, Memory
+
+__all__ = ["add_routes", "iso"]
+
+_CHAT = "/api/chats/{chat_key}"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class BadParameter(ValueError):
+    pass
+
+
+def add_routes(web_app: web.Application, context: HTTPContext) -> None:
+    routes = web_app.router
+    routes.add_get("/api/chats", _guarded(list_chats))
+    routes.add_get(_CHAT, _guarded(get_chat))
+    routes.add_get(f"{_CHAT}/history", _guarded(history))
+    routes.add_post(f"{_CHAT}/clear", _guarded(clear))
+    routes.add_post(f"{_CHAT}/reset", _guarded(reset))
+    routes.add_get(f"{_CHAT}/audit", _guarded(audit))
+    routes.add_get(f"{_CHAT}/memories", _guarded(memories))
+    routes.add_delete(f"{_CHAT}/memories/{{id}}", _guarded(forget))
+
+
+def iso(unix: float) -> str:
+    """A unix time as ISO 8601 UTC (``2026-12-01T22:15:34.120+00:00``)."""
+    return datetime.fromtimestamp(unix, UTC).isoformat(timespec="milliseconds")
+
+
+def _guarded(handler: Handler) -> Handler:
+    """The handler with the module's errors as JSON: 400 for a bad parameter, 404 for an
+    unknown chat or memory, or memory switched off."""
+
+    async def run(request: web.Request) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except BadParameter as exc:
+            return json_error(400, str(exc), "invalid_parameter")
+        except UnknownChat:
+            return json_error(404, "no such chat (no stored turn)", "chat_not_found")
+        except MemoryOff as exc:
+            return json_error(404, str(exc), "memory_off")
+
+    return run
+
+
+def _ops(request: web.Request) -> ChatOps:
+    return ChatOps(request.app[CONTEXT].app)
+
+
+def _int(request: web.Request, name: str, default: int | None, low: int) -> int | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadParameter(f"{name} must be an integer") from None
+    if value < low:
+        raise BadParameter(f"{name} must be at least {low}")
+    return value
+
+
+def _limit(request: web.Request) -> int:
+    value = _int(request, "limit", 50, 1)
+    assert value is not None
+    return value
+
+
+def _chat_key(request: web.Request) -> str:
+    return request.match_info["chat_key"]
+
+
+def chat_json(view: ChatView) -> dict[str, Any]:
+    summary = view.summary
+    return {
+        "chat_key": summary.chat_key,
+        "platform": summary.platform,
+        "chat_id": summary.chat_id,
+        "chat_type": summary.chat_type,
+        "title": summary.title,
+        "turns": summary.turns,
+        "last_activity": iso(summary.last_activity),
+        "scope": view.scope.value,
+        "persona": view.persona_override,
+        "persona_source": view.persona.source.value,
+    }
+
+
+def item_json(item: HistoryItem) -> dict[str, Any]:
+    return {
+        "turn_id": item.turn_id,
+        "conversation_key": item.conversation_key,
+        "user_id": item.user_id,
+        "user_name": item.user_name,
+        "text": item.text,
+        "answer": item.answer,
+        "status": item.status.value,
+        "created_at": iso(item.created_at),
+    }
+
+
+def audit_json(entry: AuditEntry) -> dict[str, Any]:
+    return {
+        "at": iso(entry.at),
+        "action": entry.action.value,
+        "actor_id": entry.actor_id,
+        "actor_name": entry.actor_name,
+        "detail": entry.detail,
+        "conversation_key": entry.conversation_key,
+    }
+
+
+def memory_json(memory: Memory) -> dict[str, Any]:
+    return {
+        "id": memory.memory_id,
+        "conversation_key": memory.conversation_key,
+        "user_id": memory.user_id,
+        "user_name": memory.user_name,
+        "scope": memory.scope.value,
+        "text": memory.text,
+        "created_at": iso(memory.created_at),
+    }
+
+
+async def list_chats(request: web.Request) -> web.Response:
+    limit = _limit(request)
+    offset = _int(request, "offset", 0, 0) or 0
+    query = request.query.get("q", "").strip()
+    found = await _ops(request).chats(query, limit, offset)
+    return web.json_response(
+        {"chats": [chat_json(view) for view in found], "limit": limit, "offset": offset}
+    )
+
+
+async def get_chat(request: web.Request) -> web.Response:
+    return web.json_response(chat_json(await _ops(request).chat(_chat_key(request))))
+
+
+async def history(request: web.Request) -> web.Response:
+    before = _int(request, "before", None, 1)
+    page = await _ops(request).history(_chat_key(request), before, _limit(request))
+    return web.json_response(
+        {"items": [item_json(item) for item in page.items], "next_before": page.next_before}
+    )
+
+
+async def clear(request: web.Request) -> web.Response:
+    result = await _ops(request).clear(_chat_key(request), request[PRINCIPAL])
+    return web.json_response({"cleared": True, "turns": result.turns, "messages": result.messages})
+
+
+async def reset(request: web.Request) -> web.Response:
+    conversations = await _ops(request).reset(_chat_key(request), request[PRINCIPAL])
+    return web.json_response({"reset": True, "conversations": conversations})
+
+
+async def audit(request: web.Request) -> web.Response:
+    entries = await _ops(request).audit(_chat_key(request))  # oldest first: shown newest first
+    return web.json_response({"entries": [audit_json(entry) for entry in reversed(entries)]})
+
+
+async def memories(request: web.Request) -> web.Response:
+    found = await _ops(request).memories(_chat_key(request), _limit(request))
+    return web.json_response({"memories": [memory_json(memory) for memory in found]})
+
+
+async def forget(request: web.Request) -> web.Response:
+    raw = request.match_info["id"]
+    if not (raw.isascii() and raw.isdigit()):
+        raise BadParameter("the memory id must be a positive integer")
+    if not await _ops(request).forget(_chat_key(request), int(raw)):
+        return json_error(404, "no such memory in this chat", "memory_not_found")
+    return web.Response(status=204)

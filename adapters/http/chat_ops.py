@@ -1,0 +1,130 @@
+"""What an operator does to a chat over HTTP, once for both the admin API and the dashboard:
+list and look up chats (with their scope and persona), page the history, clear, reset, read
+the audit trail, list and forget memories. Every change is made in the name of the caller's
+token (:attr:`~adapters.http.auth.Principal.audit_name`), so the audit trail says who did it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from adapters.http.auth import Principal
+from bot.context import ChatContext, ChatType, Scope
+from bot.conversation.presets import Persona
+from bot.storage.directory import ChatSummary, HistoryItem
+from bot.storage.values import AuditEntry, ClearResult, Memory
+
+if TYPE_CHECKING:
+    from bot.app import App
+    from bot.memory.store import MemoryStore
+
+__all__ = ["ChatOps", "ChatView", "HistoryPage", "MemoryOff", "UnknownChat"]
+
+MAX_LIMIT = 200  # rows one request may ask for (chats, history, memories)
+
+
+class UnknownChat(LookupError):
+    """No turn of that chat is stored."""
+
+
+class MemoryOff(LookupError):
+    """``memory.enabled`` is false: there are no memories to show."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatView:
+    """A chat as an operator sees it: the directory's summary plus how the bot treats it."""
+
+    summary: ChatSummary
+    scope: Scope
+    persona: Persona  # the system prompt in use and its source (chat, preset, default)
+    persona_override: str | None  # what /persona set in the chat (None: not set)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPage:
+    items: tuple[HistoryItem, ...]  # newest first
+    next_before: int | None  # pass as ``before`` for the next (older) page; None: no more
+
+
+class ChatOps:
+    def __init__(self, app: App) -> None:
+        self._app = app
+
+    async def chats(self, query: str = "", limit: int = 50, offset: int = 0) -> list[ChatView]:
+        found = await self._app.store.list_chats(query, _capped(limit), max(offset, 0))
+        return [self.view(summary) for summary in found]
+
+    async def chat(self, chat_key: str) -> ChatView:
+        """Raises :class:`UnknownChat`."""
+        return self.view(await self._summary(chat_key))
+
+    async def history(self, chat_key: str, before: int | None, limit: int) -> HistoryPage:
+        """One page of the chat's turns, newest first. Raises :class:`UnknownChat`."""
+        await self._summary(chat_key)
+        limit = _capped(limit)
+        items = await self._app.store.history_page(chat_key, before, limit + 1)
+        more = len(items) > limit
+        page = tuple(items[:limit])
+        return HistoryPage(page, page[-1].turn_id if more and page else None)
+
+    async def clear(self, chat_key: str, caller: Principal) -> ClearResult:
+        """Delete every conversation of the chat (``/clear``), audited. Raises UnknownChat."""
+        await self._summary(chat_key)
+        name = caller.audit_name  # the trail's "who" reads http:ops, not a bare "ops"
+        return await self._app.store.clear_chat(chat_key, name, name)
+
+    async def reset(self, chat_key: str, caller: Principal) -> list[str]:
+        """Soft-reset every conversation of the chat (``/reset`` in each), each audited;
+        returns the conversations reset. Raises :class:`UnknownChat`."""
+        await self._summary(chat_key)
+        name = caller.audit_name
+        return await self._app.service.reset_chat(chat_key, name, name)
+
+    async def audit(self, chat_key: str) -> list[AuditEntry]:
+        """The chat's clears, resets and changes, oldest first (kept after a clear)."""
+        return await self._app.store.audit(chat_key)
+
+    async def memories(self, chat_key: str, limit: int = 50) -> list[Memory]:
+        """The chat's memories, newest first. Raises :class:`MemoryOff`."""
+        return await self._memory().list(chat_key, None, _capped(limit))
+
+    async def forget(self, chat_key: str, memory_id: int) -> bool:
+        """Delete one memory of the chat (anyone's: an admin). False: no such memory there."""
+        return await self._memory().delete(memory_id, chat_key=chat_key, user_id=None)
+
+    def _memory(self) -> MemoryStore:
+        memories = self._app.memories
+        if memories is None:
+            raise MemoryOff("memory is off (memory.enabled)")
+        return memories
+
+    async def _summary(self, chat_key: str) -> ChatSummary:
+        summary = await self._app.store.chat_summary(chat_key)
+        if summary is None:
+            raise UnknownChat(chat_key)
+        return summary
+
+    def view(self, summary: ChatSummary) -> ChatView:
+        """How the bot treats the chat: its scope and persona (presets, /persona, defaults)."""
+        service = self._app.service
+        ctx = _context_of(summary)
+        override = service.prefs.system_prompt_override(summary.chat_key)
+        return ChatView(summary, service.scope_for(ctx), service.persona(ctx), override)
+
+
+def _capped(limit: int) -> int:
+    return min(max(limit, 1), MAX_LIMIT)
+
+
+def _context_of(summary: ChatSummary) -> ChatContext:
+    """A stand-in message of the chat, for the presets' patterns (``chats:`` entries). A
+    private chat's person is its id (Telegram's rule); a server-wide Discord pattern
+    (``discord:guild:<id>``) is not known here and does not match."""
+    try:
+        kind = ChatType(summary.chat_type)
+    except ValueError:
+        kind = ChatType.GROUP
+    user = summary.chat_id if kind is ChatType.PRIVATE else "admin"
+    return ChatContext(summary.platform, summary.chat_id, kind, user)

@@ -1,0 +1,209 @@
+"""The dashboard's pages: chats, a chat (history, clear, reset, audit), usage, memories,
+reminders, plugins and MCP servers.
+
+Server-rendered (:mod:`adapters.http.pages`), so every page works without JavaScript; the one
+script only asks for confirmation before a destructive form is sent. State changes are POST
+forms carrying the CSRF field (the guard checks it) and answer with a redirect, so a reload
+never repeats them. The data and the changes are the admin API's own
+(:mod:`adapters.http.chat_ops`, :mod:`adapters.http.admin_ops`), so a page and its JSON twin
+never disagree.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from urllib.parse import quote
+
+from aiohttp import web
+
+from adapters.http import admin_ops
+from adapters.http.chat_ops import ChatOps, MemoryOff, UnknownChat
+from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, see_other
+from adapters.http.pages import render
+from adapters.http.usage_chart import bar_chart
+from bot.storage.values import ClearResult
+
+__all__ = ["add_routes"]
+
+log = logging.getLogger(__name__)
+
+PAGE = 30  # turns per history page
+USAGE_DAYS = 14  # the usage page's period
+LISTED = 200  # chats and memories a page lists
+
+
+def add_routes(web_app: web.Application, context: HTTPContext) -> None:
+    router = web_app.router
+    router.add_get("/", chats_page)
+    router.add_get("/chats/{chat_key}", chat_page)
+    router.add_post("/chats/{chat_key}/clear", clear)
+    router.add_post("/chats/{chat_key}/reset", reset)
+    router.add_get("/chats/{chat_key}/memories", memories_page)
+    router.add_post("/chats/{chat_key}/memories/{memory_id}/delete", delete_memory)
+    router.add_get("/usage", usage_page)
+    router.add_get("/reminders", reminders_page)
+    router.add_post("/reminders/{job_id}/cancel", cancel_reminder)
+    router.add_get("/tools", tools_page)
+
+
+def chat_url(chat_key: str, tail: str = "") -> str:
+    return f"/chats/{quote(chat_key, safe=':')}{tail}"
+
+
+def reminder_url(job_id: str, tail: str = "/cancel") -> str:
+    """A reminder's path by its scheduler job id (``reminders:1``), as the admin API names it."""
+    return f"/reminders/{quote(job_id, safe=':')}{tail}"
+
+
+def when(seconds: float) -> str:
+    """A time as the tables show it (UTC, to the minute)."""
+    if not seconds:
+        return "—"
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _number(request: web.Request, name: str) -> int:
+    try:
+        return int(request.match_info[name])
+    except ValueError:
+        raise web.HTTPNotFound(text="no such item") from None
+
+
+async def chats_page(request: web.Request) -> web.Response:
+    ops = ChatOps(request.app[CONTEXT].app)
+    query = request.query.get("q", "")[:200]
+    chats = [view.summary for view in await ops.chats(query.strip(), limit=LISTED)]
+    return render(request, "chats.html", chats=chats, q=query, chat_url=chat_url, when=when)
+
+
+async def chat_page(request: web.Request) -> web.Response:
+    ops = ChatOps(request.app[CONTEXT].app)
+    chat_key = request.match_info["chat_key"]
+    audit = list(reversed(await ops.audit(chat_key)))  # newest first; kept after a clear
+    try:
+        view = await ops.chat(chat_key)
+    except UnknownChat:
+        if not audit:
+            return render(
+                request, "missing.html", status=404, what=f"No chat {chat_key} is stored."
+            )
+        view = None
+    before_text = request.query.get("before", "")
+    before = int(before_text) if before_text.isascii() and before_text.isdigit() else None
+    page = await ops.history(chat_key, before, PAGE) if view else None
+    return render(
+        request,
+        "chat.html",
+        chat_key=chat_key,
+        summary=view.summary if view else None,
+        view=view,
+        history=page.items if page else (),
+        older=page.next_before if page else None,
+        audit=audit,
+        done=request.query.get("done", ""),
+        chat_url=chat_url,
+        when=when,
+    )
+
+
+async def clear(request: web.Request) -> web.Response:
+    context = request.app[CONTEXT]
+    chat_key = request.match_info["chat_key"]
+    caller = request[PRINCIPAL]
+    try:
+        result = await ChatOps(context.app).clear(chat_key, caller)
+    except UnknownChat:  # nothing stored: nothing to clear, nothing audited
+        result = ClearResult(turns=0, messages=0)
+    log.info(
+        "dashboard clear chat=%s caller=%s turns=%d", chat_key, caller.audit_name, result.turns
+    )
+    return see_other(chat_url(chat_key, f"?done=cleared-{result.turns}"))
+
+
+async def reset(request: web.Request) -> web.Response:
+    context = request.app[CONTEXT]
+    chat_key = request.match_info["chat_key"]
+    caller = request[PRINCIPAL]
+    try:
+        count = len(await ChatOps(context.app).reset(chat_key, caller))
+    except UnknownChat:
+        count = 0
+    log.info("dashboard reset chat=%s caller=%s", chat_key, caller.audit_name)
+    return see_other(chat_url(chat_key, f"?done=reset-{count}"))
+
+
+async def memories_page(request: web.Request) -> web.Response:
+    ops = ChatOps(request.app[CONTEXT].app)
+    chat_key = request.match_info["chat_key"]
+    try:
+        memories = await ops.memories(chat_key, limit=LISTED)
+        memory_on = True
+    except MemoryOff:
+        memories, memory_on = [], False
+    return render(
+        request,
+        "memories.html",
+        chat_key=chat_key,
+        memories=memories,
+        memory_on=memory_on,
+        done=request.query.get("done", ""),
+        chat_url=chat_url,
+        when=when,
+    )
+
+
+async def delete_memory(request: web.Request) -> web.Response:
+    ops = ChatOps(request.app[CONTEXT].app)
+    chat_key = request.match_info["chat_key"]
+    memory_id = _number(request, "memory_id")
+    try:
+        found = await ops.forget(chat_key, memory_id)
+    except MemoryOff:
+        found = False
+    if not found:
+        raise web.HTTPNotFound(text="no such memory in this chat")
+    log.info("dashboard memory deleted chat=%s caller=%s", chat_key, request[PRINCIPAL].audit_name)
+    return see_other(chat_url(chat_key, "/memories?done=deleted"))
+
+
+async def usage_page(request: web.Request) -> web.Response:
+    app = request.app[CONTEXT].app
+    report = await admin_ops.usage(app, days=USAGE_DAYS)
+    chart = bar_chart(report.days)
+    return render(request, "usage.html", report=report, chart=chart, chat_url=chat_url)
+
+
+async def reminders_page(request: web.Request) -> web.Response:
+    app = request.app[CONTEXT].app
+    listed = admin_ops.reminders(app).reminders
+    done = request.query.get("done", "")
+    return render(
+        request,
+        "reminders.html",
+        reminders=listed,
+        done=done,
+        chat_url=chat_url,
+        reminder_url=reminder_url,
+    )
+
+
+async def cancel_reminder(request: web.Request) -> web.Response:
+    """Cancel for good through the scheduler, as ``DELETE /api/reminders/{id}`` does: the
+    plugin's on-cancel hook forgets its own record."""
+    app = request.app[CONTEXT].app
+    job_id = request.match_info["job_id"]
+    if not await admin_ops.cancel_reminder(app, job_id):
+        raise web.HTTPNotFound(text="no such reminder")
+    log.info("dashboard reminder %s cancelled caller=%s", job_id, request[PRINCIPAL].audit_name)
+    return see_other("/reminders?done=cancelled")
+
+
+async def tools_page(request: web.Request) -> web.Response:
+    app = request.app[CONTEXT].app
+    return render(
+        request,
+        "tools.html",
+        plugins=admin_ops.plugins(app),
+        mcp=admin_ops.mcp_servers(app),
+    )

@@ -1,0 +1,80 @@
+"""``/login`` and ``/logout``: an admin token in exchange for the dashboard's session cookie.
+
+The form posts the token once; from then on the browser holds only the signed session
+(:mod:`adapters.http.auth`), never the token. A wrong token counts against the address like a
+wrong Bearer token, and the page says only that it was wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from adapters.http.auth import COOKIE, TooManyFailures
+from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, client_address, see_other
+from adapters.http.pages import STATIC_DIR, render
+
+__all__ = ["add_routes"]
+
+log = logging.getLogger(__name__)
+
+
+def add_routes(web_app: web.Application, context: HTTPContext) -> None:
+    web_app.router.add_get("/login", login_page)
+    web_app.router.add_post("/login", login)
+    web_app.router.add_post("/logout", logout)
+    web_app.router.add_static("/static/", STATIC_DIR, append_version=False)
+
+
+def _next(value: object) -> str:
+    """Where to go after logging in: a path on this site only (never an open redirect)."""
+    text = str(value or "/")
+    return text if text.startswith("/") and not text.startswith("//") else "/"
+
+
+async def login_page(request: web.Request) -> web.Response:
+    return render(request, "login.html", next=_next(request.query.get("next")), error="")
+
+
+async def login(request: web.Request) -> web.StreamResponse:
+    context = request.app[CONTEXT]
+    form = await request.post()
+    target = _next(form.get("next"))
+    try:
+        principal = context.auth.check_token(
+            str(form.get("token", "")).strip(), client_address(request)
+        )
+    except TooManyFailures as exc:
+        response = render(
+            request,
+            "login.html",
+            status=429,
+            next=target,
+            error="Too many wrong tokens: wait a minute.",
+        )
+        response.headers["Retry-After"] = f"{max(1, round(exc.retry_after))}"
+        return response
+    if principal is None or not principal.is_admin:
+        log.warning("dashboard login refused from %s", client_address(request))
+        return render(
+            request,
+            "login.html",
+            status=401,
+            next=target,
+            error="That token is not an admin token.",
+        )
+    log.info("dashboard login caller=%s", principal.audit_name)
+    response = see_other(target)
+    context.auth.set_cookie(response, context.auth.new_session(principal))
+    return response
+
+
+async def logout(request: web.Request) -> web.StreamResponse:
+    """Behind the guard: only a session (with its CSRF token) can end itself."""
+    principal = request.get(PRINCIPAL)
+    if principal is not None:
+        log.info("dashboard logout caller=%s", principal.audit_name)
+    response = see_other("/login")
+    response.del_cookie(COOKIE, path="/")
+    return response

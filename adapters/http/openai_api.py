@@ -1,0 +1,125 @@
+"""The OpenAI-compatible chat endpoint: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+
+Any OpenAI client (the official SDK included) talks to the bot itself: each request is one
+message to the bot's engine, from the person named by the ``user`` field (else the
+``X-Parlour-User`` header, else the token's name), as a private chat on platform ``http``.
+The bot keeps the history, so only the newest user message of ``messages`` is read; access,
+limits, budgets, memory and tools apply exactly as on any other platform. ``stream: true``
+answers in server-sent events (:mod:`adapters.http.openai_stream`); refusals come in OpenAI's
+error shape (:mod:`adapters.http.openai_errors`). The guard in :mod:`adapters.http.server`
+has already checked the chat or admin token.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from aiohttp import web
+
+from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext
+from adapters.http.openai_errors import APIError, from_exception
+from adapters.http.openai_stream import stream_answer
+from adapters.http.openai_wire import (
+    MODEL,
+    USER_HEADER,
+    ChatRequest,
+    completion_id,
+    finish_reason,
+    parse_chat_request,
+    usage,
+)
+from bot.context import ChatContext, ChatType
+from bot.errors import UserFacingError
+
+__all__ = ["PLATFORM", "add_routes", "context_for"]
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "http"
+_STARTED = int(time.time())  # the model's "created": when this process started
+
+
+def add_routes(web_app: web.Application, context: HTTPContext) -> None:
+    web_app.router.add_get("/v1/models", list_models)
+    web_app.router.add_get("/v1/models/{model}", get_model)
+    web_app.router.add_post("/v1/chat/completions", chat_completions)
+
+
+def _model() -> dict[str, object]:
+    return {"id": MODEL, "object": "model", "created": _STARTED, "owned_by": "parlour"}
+
+
+async def list_models(request: web.Request) -> web.Response:
+    return web.json_response({"object": "list", "data": [_model()]})
+
+
+async def get_model(request: web.Request) -> web.Response:
+    name = request.match_info["model"]
+    if name != MODEL:
+        return APIError(
+            404,
+            f"The model `{name[:100]}` does not exist or you do not have access to it.",
+            param="model",
+            code="model_not_found",
+        ).response()
+    return web.json_response(_model())
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    principal = request[PRINCIPAL]
+    try:
+        raw = await request.read()
+        asked = parse_chat_request(raw, request.headers.get(USER_HEADER), principal.name)
+    except web.HTTPRequestEntityTooLarge:
+        return APIError(413, "The request body is too large.", code="request_too_large").response()
+    except APIError as exc:
+        return exc.response()
+    ctx = context_for(asked)
+    service = request.app[CONTEXT].app.service
+    log.debug(
+        "chat completion caller=%s user=%s stream=%s",
+        principal.audit_name,
+        asked.user,
+        asked.stream,
+    )
+    if asked.stream:
+        return await stream_answer(request, service.stream(ctx, asked.text), asked.include_usage)
+    try:
+        reply = await service.chat(ctx, asked.text)
+    except Exception as exc:
+        return _refused(exc).response()
+    return web.json_response(
+        {
+            "id": completion_id(),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.text},
+                    "finish_reason": finish_reason(reply),
+                }
+            ],
+            "usage": usage(reply),
+        }
+    )
+
+
+def context_for(asked: ChatRequest) -> ChatContext:
+    """One person's private chat with the bot on platform ``http``."""
+    return ChatContext(
+        platform=PLATFORM,
+        chat_id=asked.user,
+        chat_type=ChatType.PRIVATE,
+        user_id=asked.user,
+        user_name=asked.user,
+        chat_title=asked.user,  # the chat directory (``/api/chats``, the dashboard) names it
+    )
+
+
+def _refused(exc: Exception) -> APIError:
+    if isinstance(exc, UserFacingError):
+        log.info("chat completion refused: %s", exc)
+    return from_exception(exc)

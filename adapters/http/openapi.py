@@ -1,0 +1,445 @@
+"""``GET /api/openapi.json``: the OpenAPI 3.1 document of every API route.
+
+Response bodies come from the pydantic models the handlers serialise
+(:mod:`adapters.http.schemas`) and from the storage's own value classes (a chat, a history
+item), so the document follows the code; ``tests/product/http/test_http_admin_api.py`` checks
+that every route under ``/api``, ``/v1`` and ``/metrics`` the server has is described here.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aiohttp import web
+
+from adapters.http import schemas
+from adapters.http.context import HTTPContext
+
+__all__ = ["add_routes", "document"]
+
+_REF = "#/components/schemas/{model}"
+JSON = dict[str, Any]
+
+_MODELS: tuple[type[schemas.Body], ...] = (
+    schemas.ErrorBody,
+    schemas.UsageReport,
+    schemas.PluginList,
+    schemas.MCPList,
+    schemas.ReminderList,
+)
+_STR, _INT, _TIME = (
+    {"type": "string"},
+    {"type": "integer"},
+    {"type": "string", "format": "date-time", "description": "ISO 8601, UTC"},
+)
+_NULLABLE = {"type": ["string", "null"]}
+# What adapters.http.admin_chats writes (chat_json, item_json, audit_json, memory_json).
+_SHAPES: dict[str, JSON] = {
+    "ChatSummary": {
+        "chat_key": _STR,
+        "platform": _STR,
+        "chat_id": _STR,
+        "chat_type": {"type": "string", "description": "private, group, channel; '' unknown"},
+        "title": _STR,
+        "turns": _INT,
+        "last_activity": _TIME,
+        "scope": {"type": "string", "enum": ["chat", "user", "thread"]},
+        "persona": {**_NULLABLE, "description": "the system prompt /persona set, or null"},
+        "persona_source": {"type": "string", "enum": ["chat", "preset", "default"]},
+    },
+    "HistoryItem": {
+        "turn_id": _INT,
+        "conversation_key": _STR,
+        "user_id": _STR,
+        "user_name": {"type": "string", "description": "who wrote it"},
+        "text": _STR,
+        "answer": {"type": "string", "description": "the final answer ('' when none)"},
+        "status": _STR,
+        "created_at": _TIME,
+    },
+    "AuditEntry": {
+        "at": _TIME,
+        "action": {"type": "string", "enum": ["clear", "reset", "persona", "scope"]},
+        "actor_id": {"type": "string", "description": "http:<token name> for the API"},
+        "actor_name": _STR,
+        "detail": _STR,
+        "conversation_key": _STR,
+    },
+    "MemoryItem": {
+        "id": _INT,
+        "conversation_key": _STR,
+        "user_id": _STR,
+        "user_name": _STR,
+        "scope": _STR,
+        "text": _STR,
+        "created_at": _TIME,
+    },
+}
+
+
+def add_routes(web_app: web.Application, context: HTTPContext) -> None:
+    web_app.router.add_get("/api/openapi.json", serve)
+
+
+async def serve(request: web.Request) -> web.Response:
+    return web.json_response(document())
+
+
+def _ref(name: str) -> JSON:
+    return {"$ref": _REF.format(model=name)}
+
+
+def _ok(name: str | None, description: str = "OK", media: str = "application/json") -> JSON:
+    if name is None:
+        return {"description": description}
+    return {"description": description, "content": {media: {"schema": _ref(name)}}}
+
+
+def _error(description: str, *, chat: bool = False) -> JSON:
+    return _ok("ChatError" if chat else "ErrorBody", description)
+
+
+_API_ERRORS = {
+    "401": _error("no valid token or session"),
+    "403": _error("a chat token, or a session request without its CSRF token"),
+    "429": _error("too many wrong tokens from this address (see Retry-After)"),
+}
+_CHAT_ERRORS = {
+    "401": _error("no valid chat or admin token", chat=True),
+    "429": _error("too many wrong tokens, or a limit of the bot", chat=True),
+}
+
+
+def _query(name: str, description: str, kind: str = "string", **extra: Any) -> JSON:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": {"type": kind, **extra},
+    }
+
+
+def _path_param(name: str, description: str) -> JSON:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "description": description,
+        "schema": {"type": "string"},
+    }
+
+
+def _admin(summary: str, response: JSON, *, params: list[JSON] | None = None, **more: Any) -> JSON:
+    operation: JSON = {
+        "summary": summary,
+        "tags": ["admin"],
+        "security": [{"bearer": []}, {"session": []}],
+        "responses": {"200": response, **_API_ERRORS, **more.pop("errors", {})},
+    }
+    if params:
+        operation["parameters"] = params
+    operation.update(more)
+    return operation
+
+
+_CHAT_KEY = _path_param("chat_key", "the chat's key, e.g. telegram:-100123 (URL-encoded)")
+
+
+def json_of(schema: JSON, text: str = "OK") -> JSON:
+    return {"description": text, "content": {"application/json": {"schema": schema}}}
+
+
+def _list_of(name: str) -> JSON:
+    return {"type": "array", "items": _ref(name)}
+
+
+def _chat_routes() -> JSON:
+    """The chat store's routes (:mod:`adapters.http.admin_chats`)."""
+    not_found = {"404": _error("no such chat")}
+    listed = {
+        "type": "object",
+        "properties": {
+            "chats": _list_of("ChatSummary"),
+            "limit": {"type": "integer"},
+            "offset": {"type": "integer"},
+        },
+    }
+    page = {
+        "type": "object",
+        "properties": {
+            "items": {"type": "array", "items": _ref("HistoryItem")},
+            "next_before": {"type": ["integer", "null"], "description": "for the next page"},
+        },
+    }
+    loose = {"type": "object", "additionalProperties": True}
+    trail = {"type": "object", "properties": {"entries": _list_of("AuditEntry")}}
+    kept = {"type": "object", "properties": {"memories": _list_of("MemoryItem")}}
+    return {
+        "/api/chats": {
+            "get": _admin(
+                "Chats with a stored turn, newest activity first",
+                json_of(listed),
+                params=[
+                    _query("q", "matches the title or the chat key"),
+                    _query("limit", "at most this many", "integer", minimum=1, maximum=500),
+                    _query("offset", "skip this many", "integer", minimum=0),
+                ],
+            )
+        },
+        "/api/chats/{chat_key}": {
+            "parameters": [_CHAT_KEY],
+            "get": _admin(
+                "One chat: platform, title, scope, persona, last activity, turn counts",
+                json_of(_ref("ChatSummary")),
+                errors=not_found,
+            ),
+        },
+        "/api/chats/{chat_key}/history": {
+            "parameters": [_CHAT_KEY],
+            "get": _admin(
+                "A page of the chat's history, newest first",
+                json_of(page),
+                params=[
+                    _query("before", "only turns with an id below this", "integer"),
+                    _query("limit", "at most this many", "integer", minimum=1, maximum=200),
+                ],
+                errors=not_found,
+            ),
+        },
+        "/api/chats/{chat_key}/clear": {
+            "parameters": [_CHAT_KEY],
+            "post": _admin(
+                "Delete the chat's history (audited with the token's name)",
+                json_of(loose),
+                errors=not_found,
+            ),
+        },
+        "/api/chats/{chat_key}/reset": {
+            "parameters": [_CHAT_KEY],
+            "post": _admin(
+                "Start the chat's conversations afresh (history kept; audited)",
+                json_of(loose),
+                errors=not_found,
+            ),
+        },
+        "/api/chats/{chat_key}/audit": {
+            "parameters": [_CHAT_KEY],
+            "get": _admin("The chat's audit trail, newest first", json_of(trail)),
+        },
+        "/api/chats/{chat_key}/memories": {
+            "parameters": [_CHAT_KEY],
+            "get": _admin(
+                "The memories kept for the chat, newest first (404 when memory is off)",
+                json_of(kept),
+            ),
+        },
+        "/api/chats/{chat_key}/memories/{id}": {
+            "parameters": [_CHAT_KEY, _path_param("id", "the memory's id")],
+            "delete": {
+                **_admin("Forget one memory", {"description": "unused"}),
+                "responses": {
+                    "204": {"description": "deleted"},
+                    **_API_ERRORS,
+                    "404": _error("no such memory in this chat"),
+                },
+            },
+        },
+    }
+
+
+def _chat_endpoint() -> JSON:
+    request = {
+        "type": "object",
+        "required": ["messages"],
+        "properties": {
+            "model": {"type": "string", "description": "any; the bot answers as itself (parlour)"},
+            "messages": {
+                "type": "array",
+                "description": "OpenAI messages; only the newest user message is the input",
+                "items": {"type": "object"},
+            },
+            "stream": {"type": "boolean", "default": False},
+            "user": {"type": "string", "description": "whose conversation (platform http)"},
+        },
+    }
+    completion = {"type": "object", "description": "an OpenAI chat.completion object"}
+    return {
+        "/v1/chat/completions": {
+            "post": {
+                "summary": "Chat with the bot (OpenAI-compatible; stream: SSE chunks)",
+                "tags": ["chat"],
+                "security": [{"bearer": []}],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": request}},
+                },
+                "responses": {
+                    "200": {
+                        "description": "the answer (or, streamed, chat.completion.chunk events)",
+                        "content": {
+                            "application/json": {"schema": completion},
+                            "text/event-stream": {"schema": {"type": "string"}},
+                        },
+                    },
+                    "400": _error("a malformed request", chat=True),
+                    **_CHAT_ERRORS,
+                },
+            }
+        },
+        "/v1/models/{model}": {
+            "parameters": [_path_param("model", "parlour")],
+            "get": {
+                "summary": "One model (only parlour exists)",
+                "tags": ["chat"],
+                "security": [{"bearer": []}],
+                "responses": {
+                    "200": {
+                        "description": "an OpenAI model object",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                    "404": _error("no such model", chat=True),
+                    **_CHAT_ERRORS,
+                },
+            },
+        },
+        "/v1/models": {
+            "get": {
+                "summary": "The one model: parlour",
+                "tags": ["chat"],
+                "security": [{"bearer": []}],
+                "responses": {
+                    "200": {
+                        "description": "an OpenAI model list",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                    **_CHAT_ERRORS,
+                },
+            }
+        },
+    }
+
+
+def _admin_routes() -> JSON:
+    job_id = _path_param("id", "the reminder's id as listed (reminders:42)")
+    return {
+        "/api/usage": {
+            "get": _admin(
+                "Tokens and turns per day, chat and user (UTC days)",
+                _ok("UsageReport"),
+                params=[
+                    _query(
+                        "days",
+                        "how many days back, today included",
+                        "integer",
+                        minimum=1,
+                        maximum=366,
+                        default=30,
+                    ),
+                    _query("chat", "one chat key"),
+                    _query("user", "one user id (or platform:user_id)"),
+                ],
+                errors={"400": _error("a bad parameter")},
+            )
+        },
+        "/api/plugins": {"get": _admin("Loaded plugins and those that failed", _ok("PluginList"))},
+        "/api/mcp": {"get": _admin("MCP servers and their state", _ok("MCPList"))},
+        "/api/reminders": {
+            "get": _admin(
+                "Pending reminders, soonest first",
+                _ok("ReminderList"),
+                params=[_query("chat", "one chat key")],
+            )
+        },
+        "/api/reminders/{id}": {
+            "parameters": [job_id],
+            "delete": {
+                **_admin("Cancel a reminder for good", {"description": "unused"}),
+                "responses": {
+                    "204": {"description": "cancelled"},
+                    **_API_ERRORS,
+                    "404": _error("no pending reminder with that id"),
+                },
+            },
+        },
+        "/api/openapi.json": {
+            "get": _admin(
+                "This document",
+                {"description": "OpenAPI 3.1", "content": {"application/json": {}}},
+            )
+        },
+        "/metrics": {
+            "get": _admin(
+                "Prometheus metrics (turns, LLM latency and errors, tokens, queue waits...)",
+                {"description": "Prometheus text format", "content": {"text/plain": {}}},
+            )
+        },
+    }
+
+
+def _health() -> JSON:
+    def probe(summary: str) -> JSON:
+        return {
+            "get": {
+                "summary": summary,
+                "tags": ["health"],
+                "security": [],
+                "responses": {
+                    "200": {"description": "ok"},
+                    "503": {"description": "not ready (the database does not answer)"},
+                },
+            }
+        }
+
+    return {"/healthz": probe("The process answers"), "/readyz": probe("The database answers")}
+
+
+def _components() -> JSON:
+    found: JSON = {}
+    for model in _MODELS:
+        schema = model.model_json_schema(ref_template=_REF)
+        found.update(schema.pop("$defs", {}))
+        found[model.__name__] = schema
+    for name, properties in _SHAPES.items():
+        found[name] = {"type": "object", "required": sorted(properties), "properties": properties}
+    found["ChatError"] = {
+        "type": "object",
+        "description": "OpenAI's error shape",
+        "properties": {
+            "error": {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string"},
+                    "type": {"type": "string"},
+                    "param": {"type": ["string", "null"]},
+                    "code": {"type": ["string", "null"]},
+                },
+            }
+        },
+    }
+    return found
+
+
+@cache
+def document() -> JSON:
+    """The document (built once: it depends on code only)."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Parlour HTTP API",
+            "version": "1",
+            "description": "The chat endpoint (OpenAI-compatible), the admin API and metrics."
+            " Every route but /healthz and /readyz needs a token: Authorization: Bearer <token>"
+            " (admin routes: an admin token, or the dashboard's session cookie with the"
+            " X-CSRF-Token header on changes; /v1: a chat or an admin token).",
+        },
+        "paths": {**_health(), **_chat_endpoint(), **_admin_routes(), **_chat_routes()},
+        "components": {
+            "schemas": _components(),
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "session": {"type": "apiKey", "in": "cookie", "name": "parlour_session"},
+            },
+        },
+    }

@@ -1,0 +1,41 @@
+"""Telling the chat directory (bot.storage.directory) where turns happen, and what the chat is
+called, so the admin dashboard can list chats by name.
+
+Noted when a turn begins, but written only when a chat's title or type differs from what this
+process last wrote (a bounded cache): a busy chat costs one write, not one per message. The
+directory is a convenience: a failing write is logged and never fails the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from cachetools import LRUCache
+
+from bot.context import ChatContext
+from bot.storage.directory import ChatDirectory, ChatEntry
+
+__all__ = ["DirectoryNotes"]
+
+log = logging.getLogger(__name__)
+
+NOTED_CHATS = 10_000  # chats whose last noted (title, type) this process remembers
+
+
+class DirectoryNotes:
+    def __init__(self, store: ChatDirectory, size: int = NOTED_CHATS) -> None:
+        self._store = store
+        self._noted: LRUCache[str, tuple[str, str]] = LRUCache(maxsize=size)
+
+    async def note(self, ctx: ChatContext) -> None:
+        """Write the chat's entry unless this process already wrote the same one."""
+        seen = (ctx.chat_title, ctx.chat_type.value)
+        if self._noted.get(ctx.chat_key) == seen:
+            return
+        entry = ChatEntry(ctx.platform, ctx.chat_id, ctx.chat_type.value, ctx.chat_title)
+        try:
+            await self._store.note_chat(entry)
+        except Exception as exc:  # any storage failure: the answer matters more than the title
+            log.warning("chat directory not updated chat=%s error=%r", ctx.chat_key, exc)
+            return
+        self._noted[ctx.chat_key] = seen
