@@ -1,8 +1,9 @@
 """What ``check-config`` shows: the config as validated, never a value that was not.
 
-The core sections were validated when the config loaded. The ``telegram:`` and ``discord:``
-sections belong to their adapters, plugin ``settings:`` to their plugins: each is shown in the
-form its owner validated, or only by name with its problems (which name fields, never values).
+The core sections were validated when the config loaded. The ``telegram:``, ``discord:`` and
+``http:`` sections belong to their adapters, plugin ``settings:`` to their plugins: each is
+shown in the form its owner validated, or only by name with its problems (which name fields,
+never values).
 A secret typed under a wrong key or given with a wrong type is therefore never printed. Problems
 that would stop ``run`` are errors; those of a disabled platform or an optional plugin are
 warnings, because ``run`` ignores the one and starts without the other.
@@ -19,7 +20,7 @@ from bot.config import PlatformSettings, PluginEntry, Settings, mask_secrets
 from bot.errors import ConfigError
 from bot.plugins.loader import PluginError, validated_settings
 
-_OWNED = ("telegram", "discord", "plugins")
+_OWNED = ("telegram", "discord", "http", "plugins")
 
 
 @dataclass
@@ -35,6 +36,7 @@ def config_report(settings: Settings) -> ConfigReport:
     owned: dict[str, Any] = {
         "telegram": _platform(settings, "telegram", report),
         "discord": _platform(settings, "discord", report),
+        "http": _platform(settings, "http", report),
         "plugins": [
             _plugin(entry, settings.plugins_required, report) for entry in settings.plugins
         ],

@@ -92,3 +92,19 @@ async def test_a_required_plugin_that_fails_is_an_error(tmp_path: Path) -> None:
     assert code == 2
     assert "plugins.clock" in output and "tz" in output
     assert OPENAI not in output
+
+
+async def test_http_tokens_are_masked_and_the_section_shown_as_validated(tmp_path: Path) -> None:
+    admin, chat = "adm-check-config-value-1", "cht-check-config-value-2"
+    text = (
+        f"http:\n  enabled: true\n  admin_tokens:\n    ops: '{admin}'\n  chat_tokens: ['{chat}']\n"
+    )
+    code, output = await check_config(tmp_path, text, OPENAI_API_KEY=SECRET)
+    assert code == 0, output
+    assert admin not in output and chat not in output
+    assert "listen_host: 127.0.0.1" in output  # the validated form, defaults included
+    assert "ops:" in output and "token-1:" in output
+    text = "http:\n  enabled: true\n  admin_tokens: {ops: tiny-tok-9}\n"
+    code, output = await check_config(tmp_path, text, OPENAI_API_KEY=SECRET)
+    assert code == 2 and "shorter than 16 characters" in output
+    assert "tiny-tok-9" not in output
