@@ -9,9 +9,10 @@ across a conversation, search time at 10^5 memories); 7. RSS after 10^3 / 10^4 /
 chats; 8. 1,000 conversations across two replicas on one PostgreSQL database; 9. how much of
 each prompt a provider's prefix cache can reuse over long console conversations (alone:
 ``python -m bench.prompt_cache``); 10. MCP tools: start, call latency over stdio and HTTP,
-crash to tools back (alone: ``python -m bench.mcp``). Sections 1, 3 and
-7 run on SQLite and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL
-too; section 8 needs one. Targets are printed next to the figures; nothing asserts.
+crash to tools back (alone: ``python -m bench.mcp``); 11. the HTTP API: a turn through the
+OpenAI-compatible endpoint against one made directly, the chats list (alone:
+``python -m bench.http_api``). Sections 1, 3 and 7 run on SQLite and, given a server
+(``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too; section 8 needs one. Targets are printed next to the figures; nothing asserts.
 ``--quick`` skips the 10^6- and 10^7-message databases and the 10^5-chat run, ``--skip-memory``
 section 6, ``--skip-prompt-cache`` section 9. Progress goes to stderr only when it is a terminal.
 """
@@ -32,6 +33,7 @@ from pathlib import Path
 from bench.common import Row, fake_in_child
 from bench.concurrency import fan_out, ordered, sdk_floor
 from bench.floor import FloorFigures, floor_rows, measure_floor
+from bench.http_api import HTTPFigures, http_rows, measure_http
 from bench.mcp import MCPFigures, mcp_rows, measure_mcp
 from bench.memory import (
     MemoryFigures,
@@ -150,6 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_mcp:
             _progress("mcp: the demo server over stdio and HTTP")
             mcp = asyncio.run(measure_mcp(root))
+        http: HTTPFigures | None = None
+        if not args.skip_http:
+            _progress("http: the OpenAI-compatible endpoint and the chats list")
+            http = asyncio.run(measure_http(root))
     _progress("RSS against distinct chats, one fresh process per backend")
     rss = run_backends(args.pg_url, RSS_CHECKPOINTS[:2] if args.quick else RSS_CHECKPOINTS)
     replicas: ReplicaFigures | None = None
@@ -173,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *(replica_rows(replicas) if replicas is not None else []),
         *prompt_cache_rows(prompt_cache),
         *(mcp_rows(mcp) if mcp is not None else []),
+        *(http_rows(http) if http is not None else []),
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))
