@@ -12,7 +12,8 @@ each prompt a provider's prefix cache can reuse over long console conversations 
 crash to tools back (alone: ``python -m bench.mcp``); 11. the HTTP API: a turn through the
 OpenAI-compatible endpoint against one made directly, the chats list (alone:
 ``python -m bench.http_api``). Sections 1, 3 and 7 run on SQLite and, given a server
-(``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too; section 8 needs one. Targets are printed next to the figures; nothing asserts.
+(``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too; section 8 needs one. Targets
+are printed next to the figures; nothing asserts.
 ``--quick`` skips the 10^6- and 10^7-message databases and the 10^5-chat run, ``--skip-memory``
 section 6, ``--skip-prompt-cache`` section 9. Progress goes to stderr only when it is a terminal.
 """
