@@ -9,17 +9,29 @@ that every route under ``/api``, ``/v1`` and ``/metrics`` the server has is desc
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 from aiohttp import web
 
 from adapters.http import schemas
 from adapters.http.context import HTTPContext
+from adapters.http.openapi_parts import (
+    API_ERRORS,
+    CHAT_ERRORS,
+    CHAT_KEY,
+    JSON,
+    REF_TEMPLATE,
+    admin,
+    error,
+    json_of,
+    list_of,
+    ok,
+    path_param,
+    query,
+    ref,
+)
 
 __all__ = ["add_routes", "document"]
 
-_REF = "#/components/schemas/{model}"
-JSON = dict[str, Any]
 
 _MODELS: tuple[type[schemas.Body], ...] = (
     schemas.ErrorBody,
@@ -86,82 +98,13 @@ async def serve(request: web.Request) -> web.Response:
     return web.json_response(document())
 
 
-def _ref(name: str) -> JSON:
-    return {"$ref": _REF.format(model=name)}
-
-
-def _ok(name: str | None, description: str = "OK", media: str = "application/json") -> JSON:
-    if name is None:
-        return {"description": description}
-    return {"description": description, "content": {media: {"schema": _ref(name)}}}
-
-
-def _error(description: str, *, chat: bool = False) -> JSON:
-    return _ok("ChatError" if chat else "ErrorBody", description)
-
-
-_API_ERRORS = {
-    "401": _error("no valid token or session"),
-    "403": _error("a chat token, or a session request without its CSRF token"),
-    "429": _error("too many wrong tokens from this address (see Retry-After)"),
-}
-_CHAT_ERRORS = {
-    "401": _error("no valid chat or admin token", chat=True),
-    "429": _error("too many wrong tokens, or a limit of the bot", chat=True),
-}
-
-
-def _query(name: str, description: str, kind: str = "string", **extra: Any) -> JSON:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "description": description,
-        "schema": {"type": kind, **extra},
-    }
-
-
-def _path_param(name: str, description: str) -> JSON:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "description": description,
-        "schema": {"type": "string"},
-    }
-
-
-def _admin(summary: str, response: JSON, *, params: list[JSON] | None = None, **more: Any) -> JSON:
-    operation: JSON = {
-        "summary": summary,
-        "tags": ["admin"],
-        "security": [{"bearer": []}, {"session": []}],
-        "responses": {"200": response, **_API_ERRORS, **more.pop("errors", {})},
-    }
-    if params:
-        operation["parameters"] = params
-    operation.update(more)
-    return operation
-
-
-_CHAT_KEY = _path_param("chat_key", "the chat's key, e.g. telegram:-100123 (URL-encoded)")
-
-
-def json_of(schema: JSON, text: str = "OK") -> JSON:
-    return {"description": text, "content": {"application/json": {"schema": schema}}}
-
-
-def _list_of(name: str) -> JSON:
-    return {"type": "array", "items": _ref(name)}
-
-
 def _chat_routes() -> JSON:
     """The chat store's routes (:mod:`adapters.http.admin_chats`)."""
-    not_found = {"404": _error("no such chat")}
+    not_found = {"404": error("no such chat")}
     listed = {
         "type": "object",
         "properties": {
-            "chats": _list_of("ChatSummary"),
+            "chats": list_of("ChatSummary"),
             "limit": {"type": "integer"},
             "offset": {"type": "integer"},
         },
@@ -169,80 +112,80 @@ def _chat_routes() -> JSON:
     page = {
         "type": "object",
         "properties": {
-            "items": {"type": "array", "items": _ref("HistoryItem")},
+            "items": {"type": "array", "items": ref("HistoryItem")},
             "next_before": {"type": ["integer", "null"], "description": "for the next page"},
         },
     }
     loose = {"type": "object", "additionalProperties": True}
-    trail = {"type": "object", "properties": {"entries": _list_of("AuditEntry")}}
-    kept = {"type": "object", "properties": {"memories": _list_of("MemoryItem")}}
+    trail = {"type": "object", "properties": {"entries": list_of("AuditEntry")}}
+    kept = {"type": "object", "properties": {"memories": list_of("MemoryItem")}}
     return {
         "/api/chats": {
-            "get": _admin(
+            "get": admin(
                 "Chats with a stored turn, newest activity first",
                 json_of(listed),
                 params=[
-                    _query("q", "matches the title or the chat key"),
-                    _query("limit", "at most this many", "integer", minimum=1, maximum=500),
-                    _query("offset", "skip this many", "integer", minimum=0),
+                    query("q", "matches the title or the chat key"),
+                    query("limit", "at most this many", "integer", minimum=1, maximum=500),
+                    query("offset", "skip this many", "integer", minimum=0),
                 ],
             )
         },
         "/api/chats/{chat_key}": {
-            "parameters": [_CHAT_KEY],
-            "get": _admin(
+            "parameters": [CHAT_KEY],
+            "get": admin(
                 "One chat: platform, title, scope, persona, last activity, turn counts",
-                json_of(_ref("ChatSummary")),
+                json_of(ref("ChatSummary")),
                 errors=not_found,
             ),
         },
         "/api/chats/{chat_key}/history": {
-            "parameters": [_CHAT_KEY],
-            "get": _admin(
+            "parameters": [CHAT_KEY],
+            "get": admin(
                 "A page of the chat's history, newest first",
                 json_of(page),
                 params=[
-                    _query("before", "only turns with an id below this", "integer"),
-                    _query("limit", "at most this many", "integer", minimum=1, maximum=200),
+                    query("before", "only turns with an id below this", "integer"),
+                    query("limit", "at most this many", "integer", minimum=1, maximum=200),
                 ],
                 errors=not_found,
             ),
         },
         "/api/chats/{chat_key}/clear": {
-            "parameters": [_CHAT_KEY],
-            "post": _admin(
+            "parameters": [CHAT_KEY],
+            "post": admin(
                 "Delete the chat's history (audited with the token's name)",
                 json_of(loose),
                 errors=not_found,
             ),
         },
         "/api/chats/{chat_key}/reset": {
-            "parameters": [_CHAT_KEY],
-            "post": _admin(
+            "parameters": [CHAT_KEY],
+            "post": admin(
                 "Start the chat's conversations afresh (history kept; audited)",
                 json_of(loose),
                 errors=not_found,
             ),
         },
         "/api/chats/{chat_key}/audit": {
-            "parameters": [_CHAT_KEY],
-            "get": _admin("The chat's audit trail, newest first", json_of(trail)),
+            "parameters": [CHAT_KEY],
+            "get": admin("The chat's audit trail, newest first", json_of(trail)),
         },
         "/api/chats/{chat_key}/memories": {
-            "parameters": [_CHAT_KEY],
-            "get": _admin(
+            "parameters": [CHAT_KEY],
+            "get": admin(
                 "The memories kept for the chat, newest first (404 when memory is off)",
                 json_of(kept),
             ),
         },
         "/api/chats/{chat_key}/memories/{id}": {
-            "parameters": [_CHAT_KEY, _path_param("id", "the memory's id")],
+            "parameters": [CHAT_KEY, path_param("id", "the memory's id")],
             "delete": {
-                **_admin("Forget one memory", {"description": "unused"}),
+                **admin("Forget one memory", {"description": "unused"}),
                 "responses": {
                     "204": {"description": "deleted"},
-                    **_API_ERRORS,
-                    "404": _error("no such memory in this chat"),
+                    **API_ERRORS,
+                    "404": error("no such memory in this chat"),
                 },
             },
         },
@@ -283,13 +226,13 @@ def _chat_endpoint() -> JSON:
                             "text/event-stream": {"schema": {"type": "string"}},
                         },
                     },
-                    "400": _error("a malformed request", chat=True),
-                    **_CHAT_ERRORS,
+                    "400": error("a malformed request", chat=True),
+                    **CHAT_ERRORS,
                 },
             }
         },
         "/v1/models/{model}": {
-            "parameters": [_path_param("model", "parlour")],
+            "parameters": [path_param("model", "parlour")],
             "get": {
                 "summary": "One model (only parlour exists)",
                 "tags": ["chat"],
@@ -299,8 +242,8 @@ def _chat_endpoint() -> JSON:
                         "description": "an OpenAI model object",
                         "content": {"application/json": {"schema": {"type": "object"}}},
                     },
-                    "404": _error("no such model", chat=True),
-                    **_CHAT_ERRORS,
+                    "404": error("no such model", chat=True),
+                    **CHAT_ERRORS,
                 },
             },
         },
@@ -314,7 +257,7 @@ def _chat_endpoint() -> JSON:
                         "description": "an OpenAI model list",
                         "content": {"application/json": {"schema": {"type": "object"}}},
                     },
-                    **_CHAT_ERRORS,
+                    **CHAT_ERRORS,
                 },
             }
         },
@@ -322,14 +265,14 @@ def _chat_endpoint() -> JSON:
 
 
 def _admin_routes() -> JSON:
-    job_id = _path_param("id", "the reminder's id as listed (reminders:42)")
+    job_id = path_param("id", "the reminder's id as listed (reminders:42)")
     return {
         "/api/usage": {
-            "get": _admin(
+            "get": admin(
                 "Tokens and turns per day, chat and user (UTC days)",
-                _ok("UsageReport"),
+                ok("UsageReport"),
                 params=[
-                    _query(
+                    query(
                         "days",
                         "how many days back, today included",
                         "integer",
@@ -337,40 +280,40 @@ def _admin_routes() -> JSON:
                         maximum=366,
                         default=30,
                     ),
-                    _query("chat", "one chat key"),
-                    _query("user", "one user id (or platform:user_id)"),
+                    query("chat", "one chat key"),
+                    query("user", "one user id (or platform:user_id)"),
                 ],
-                errors={"400": _error("a bad parameter")},
+                errors={"400": error("a bad parameter")},
             )
         },
-        "/api/plugins": {"get": _admin("Loaded plugins and those that failed", _ok("PluginList"))},
-        "/api/mcp": {"get": _admin("MCP servers and their state", _ok("MCPList"))},
+        "/api/plugins": {"get": admin("Loaded plugins and those that failed", ok("PluginList"))},
+        "/api/mcp": {"get": admin("MCP servers and their state", ok("MCPList"))},
         "/api/reminders": {
-            "get": _admin(
+            "get": admin(
                 "Pending reminders, soonest first",
-                _ok("ReminderList"),
-                params=[_query("chat", "one chat key")],
+                ok("ReminderList"),
+                params=[query("chat", "one chat key")],
             )
         },
         "/api/reminders/{id}": {
             "parameters": [job_id],
             "delete": {
-                **_admin("Cancel a reminder for good", {"description": "unused"}),
+                **admin("Cancel a reminder for good", {"description": "unused"}),
                 "responses": {
                     "204": {"description": "cancelled"},
-                    **_API_ERRORS,
-                    "404": _error("no pending reminder with that id"),
+                    **API_ERRORS,
+                    "404": error("no pending reminder with that id"),
                 },
             },
         },
         "/api/openapi.json": {
-            "get": _admin(
+            "get": admin(
                 "This document",
                 {"description": "OpenAPI 3.1", "content": {"application/json": {}}},
             )
         },
         "/metrics": {
-            "get": _admin(
+            "get": admin(
                 "Prometheus metrics (turns, LLM latency and errors, tokens, queue waits...)",
                 {"description": "Prometheus text format", "content": {"text/plain": {}}},
             )
@@ -398,7 +341,7 @@ def _health() -> JSON:
 def _components() -> JSON:
     found: JSON = {}
     for model in _MODELS:
-        schema = model.model_json_schema(ref_template=_REF)
+        schema = model.model_json_schema(ref_template=REF_TEMPLATE)
         found.update(schema.pop("$defs", {}))
         found[model.__name__] = schema
     for name, properties in _SHAPES.items():

@@ -12,10 +12,9 @@ error (with its chat-safe text) reaches the adapter.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 
 from bot.config import Settings
@@ -33,6 +32,7 @@ from bot.conversation.pending_turn import PendingTurn
 from bot.conversation.preferences import Preferences
 from bot.conversation.presets import ChatPresets, Persona
 from bot.conversation.prompt_builder import PromptBuilder
+from bot.conversation.queues import Queues
 from bot.conversation.reply_cap import SplitReply
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
@@ -122,12 +122,12 @@ class ChatService:
             settings, store, self.memory, self.counter, compactor, self.system_prompt
         )
         limits = settings.limits
-        self._slots = LLMSlots(limits)
+        self.queues = Queues(self._locks, LLMSlots(limits), metrics)  # waits timed
         self._loop = ToolLoop(
             llm,
             tools,
             Meter(self.counter),
-            slot=self._slot,
+            slot=self.queues.llm_slot,
             max_rounds=settings.tools.max_rounds if max_tool_rounds is None else max_tool_rounds,
             max_output=min(settings.llm.max_output_tokens, limits.max_output_tokens or 10**9),
             max_reply=limits.max_reply_chars,
@@ -270,7 +270,7 @@ class ChatService:
         async with (
             self.edits.waiting(key, ctx.message_id) as waiting,  # an edit may replace it
             self.admission.admitted(ctx, key, text, attachments=bool(attachments)) as text,
-            self._hold(key),
+            self.queues.conversation(key),
         ):
             text = self.edits.start(key, ctx.message_id, waiting, text)
             if on_admitted is not None:
@@ -315,26 +315,6 @@ class ChatService:
     def _count_turn(self, ctx: ChatContext, exc: BaseException | None) -> None:
         if self.metrics is not None:
             self.metrics.turn(ctx.platform, turn_outcome(exc))
-
-    @contextlib.asynccontextmanager
-    async def _hold(self, key: str) -> AsyncIterator[None]:
-        """The conversation's lock, its wait counted (``parlour_queue_wait_seconds``)."""
-        started = asyncio.get_running_loop().time()
-        async with self._locks.hold(key):
-            self._waited("conversation", started)
-            yield
-
-    @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[None]:
-        """An LLM slot (``limits.max_concurrent_llm_calls``), its wait counted."""
-        started = asyncio.get_running_loop().time()
-        async with self._slots.slot():
-            self._waited("llm_slot", started)
-            yield
-
-    def _waited(self, queue: str, started: float) -> None:
-        if self.metrics is not None:
-            self.metrics.queue_wait(queue, asyncio.get_running_loop().time() - started)
 
     # -- spending --------------------------------------------------------------------------------
 
