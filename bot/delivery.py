@@ -29,6 +29,7 @@ class Outbound:
     def __init__(self, metrics: Metrics | None = None) -> None:
         self._senders: dict[str, Sender] = {}
         self._metrics = metrics
+        self._pull_only: set[str] = set()  # platforms that can only answer, never post later
 
     def failed(self, platform: str, exc: BaseException) -> None:
         """A message ``platform`` did not take (a reply or a post): counted by error class."""
@@ -44,6 +45,16 @@ class Outbound:
 
     def can_send(self, platform: str) -> bool:
         return platform in self._senders
+
+    def declare_pull_only(self, platform: str) -> None:
+        """``platform`` answers requests but can never post on its own (the HTTP API): a
+        plugin must not promise a later message there (a reminder would never arrive)."""
+        self._pull_only.add(platform)
+
+    def can_post_later(self, platform: str) -> bool:
+        """Whether a message scheduled for ``platform`` can ever be delivered (it may still
+        wait for the platform's adapter to run)."""
+        return platform not in self._pull_only
 
     async def send(self, platform: str, chat_id: str, thread_id: str | None, text: str) -> bool:
         """False (and a log line) when no adapter for ``platform`` is running or it failed."""

@@ -80,6 +80,11 @@ async def set_reminder(
     """
     settings = _settings(ctx)
     now = datetime.now(UTC)
+    if not ctx.outbound.can_post_later(ctx.chat.platform):
+        return (
+            f"Error: reminders cannot be delivered on {ctx.chat.platform}: the bot can only"
+            " answer there, never post later. Tell the user."
+        )
     if (at is None) == (in_minutes is None):
         return "Error: give exactly one of `at` (ISO 8601 date-time) or `in_minutes`."
     if in_minutes is not None:

@@ -162,6 +162,8 @@ class HTTPAdapter:
         self.ready = asyncio.Event()
 
     async def run(self) -> None:
+        # an http chat is answered, never posted to: no reminder may be promised there
+        self.app.outbound.declare_pull_only(self.name)
         runner = web.AppRunner(build_web_app(self.context), access_log=None)
         await runner.setup()
         try:

@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from bot.context import ChatContext, ChatType
+from bot.scheduler import REMINDERS_KIND
 from bot.testing.fake_llm import FakeLLM, error, held, reply, tool_calls
 from tests.conftest import AppFactory
 from tests.http_harness import ADMIN_TOKEN, CHAT_TOKEN, Served, serve_http
@@ -351,6 +352,31 @@ async def test_a_tool_runs_inside_the_bot(make_app: AppFactory, fake_llm: FakeLL
         if m["role"] == "tool"  # type: ignore[index]
     ]
     assert tool_results and "1024" in tool_results[-1]
+
+
+async def test_a_reminder_is_refused_where_the_bot_can_never_post_later(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    """An http chat is answered, never posted to: the reminders tool says so rather than
+    promise a message that would never arrive (and stores nothing)."""
+    fake_llm.script(
+        tool_calls(("set_reminder", {"text": "stand up", "in_minutes": 5})),
+        reply("I can't remind you here."),
+    )
+    async with client(make_app, plugins=["plugins.reminders"]) as (served, sdk):
+        await sdk.chat.completions.create(model="parlour", messages=said("remind me in 5 min"))
+        assert served.app.scheduler is not None
+        pending = served.app.scheduler.pending(REMINDERS_KIND)
+    results = [
+        m["content"]
+        for m in fake_llm.chat_requests[-1].json["messages"]
+        if m["role"] == "tool"  # type: ignore[index]
+    ]
+    assert results == [
+        "Error: reminders cannot be delivered on http: the bot can only answer there, never"
+        " post later. Tell the user."
+    ]
+    assert pending == []
 
 
 async def test_a_client_that_leaves_mid_stream_leaves_no_answered_turn(
