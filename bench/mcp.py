@@ -34,6 +34,7 @@ from bench.table import render
 from bot.app import App
 from bot.llm.client import ToolCall
 from bot.testing.fake_llm import FakeLLM
+from bot.testing.ports import free_port, wait_listening
 
 S10 = "10. MCP tools"
 CALLS = 300
@@ -116,7 +117,7 @@ async def _crash(fake: FakeLLM, db: Path) -> float:
 async def measure_mcp(root: Path) -> MCPFigures:
     fake = FakeLLM(latency=0)
     await fake.start()
-    port = _free_port()
+    port = free_port()
     http = subprocess.Popen(  # noqa: ASYNC220 - the bench's own server, stopped below
         [*DEMO, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -125,7 +126,7 @@ async def measure_mcp(root: Path) -> MCPFigures:
         servers = {"demo": {"command": DEMO}, "missing": {"command": ["/nonexistent/mcp"]}}
         with_servers, ready = await _timed_start(fake, root / "mcp-start.db", servers)
         stdio = await _calls(fake, root / "mcp-stdio.db", "stdio", {"command": DEMO})
-        await _listening(port)
+        await wait_listening(port, http)
         url = f"http://127.0.0.1:{port}/mcp"
         over_http = await _calls(fake, root / "mcp-http.db", "streamable HTTP", {"url": url})
         crash = await _crash(fake, root / "mcp-crash.db")
@@ -168,28 +169,6 @@ def mcp_rows(f: MCPFigures) -> list[Row]:
         )
     )
     return rows
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-async def _listening(port: int) -> None:
-    for _ in range(600):
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            await asyncio.sleep(0.05)
-            continue
-        writer.close()
-        await writer.wait_closed()
-        return
-    raise RuntimeError("the demo server did not listen")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
