@@ -61,7 +61,9 @@ class ChatContext:
     thread_id: str | None = None
     message_id: str | None = None
     is_admin: bool = False
-    is_owner: bool = False  # whoever runs the bot (the console): no access list or rate limit
+    # the operator vouches for this caller, in code: whoever runs the bot at the console, or
+    # an HTTP token listed in http.bot_admin_tokens. A bot admin: no access list or rate limit
+    is_owner: bool = False
     reply_to_message_id: str | None = None
     extra: tuple[tuple[str, str], ...] = field(default=())
     chat_title: str = ""  # the group's title, "Guild #channel", a private chat: the person

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
+
 from adapters.http.server import HTTPAdapter
 from bot.app import App
 from tests.conftest import AppFactory
@@ -48,3 +50,11 @@ async def serve_http(make_app: AppFactory, **sections: Any) -> AsyncIterator[Ser
         finally:
             await adapter.stop()
             await task
+
+
+async def logged_in(served: Served) -> aiohttp.ClientSession:
+    """A browser-like session logged in to the dashboard with the admin token (close it)."""
+    http = aiohttp.ClientSession(served.url, cookie_jar=aiohttp.CookieJar(unsafe=True))
+    async with http.post("/login", data={"token": ADMIN_TOKEN}) as r:
+        assert r.status == 200
+    return http

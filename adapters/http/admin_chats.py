@@ -15,8 +15,9 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.http.chat_ops import ChatOps, ChatView, MemoryOff, UnknownChat
-from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, json_error
+from adapters.http.chat_ops import ChatOps, ChatView, MemoryOff, UnknownChat, ops_for
+from adapters.http.context import PRINCIPAL, HTTPContext, json_error
+from adapters.http.identity import actor_of
 from bot.storage.directory import HistoryItem
 from bot.storage.values import AuditEntry, Memory
 
@@ -65,7 +66,7 @@ def _guarded(handler: Handler) -> Handler:
 
 
 def _ops(request: web.Request) -> ChatOps:
-    return ChatOps(request.app[CONTEXT].app)
+    return ops_for(request)
 
 
 def _int(request: web.Request, name: str, default: int | None, low: int) -> int | None:
@@ -96,6 +97,7 @@ def chat_json(view: ChatView) -> dict[str, Any]:
     return {
         "chat_key": summary.chat_key,
         "platform": summary.platform,
+        "token": view.token,
         "chat_id": summary.chat_id,
         "chat_type": summary.chat_type,
         "title": summary.title,
@@ -121,11 +123,14 @@ def item_json(item: HistoryItem) -> dict[str, Any]:
 
 
 def audit_json(entry: AuditEntry) -> dict[str, Any]:
+    actor = actor_of(entry)
     return {
         "at": iso(entry.at),
         "action": entry.action.value,
         "actor_id": entry.actor_id,
         "actor_name": entry.actor_name,
+        "actor_kind": actor.kind.value,
+        "actor_platform": actor.platform,
         "detail": entry.detail,
         "conversation_key": entry.conversation_key,
     }

@@ -128,12 +128,14 @@ def _platform(chat_key: str) -> str:
 
 
 def _is(row: DailyUsage, user: str | None) -> bool:
+    """``user`` is ``platform:user_id`` or a bare id (an http id holds a colon itself:
+    ``http:website:cust-1``, or bare ``website:cust-1``)."""
     if not user:
         return True
-    platform, _, user_id = user.rpartition(":")
-    if platform and platform != _platform(row.chat_key):
-        return False
-    return row.user_id == user_id
+    platform = _platform(row.chat_key)
+    if user.startswith(platform + ":"):
+        return row.user_id == user[len(platform) + 1 :]
+    return row.user_id == user
 
 
 def plugins(app: App) -> PluginList:

@@ -9,7 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aiohttp import web
+
 from adapters.http.auth import Principal
+from adapters.http.context import CONTEXT
+from adapters.http.identity import PLATFORM, owner_of
+from adapters.http.settings import HTTPSettings
 from bot.context import ChatContext, ChatType, Scope
 from bot.conversation.presets import Persona
 from bot.storage.directory import ChatSummary, HistoryItem
@@ -19,7 +24,7 @@ if TYPE_CHECKING:
     from bot.app import App
     from bot.memory.store import MemoryStore
 
-__all__ = ["ChatOps", "ChatView", "HistoryPage", "MemoryOff", "UnknownChat"]
+__all__ = ["ChatOps", "ChatView", "HistoryPage", "MemoryOff", "UnknownChat", "ops_for"]
 
 MAX_LIMIT = 200  # rows one request may ask for (chats, history, memories)
 
@@ -40,6 +45,8 @@ class ChatView:
     scope: Scope
     persona: Persona  # the system prompt in use and its source (chat, preset, default)
     persona_override: str | None  # what /persona set in the chat (None: not set)
+    token: str | None = None  # an http chat's token namespace (None: another platform, or a
+    # key stored before namespaces that no token reaches: adapters.http.identity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +56,9 @@ class HistoryPage:
 
 
 class ChatOps:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, settings: HTTPSettings) -> None:
         self._app = app
+        self._settings = settings
 
     async def chats(self, query: str = "", limit: int = 50, offset: int = 0) -> list[ChatView]:
         found = await self._app.store.list_chats(query, _capped(limit), max(offset, 0))
@@ -111,7 +119,16 @@ class ChatOps:
         service = self._app.service
         ctx = _context_of(summary)
         override = service.prefs.system_prompt_override(summary.chat_key)
-        return ChatView(summary, service.scope_for(ctx), service.persona(ctx), override)
+        token = None
+        if summary.platform == PLATFORM:
+            token = owner_of(self._settings, summary.chat_id).namespace
+        return ChatView(summary, service.scope_for(ctx), service.persona(ctx), override, token)
+
+
+def ops_for(request: web.Request) -> ChatOps:
+    """The operations in the name of this server's bot and ``http:`` settings."""
+    context = request.app[CONTEXT]
+    return ChatOps(context.app, context.settings)
 
 
 def _capped(limit: int) -> int:

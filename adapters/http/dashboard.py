@@ -18,8 +18,9 @@ from urllib.parse import quote
 from aiohttp import web
 
 from adapters.http import admin_ops
-from adapters.http.chat_ops import ChatOps, MemoryOff, UnknownChat
+from adapters.http.chat_ops import MemoryOff, UnknownChat, ops_for
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, see_other
+from adapters.http.identity import actor_of
 from adapters.http.pages import render
 from adapters.http.usage_chart import bar_chart
 from bot.storage.values import ClearResult
@@ -71,14 +72,14 @@ def _number(request: web.Request, name: str) -> int:
 
 
 async def chats_page(request: web.Request) -> web.Response:
-    ops = ChatOps(request.app[CONTEXT].app)
+    ops = ops_for(request)
     query = request.query.get("q", "")[:200]
-    chats = [view.summary for view in await ops.chats(query.strip(), limit=LISTED)]
-    return render(request, "chats.html", chats=chats, q=query, chat_url=chat_url, when=when)
+    views = await ops.chats(query.strip(), limit=LISTED)
+    return render(request, "chats.html", views=views, q=query, chat_url=chat_url, when=when)
 
 
 async def chat_page(request: web.Request) -> web.Response:
-    ops = ChatOps(request.app[CONTEXT].app)
+    ops = ops_for(request)
     chat_key = request.match_info["chat_key"]
     audit = list(reversed(await ops.audit(chat_key)))  # newest first; kept after a clear
     try:
@@ -101,6 +102,7 @@ async def chat_page(request: web.Request) -> web.Response:
         history=page.items if page else (),
         older=page.next_before if page else None,
         audit=audit,
+        actor=actor_of,
         done=request.query.get("done", ""),
         chat_url=chat_url,
         when=when,
@@ -108,11 +110,10 @@ async def chat_page(request: web.Request) -> web.Response:
 
 
 async def clear(request: web.Request) -> web.Response:
-    context = request.app[CONTEXT]
     chat_key = request.match_info["chat_key"]
     caller = request[PRINCIPAL]
     try:
-        result = await ChatOps(context.app).clear(chat_key, caller)
+        result = await ops_for(request).clear(chat_key, caller)
     except UnknownChat:  # nothing stored: nothing to clear, nothing audited
         result = ClearResult(turns=0, messages=0)
     log.info(
@@ -122,11 +123,10 @@ async def clear(request: web.Request) -> web.Response:
 
 
 async def reset(request: web.Request) -> web.Response:
-    context = request.app[CONTEXT]
     chat_key = request.match_info["chat_key"]
     caller = request[PRINCIPAL]
     try:
-        count = len(await ChatOps(context.app).reset(chat_key, caller))
+        count = len(await ops_for(request).reset(chat_key, caller))
     except UnknownChat:
         count = 0
     log.info("dashboard reset chat=%s caller=%s", chat_key, caller.audit_name)
@@ -134,7 +134,7 @@ async def reset(request: web.Request) -> web.Response:
 
 
 async def memories_page(request: web.Request) -> web.Response:
-    ops = ChatOps(request.app[CONTEXT].app)
+    ops = ops_for(request)
     chat_key = request.match_info["chat_key"]
     try:
         memories = await ops.memories(chat_key, limit=LISTED)
@@ -154,7 +154,7 @@ async def memories_page(request: web.Request) -> web.Response:
 
 
 async def delete_memory(request: web.Request) -> web.Response:
-    ops = ChatOps(request.app[CONTEXT].app)
+    ops = ops_for(request)
     chat_key = request.match_info["chat_key"]
     memory_id = _number(request, "memory_id")
     try:

@@ -2,7 +2,8 @@
 
 Any OpenAI client (the official SDK included) talks to the bot itself: each request is one
 message to the bot's engine, from the person named by the ``user`` field (else the
-``X-Parlour-User`` header, else the token's name), as a private chat on platform ``http``.
+``X-Parlour-User`` header, else the token's name), as a private chat on platform ``http`` in
+the calling token's namespace (:mod:`adapters.http.identity`).
 The bot keeps the history, so only the newest user message of ``messages`` is read; access,
 limits, budgets, memory and tools apply exactly as on any other platform. ``stream: true``
 answers in server-sent events (:mod:`adapters.http.openai_stream`); refusals come in OpenAI's
@@ -18,25 +19,22 @@ import time
 from aiohttp import web
 
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext
+from adapters.http.identity import PLATFORM, chat_context
 from adapters.http.openai_errors import APIError, from_exception
 from adapters.http.openai_stream import stream_answer
 from adapters.http.openai_wire import (
     MODEL,
     USER_HEADER,
-    ChatRequest,
     completion_id,
     finish_reason,
     parse_chat_request,
     usage,
 )
-from bot.context import ChatContext, ChatType
 from bot.errors import UserFacingError
 
-__all__ = ["PLATFORM", "add_routes", "context_for"]
+__all__ = ["PLATFORM", "add_routes"]
 
 log = logging.getLogger(__name__)
-
-PLATFORM = "http"
 _STARTED = int(time.time())  # the model's "created": when this process started
 
 
@@ -75,12 +73,13 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         return APIError(413, "The request body is too large.", code="request_too_large").response()
     except APIError as exc:
         return exc.response()
-    ctx = context_for(asked)
-    service = request.app[CONTEXT].app.service
+    context = request.app[CONTEXT]
+    ctx = chat_context(context.settings, principal, asked.user)
+    service = context.app.service
     log.debug(
-        "chat completion caller=%s user=%s stream=%s",
+        "chat completion caller=%s chat=%s stream=%s",
         principal.audit_name,
-        asked.user,
+        ctx.chat_key,
         asked.stream,
     )
     if asked.stream:
@@ -104,18 +103,6 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             ],
             "usage": usage(reply),
         }
-    )
-
-
-def context_for(asked: ChatRequest) -> ChatContext:
-    """One person's private chat with the bot on platform ``http``."""
-    return ChatContext(
-        platform=PLATFORM,
-        chat_id=asked.user,
-        chat_type=ChatType.PRIVATE,
-        user_id=asked.user,
-        user_name=asked.user,
-        chat_title=asked.user,  # the chat directory (``/api/chats``, the dashboard) names it
     )
 
 

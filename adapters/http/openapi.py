@@ -51,6 +51,11 @@ _SHAPES: dict[str, JSON] = {
     "ChatSummary": {
         "chat_key": _STR,
         "platform": _STR,
+        "token": {
+            **_NULLABLE,
+            "description": "http chats: the token (namespace) the conversation belongs to;"
+            " null on other platforms and for keys stored before namespaces",
+        },
         "chat_id": _STR,
         "chat_type": {"type": "string", "description": "private, group, channel; '' unknown"},
         "title": _STR,
@@ -73,8 +78,18 @@ _SHAPES: dict[str, JSON] = {
     "AuditEntry": {
         "at": _TIME,
         "action": {"type": "string", "enum": ["clear", "reset", "persona", "scope"]},
-        "actor_id": {"type": "string", "description": "http:<token name> for the API"},
-        "actor_name": _STR,
+        "actor_id": {
+            "type": "string",
+            "description": "http:<token name> for a token; else the person's id on the chat's"
+            " platform",
+        },
+        "actor_name": {"type": "string", "description": "a person's display name (theirs)"},
+        "actor_kind": {
+            "type": "string",
+            "enum": ["token", "user"],
+            "description": "a token (admin API, dashboard) or a person in the chat",
+        },
+        "actor_platform": _STR,
         "detail": _STR,
         "conversation_key": _STR,
     },

@@ -2,7 +2,12 @@
 
 Tokens are secrets from the environment (``${PARLOUR_ADMIN_TOKEN}``); each has a name, which
 the audit trail records for what it did ("cleared by http:ops"). A list of tokens is named
-``admin-1``, ``admin-2``... in order.
+``token-1``, ``token-2``... in order.
+
+A chat token reaches only its own conversations: the token's *namespace* (its name, unless
+``namespaces`` names a shared one) is part of every conversation key it makes
+(:mod:`adapters.http.identity`). Whether a chat caller is a bot admin is a property of its
+token (``bot_admin_tokens``), never of the ``user`` a client names.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from bot.config import Settings, platform_settings
 
 _NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,32}$")
 MIN_TOKEN_CHARS = 16
+RESERVED_NAME = "http"  # a token actor is "http:<name>"; a namespace "http" would blur it
 
 
 class HTTPSettings(BaseModel):
@@ -46,12 +52,35 @@ class HTTPSettings(BaseModel):
     max_body_bytes: int = Field(
         1_048_576, ge=1024, le=64 * 1_048_576, description="largest request body accepted"
     )
+    bot_admin_tokens: tuple[str, ...] = Field(
+        (),
+        description="names of tokens whose chat callers are bot admins (admin-only tools,"
+        " no access list or limits); the only way to be a bot admin over HTTP",
+    )
+    namespaces: dict[str, str] = Field(
+        default_factory=dict,
+        description="token name -> conversation namespace, for tokens that must share"
+        " conversations (default: each token its own, named after it)",
+    )
+    legacy_namespace: str | None = Field(
+        None,
+        description="the namespace that keeps the conversations stored before tokens were"
+        " part of the key (keys http:<user>); unset: no token reaches them",
+    )
 
     @field_validator("admin_tokens", "chat_tokens", mode="before")
     @classmethod
     def _named(cls, value: Any) -> Any:
         if isinstance(value, list | tuple):
             return {f"token-{i + 1}": token for i, token in enumerate(value)}
+        return value
+
+    @field_validator("bot_admin_tokens", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        """Token *names* (the core hides values under a token-like key: unwrap them)."""
+        if isinstance(value, list | tuple):
+            return tuple(v.get_secret_value() if isinstance(v, SecretStr) else v for v in value)
         return value
 
     @field_validator("admin_tokens", "chat_tokens")
@@ -79,6 +108,30 @@ class HTTPSettings(BaseModel):
         if self.enabled and not self.admin_tokens and not self.chat_tokens:
             raise ValueError("give admin_tokens or chat_tokens: every route but /healthz needs one")
         return self
+
+    @model_validator(mode="after")
+    def _names_known(self) -> HTTPSettings:
+        """Every name the identity keys refer to is a configured token or a valid namespace."""
+        tokens = {*self.admin_tokens, *self.chat_tokens}
+        if RESERVED_NAME in tokens or RESERVED_NAME in self.namespaces.values():
+            raise ValueError(
+                f"{RESERVED_NAME!r} is reserved (the audit trail names tokens http:<name>)"
+            )
+        for field, names in (
+            ("bot_admin_tokens", list(self.bot_admin_tokens)),
+            ("namespaces", list(self.namespaces)),
+        ):
+            unknown = sorted(set(names) - tokens)
+            if unknown:
+                raise ValueError(f"{field} names tokens that are not configured: {unknown}")
+        for namespace in (*self.namespaces.values(), self.legacy_namespace):
+            if namespace is not None and not _NAME.match(namespace):
+                raise ValueError("namespaces use 1-32 of a-z, A-Z, 0-9, _ . -")
+        return self
+
+    def namespace(self, token_name: str) -> str:
+        """The conversations a token's callers reach (its own name unless shared)."""
+        return self.namespaces.get(token_name, token_name)
 
 
 def http_settings(settings: Settings) -> HTTPSettings:

@@ -37,6 +37,7 @@ from bot.config.masking import mask_secrets, masked_dump, safe_url, secret_value
 from bot.config.mcp import MCPServerSettings, MCPSettings
 from bot.config.memory import EmbeddingSettings, MemorySettings
 from bot.config.settings import (
+    CLIENT_NAMED_PLATFORMS,
     DEFAULT_PLUGINS,
     PLATFORM_TOKEN_ENV,
     PlatformSettings,
@@ -47,6 +48,7 @@ from bot.config.tools import ToolsSettings
 from bot.errors import ConfigError
 
 __all__ = [
+    "CLIENT_NAMED_PLATFORMS",
     "CONFIG_ENV_VAR",
     "DEFAULT_PLUGINS",
     "OPENAI_DEFAULT_BASE_URL",

@@ -41,6 +41,10 @@ def _hidden(value: Any) -> Any:
 
 
 PLATFORM_TOKEN_ENV = {"telegram": "TELEGRAM_BOT_TOKEN", "discord": "DISCORD_BOT_TOKEN"}
+CLIENT_NAMED_PLATFORMS = frozenset({"http"})
+"""Platforms whose user ids the client names itself (the HTTP API's ``user`` field): no
+``admins:`` entry can be verified there, so none is accepted (an HTTP token is made a bot
+admin by ``http.bot_admin_tokens`` instead)."""
 
 
 class PlatformSettings(BaseModel):
@@ -132,8 +136,22 @@ class Settings(Section):
             return tuple(str(v) for v in value)
         return value
 
+    @field_validator("admins")
+    @classmethod
+    def _verifiable_admins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        claimed = [v for v in value if v.partition(":")[0] in CLIENT_NAMED_PLATFORMS]
+        if claimed:
+            raise ValueError(
+                "an http: entry cannot be verified: an HTTP client names its own user, so"
+                " anyone could claim it. Make a token's callers bot admins with"
+                " http.bot_admin_tokens: [<token name>] instead"
+            )
+        return value
+
     def enabled_platforms(self) -> list[str]:
         return [name for name in ("telegram", "discord", "http") if getattr(self, name).enabled]
 
     def is_bot_admin(self, platform: str, user_id: str) -> bool:
+        if platform in CLIENT_NAMED_PLATFORMS:
+            return False  # never by a name the client chose (see CLIENT_NAMED_PLATFORMS)
         return f"{platform}:{user_id}" in self.admins

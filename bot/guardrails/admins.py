@@ -2,9 +2,11 @@
 
 Two ranks, both decided in code, never by the prompt:
 
-* a **bot admin** is listed in config ``admins:`` as ``"platform:user_id"``, or is whoever runs
-  the bot at the console (``ChatContext.is_owner``). Bot admins are never refused by the access
-  lists or limited, and see the whole bot's usage.
+* a **bot admin** is listed in config ``admins:`` as ``"platform:user_id"``, or is vouched for
+  by its adapter (``ChatContext.is_owner``): whoever runs the bot at the console, or an HTTP
+  token listed in ``http.bot_admin_tokens``. A platform whose user ids the client names itself
+  (:data:`bot.config.CLIENT_NAMED_PLATFORMS`) never matches an ``admins:`` entry. Bot admins
+  are never refused by the access lists or limited, and see the whole bot's usage.
 * a **chat admin** is a bot admin, or has the platform's own admin flag, which the adapter puts
   on the ``ChatContext``: Telegram's chat creator and administrators (``getChatMember``),
   Discord's Manage Messages or Administrator in the channel.

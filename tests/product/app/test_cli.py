@@ -155,3 +155,12 @@ async def test_help(argv: list[str], tmp_path: Path) -> None:
     code, out, _ = await run_cli(*argv, env=env_for(tmp_path))
     assert code == 0
     assert "usage:" in out
+
+
+async def test_check_config_refuses_an_http_admin_no_one_can_verify(tmp_path: Path) -> None:
+    write_config(tmp_path, 'admins: ["telegram:42", "http:rtadmin"]\n')
+    code, _out, err = await run_cli("check-config", env=env_for(tmp_path))
+    assert code == 2
+    assert "admins:" in err and "cannot be verified" in err
+    assert "http.bot_admin_tokens" in err
+    assert "Traceback" not in err

@@ -61,17 +61,19 @@ async def test_a_plain_answer_comes_from_the_bot_with_its_usage(
         assert answer.usage.prompt_tokens_details is not None
         assert answer.usage.prompt_tokens_details.cached_tokens == 32
         info = await served.app.service.history_info(_http_ctx("alice"))
-        assert info.conversation_key == "http:alice:u:alice" and info.turns_stored == 1
+        assert info.conversation_key == "http:website:alice:u:website:alice"
+        assert info.turns_stored == 1
         admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         async with (
             aiohttp.ClientSession(served.url) as http,
             http.get("/api/chats", headers=admin) as r,
         ):
             (chat,) = (await r.json())["chats"]
-        assert (chat["chat_key"], chat["platform"], chat["title"]) == (
-            "http:alice",
+        assert (chat["chat_key"], chat["platform"], chat["title"], chat["token"]) == (
+            "http:website:alice",
             "http",
             "alice",
+            "website",
         )
 
 
@@ -278,7 +280,7 @@ async def test_a_rate_limited_user_gets_a_rate_limit_error(
 
 
 async def test_access_rules_apply_to_http_users(make_app: AppFactory, fake_llm: FakeLLM) -> None:
-    access = {"private_bot": True, "allow": ["http:user:vip"]}
+    access = {"private_bot": True, "allow": ["http:user:website:vip"]}
     async with client(make_app, access=access) as (_served, sdk):
         with pytest.raises(openai.PermissionDeniedError) as refused:
             await sdk.chat.completions.create(model="parlour", messages=said("hi"), user="anon")
@@ -486,5 +488,7 @@ def _bearer(token: str = CHAT_TOKEN) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def _http_ctx(user: str) -> ChatContext:
-    return ChatContext("http", user, ChatType.PRIVATE, user, user)
+def _http_ctx(user: str, token: str = "website") -> ChatContext:
+    """The context the endpoint makes for ``user`` of token ``token`` (adapters.http.identity)."""
+    key = f"{token}:{user}"
+    return ChatContext("http", key, ChatType.PRIVATE, key, user)
