@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -293,3 +294,24 @@ async def test_a_person_named_like_a_token_is_shown_as_a_person_in_the_audit(
     who = re.findall(r'<td class="who">(.*?)</td>', page)
     assert '<span class="badge token">token</span> <code>ops</code>' in who
     assert 'http:ops <span class="muted small">telegram <code>555</code></span>' in who
+
+
+def test_the_docs_example_of_namespaces_and_admins_is_a_valid_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import yaml
+
+    from adapters.http.settings import http_settings
+    from bot.config import interpolate
+
+    page = (Path(__file__).parents[3] / "docs" / "http.md").read_text(encoding="utf-8")
+    section = page.split("## Tokens, conversations and admins", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    for name in ("PARLOUR_WEBSITE_TOKEN", "PARLOUR_WEBSITE_V2_TOKEN", "PARLOUR_SUPPORT_TOKEN"):
+        monkeypatch.setenv(name, f"{name.lower()}-0123456789abcdef")
+    raw = interpolate(yaml.safe_load(example))
+    raw["http"]["enabled"] = True
+    found = http_settings(settings_from_mapping(raw))
+    assert found.namespace("website-v2") == "website"
+    assert found.bot_admin_tokens == ("support",)
+    assert found.legacy_namespace == "website"
