@@ -44,7 +44,7 @@ CONVERSATIONS: list[tuple[ChatContext, str, str]] = [
     (ChatContext("telegram", "5521", ChatType.PRIVATE, "5521", "Dana", chat_title="Dana"),
      "Remind me how to convert 350°F to Celsius",
      "350°F is about 177°C: subtract 32, then multiply by 5/9."),
-    (ChatContext("http", "sam", ChatType.PRIVATE, "sam", "sam", chat_title="sam"),
+    (ChatContext("http", "ops:sam", ChatType.PRIVATE, "ops:sam", "sam", chat_title="sam"),
      "Which plan includes priority support?",
      "The Team plan: replies within four working hours, and a shared inbox."),
 ]  # fmt: skip
