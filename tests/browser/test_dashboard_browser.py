@@ -61,7 +61,7 @@ async def test_log_in_find_open_and_clear_a_chat(make_app: AppFactory, fake_llm:
         assert dialogs and "Clear this chat's history?" in dialogs[0]
         await expect(turns).to_have_count(0)
         audit = page.locator("table.audit tbody tr")
-        await expect(audit.first).to_contain_text("http:ops")
+        await expect(audit.first.locator("td.who")).to_have_text("token ops")  # marked a token
         await expect(audit.first).to_contain_text("clear")
 
         assert await served.app.store.conversations() == [("telegram:-2002", 1)]
