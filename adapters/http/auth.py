@@ -6,8 +6,10 @@
   token's name (``http:ops``).
 * **Sessions**: after the login form takes an admin token, the dashboard holds a cookie
   ``parlour_session`` (HttpOnly, SameSite=Strict, Secure when configured) carrying the token's
-  name, an expiry and an HMAC keyed by that token. Nothing is kept on the server, so any
-  replica accepts it, and changing the token ends every session made with it.
+  name, an expiry, a random session id and an HMAC keyed by that token. Any replica checks it
+  alone, and changing the token ends every session made with it; logging out records the id
+  as revoked in the shared store (:mod:`adapters.http.revocation`), which every replica reads.
+  A cookie without an id (made before ids existed) cannot be revoked, so it is refused.
 * **CSRF**: a state-changing request made with the cookie must carry ``X-CSRF-Token`` (or the
   form field ``csrf``) equal to an HMAC of the session: a page on another site can make the
   browser send the cookie, but cannot read the value. Bearer requests need none (a browser
@@ -21,6 +23,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
+import secrets
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -30,6 +34,7 @@ from aiohttp import web
 from cachetools import TTLCache
 from pydantic import SecretStr
 
+from adapters.http.revocation import Revocations
 from adapters.http.settings import HTTPSettings
 
 __all__ = ["COOKIE", "Auth", "Principal", "Role", "TooManyFailures"]
@@ -37,6 +42,7 @@ __all__ = ["COOKIE", "Auth", "Principal", "Role", "TooManyFailures"]
 COOKIE = "parlour_session"
 CSRF_HEADER = "X-CSRF-Token"
 WINDOW = 60.0  # seconds over which wrong tokens are counted
+_SID = re.compile(r"[A-Za-z0-9_-]{22}")  # secrets.token_urlsafe(16)
 
 
 class Role(StrEnum):
@@ -50,6 +56,8 @@ class Principal:
     role: Role
     via_cookie: bool = False  # a dashboard session: state changes need the CSRF token
     session: str = ""  # the cookie's value (for the CSRF check)
+    session_id: str = ""  # the cookie's random id (what a logout revokes)
+    expires: int = 0  # when the cookie stops working anyway (how long a revocation is kept)
 
     @property
     def is_admin(self) -> bool:
@@ -68,8 +76,9 @@ class TooManyFailures(Exception):
 
 
 class Auth:
-    def __init__(self, settings: HTTPSettings) -> None:
+    def __init__(self, settings: HTTPSettings, revocations: Revocations) -> None:
         self.settings = settings
+        self.revocations = revocations
         self._tokens: list[tuple[str, Role, bytes]] = [
             (name, Role.ADMIN, _raw(token)) for name, token in settings.admin_tokens.items()
         ] + [(name, Role.CHAT, _raw(token)) for name, token in settings.chat_tokens.items()]
@@ -114,27 +123,40 @@ class Auth:
 
     def new_session(self, principal: Principal) -> str:
         expires = int(time.time() + self.settings.session_hours * 3600)
-        body = f"{principal.name}|{expires}"
+        body = f"{principal.name}|{expires}|{secrets.token_urlsafe(16)}"
         return f"{_b64(body.encode())}.{_b64(self._mac(principal.name, body))}"
 
-    def session(self, cookie: str) -> Principal | None:
-        """The admin a valid, unexpired cookie belongs to (None: log in again)."""
+    async def session(self, cookie: str) -> Principal | None:
+        """The admin a valid, unexpired, not logged-out cookie belongs to (None: log in again).
+
+        The signature and expiry are checked first, in memory; only a genuine cookie costs the
+        one read of the shared store that says whether it was logged out on any replica."""
         try:
             body_part, mac_part = cookie.split(".", 1)
             body = _unb64(body_part).decode()
-            name, expires = body.rsplit("|", 1)
+            name, expires_text, sid = body.rsplit("|", 2)
+            expires = int(expires_text)
             mac = _unb64(mac_part)
         except (ValueError, UnicodeDecodeError):
-            return None
+            return None  # malformed, or an old cookie without a session id
         if name not in self._keys or not hmac.compare_digest(mac, self._mac(name, body)):
             return None
-        if int(expires) < time.time():
+        if expires < time.time() or not _SID.fullmatch(sid):
             return None
-        return Principal(name, Role.ADMIN, via_cookie=True, session=cookie)
+        if await self.revocations.revoked(sid):
+            return None
+        return Principal(
+            name, Role.ADMIN, via_cookie=True, session=cookie, session_id=sid, expires=expires
+        )
+
+    async def end_session(self, principal: Principal) -> None:
+        """Log ``principal``'s cookie out on every replica (a Bearer caller has none)."""
+        if principal.via_cookie and principal.session_id:
+            await self.revocations.revoke(principal.session_id, principal.expires)
 
     def csrf_token(self, session: str) -> str:
         """The value pages put in their forms and fetch calls for this session."""
-        name = _unb64(session.split(".", 1)[0]).decode().rsplit("|", 1)[0]
+        name = _unb64(session.split(".", 1)[0]).decode().rsplit("|", 2)[0]
         return _b64(hmac.new(self._keys[name], b"csrf:" + session.encode(), "sha256").digest())
 
     def csrf_ok(self, principal: Principal, presented: str | None) -> bool:

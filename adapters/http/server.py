@@ -13,9 +13,12 @@ anything else       the dashboard's session        a redirect to ``/login``
 ==================  =============================  ===========================================
 
 A request made with the session cookie that changes state (not GET/HEAD/OPTIONS) also needs
-the CSRF token (:mod:`adapters.http.auth`). Route modules (:mod:`adapters.http.routes`) add
-their routes with ``add_routes(web_app, context)`` and read the caller from
-``request[PRINCIPAL]`` (:mod:`adapters.http.context`).
+the CSRF token (:mod:`adapters.http.auth`). A successful ``POST /logout`` revokes the session
+in the shared store here, after the handler, so the cookie is refused by every replica.
+
+Route modules (:mod:`adapters.http.routes`) add their routes with
+``add_routes(web_app, context)`` and read the caller from ``request[PRINCIPAL]``
+(:mod:`adapters.http.context`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from adapters.http.context import (
     json_error,
     see_other,
 )
+from adapters.http.revocation import Revocations
 from adapters.http.routes import ROUTES, RouteAdder
 from adapters.http.settings import http_settings
 
@@ -47,6 +51,7 @@ __all__ = ["HTTPAdapter", "build_web_app", "guard"]
 log = logging.getLogger(__name__)
 
 PUBLIC = ("/healthz", "/readyz", "/login", "/static/")
+LOGOUT = "/logout"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -70,7 +75,7 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     chat = where == "chat"
     try:
-        principal = _caller(context.auth, request, cookie_ok=not chat)
+        principal = await _caller(context.auth, request, cookie_ok=not chat)
     except TooManyFailures as exc:
         response = json_error(429, str(exc), "rate_limit_exceeded", chat=chat)
         response.headers["Retry-After"] = f"{max(1, round(exc.retry_after))}"
@@ -91,20 +96,23 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             log.warning("csrf refused path=%s caller=%s", request.path, principal.audit_name)
             return json_error(403, "missing or wrong CSRF token", "csrf_failed")
     request[PRINCIPAL] = principal
-    return await handler(request)
+    answer = await handler(request)
+    if request.path == LOGOUT and request.method == "POST" and answer.status < 400:
+        await context.auth.end_session(principal)  # before the response leaves
+    return answer
 
 
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
-def _caller(auth: Auth, request: web.Request, *, cookie_ok: bool) -> Principal | None:
+async def _caller(auth: Auth, request: web.Request, *, cookie_ok: bool) -> Principal | None:
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return auth.check_token(token.strip(), client_address(request))
     cookie = request.cookies.get(COOKIE)
     if cookie_ok and cookie:
-        return auth.session(cookie)
+        return await auth.session(cookie)
     auth.refuse_if_limited(client_address(request))
     return None
 
@@ -156,7 +164,8 @@ class HTTPAdapter:
     def __init__(self, app: App) -> None:
         self.app = app
         self.settings = http_settings(app.settings)
-        self.context = HTTPContext(app, self.settings, Auth(self.settings))
+        revocations = Revocations(lambda: app.store, hours=self.settings.session_hours)
+        self.context = HTTPContext(app, self.settings, Auth(self.settings, revocations))
         self._stopped = asyncio.Event()
         self.port: int | None = None  # the bound port (listen_port 0: the one the OS chose)
         self.ready = asyncio.Event()

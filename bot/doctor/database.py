@@ -3,7 +3,8 @@
 The write is a scratch key in the doctor's own plugin-data namespace, read back and deleted:
 the same protocol every backend implements, so SQLite and PostgreSQL are checked alike. A
 SQLite file that does not exist yet is not created (a typo'd path must not leave an empty
-database behind); its directory is checked instead.
+database behind); its directory is checked instead. An existing one is first checked for what
+would keep the bot from writing it or its ``-wal``/``-shm`` (:mod:`bot.storage.sqlite.files`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from bot.config import Settings
 from bot.doctor import Check, fail, passed, warn
 from bot.errors import ParlourError
 from bot.storage import open_storage
+from bot.storage.sqlite.files import FIX, unwritable
 
 __all__ = ["check_database"]
 
@@ -28,6 +30,8 @@ async def check_database(settings: Settings) -> Check:
     path = None if url.is_postgresql else url.path
     if path is not None and str(path) != ":memory:" and not path.exists():
         return _not_created(path)
+    if path is not None and (problems := unwritable(path)):  # asked before SQLite maps -shm
+        return fail(NAME, f"{url.shown()}: {'; '.join(problems)}", FIX)
     store = open_storage(settings, cache_windows=False)
     try:
         await store.open()

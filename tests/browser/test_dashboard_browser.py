@@ -1,10 +1,13 @@
 """The dashboard in a real browser (headless Chromium): log in, find a chat, open it, clear it
-and see the audit name the token; a wrong token gets no session; phones get no sideways scroll."""
+and see the audit name the token; a wrong token gets no session; phones get no sideways scroll;
+a cookie copied before logging out is refused afterwards."""
 
 from __future__ import annotations
 
+import aiohttp
 from playwright.async_api import Page, expect
 
+from adapters.http.auth import COOKIE
 from bot.testing.fake_llm import FakeLLM, reply
 from tests.browser_harness import chromium, log_in, overflows
 from tests.conftest import AppFactory, group
@@ -111,6 +114,29 @@ async def test_phone_width_has_no_sideways_scroll_and_logout_ends_the_session(
         await expect(page).to_have_url(f"{served.url}/login")
         await page.goto(f"{served.url}/usage")
         await expect(page).to_have_url(f"{served.url}/login?next=/usage")
+
+
+async def test_a_copied_cookie_stops_working_after_logout(make_app: AppFactory) -> None:
+    """Someone who copied the session cookie before the logout cannot use it afterwards."""
+    async with serve_http(make_app) as served, chromium() as browser:
+        context = await browser.new_context()
+        page = await context.new_page()
+        await log_in(page, served.url, ADMIN_TOKEN)
+        await expect(page).to_have_url(f"{served.url}/")
+        copied = next(c["value"] for c in await context.cookies() if c["name"] == COOKIE)
+        headers = {"Cookie": f"{COOKIE}={copied}"}
+        async with aiohttp.ClientSession(served.url, headers=headers) as http:
+            async with http.get("/api/chats") as r:
+                assert r.status == 200  # the copy works while the session lasts
+
+            await page.click("form.logout button")
+            await expect(page).to_have_url(f"{served.url}/login")
+            assert await context.cookies() == []
+
+            async with http.get("/usage", allow_redirects=False) as r:
+                assert r.status == 303 and r.headers["Location"] == "/login?next=/usage"
+            async with http.get("/api/chats") as r:
+                assert r.status == 401
 
 
 async def check_usage_chart(page: Page) -> None:

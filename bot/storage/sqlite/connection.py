@@ -21,6 +21,7 @@ from pathlib import Path
 import aiosqlite
 
 from bot.errors import StoreError
+from bot.storage.sqlite.files import unwritable, unwritable_text
 from bot.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Database", "statements"]
@@ -49,6 +50,10 @@ class Database:
         """Connect and migrate; returns the writer, not yet shared, for work at open."""
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        if problems := unwritable(self.path):  # before SQLite maps -shm (see files.py)
+            raise StoreError(
+                f"cannot open history database {self.path}: {unwritable_text(problems)}"
+            )
         try:
             self._writer = await self._connect()
             await self._migrate(self._writer)
