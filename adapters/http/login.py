@@ -71,9 +71,11 @@ async def login(request: web.Request) -> web.StreamResponse:
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
-    """Behind the guard: only a session (with its CSRF token) can end itself."""
+    """Behind the guard: only a session (with its CSRF token) can end itself, for good."""
     principal = request.get(PRINCIPAL)
     if principal is not None:
+        # revoked in the shared store before the answer leaves: every replica refuses it now
+        await request.app[CONTEXT].auth.end_session(principal)
         log.info("dashboard logout caller=%s", principal.audit_name)
     response = see_other("/login")
     response.del_cookie(COOKIE, path="/")

@@ -13,8 +13,7 @@ anything else       the dashboard's session        a redirect to ``/login``
 ==================  =============================  ===========================================
 
 A request made with the session cookie that changes state (not GET/HEAD/OPTIONS) also needs
-the CSRF token (:mod:`adapters.http.auth`). A successful ``POST /logout`` revokes the session
-in the shared store here, after the handler, so the cookie is refused by every replica.
+the CSRF token (:mod:`adapters.http.auth`).
 
 Route modules (:mod:`adapters.http.routes`) add their routes with
 ``add_routes(web_app, context)`` and read the caller from ``request[PRINCIPAL]``
@@ -51,7 +50,6 @@ __all__ = ["HTTPAdapter", "build_web_app", "guard"]
 log = logging.getLogger(__name__)
 
 PUBLIC = ("/healthz", "/readyz", "/login", "/static/")
-LOGOUT = "/logout"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -96,10 +94,7 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             log.warning("csrf refused path=%s caller=%s", request.path, principal.audit_name)
             return json_error(403, "missing or wrong CSRF token", "csrf_failed")
     request[PRINCIPAL] = principal
-    answer = await handler(request)
-    if request.path == LOGOUT and request.method == "POST" and answer.status < 400:
-        await context.auth.end_session(principal)  # before the response leaves
-    return answer
+    return await handler(request)
 
 
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
