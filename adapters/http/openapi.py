@@ -72,7 +72,7 @@ _SHAPES: dict[str, JSON] = {
     },
     "AuditEntry": {
         "at": _TIME,
-        "action": {"type": "string", "enum": ["clear", "reset", "persona", "scope"]},
+        "action": {"type": "string", "enum": ["clear", "reset", "persona", "scope", "forget"]},
         "actor_id": {"type": "string", "description": "http:<token name> for the API"},
         "actor_name": _STR,
         "detail": _STR,
