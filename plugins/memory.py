@@ -34,6 +34,8 @@ async def remember(
     ] = False,
 ) -> str:
     """Remember a durable fact about the user (or, in a group, about the group) for later."""
+    if not fact.strip():
+        return "Error: the fact is blank; nothing was remembered. Call remember with its text."
     memories = _store(ctx)
     memory = await memories.add(
         ctx.chat,

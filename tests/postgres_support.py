@@ -14,6 +14,9 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+from pathlib import Path
+
+import pytest
 
 PG_URL_ENV = "PARLOUR_TEST_PG_URL"
 STORAGE_ENV = "PARLOUR_TEST_STORAGE"
@@ -75,3 +78,18 @@ def drop_session_schemas() -> None:
             await conn.close()
 
     asyncio.run(drop())
+
+
+BACKEND_NAMES = ("sqlite", "postgres")
+"""The backends a test parametrised with :func:`storage_section` runs on."""
+
+
+def storage_section(backend: str, tmp_path: Path) -> dict[str, str]:
+    """A ``storage:`` section naming one test's empty database on ``backend`` (one of
+    :data:`BACKEND_NAMES`), for end-to-end tests that must run on both whatever
+    ``PARLOUR_TEST_STORAGE`` says. Skips the test on PostgreSQL without a server."""
+    if backend == "postgres":
+        if pg_base_url() is None:
+            pytest.skip(HOW_TO_RUN)
+        return {"url": schema_url_for(tmp_path)}
+    return {"path": str(tmp_path / "parlour.db")}

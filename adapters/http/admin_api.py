@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from adapters.http import admin_ops
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, json_error
+from adapters.http.params import is_key
 from adapters.http.schemas import Body
 
 __all__ = ["add_routes"]
@@ -48,7 +49,7 @@ async def usage(request: web.Request) -> web.Response:
         return json_error(400, f"days must be 1-{admin_ops.MAX_DAYS}", "invalid_parameter")
     chat = request.query.get("chat", "").strip() or None
     user = request.query.get("user", "").strip() or None
-    if chat is not None and ":" not in chat:
+    if chat is not None and (":" not in chat or not is_key(chat)):
         return json_error(400, "chat is a chat key like telegram:-100123", "invalid_parameter")
     app = request.app[CONTEXT].app
     return _json(await admin_ops.usage(app, days, chat, user))

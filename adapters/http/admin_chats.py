@@ -3,8 +3,9 @@ its audit trail and its memories. The work is :mod:`adapters.http.chat_ops`'s (t
 calls the same); this module only reads parameters and writes JSON.
 
 A chat key holds ``:`` (``telegram:-1001234``): send it URL-encoded in the path or as is.
-Times are ISO 8601 in UTC. Bad parameters are a 400, an unknown chat or memory a 404, both as
-``{"error": {"message", "code"}}``.
+Times are ISO 8601 in UTC. Bad parameters are a 400 (a number past signed 64-bit too), an
+unknown chat or memory a 404 (a key with a character no key has too), both as
+``{"error": {"message", "code"}}``; :mod:`adapters.http.params` reads them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aiohttp import web
 from adapters.http.chat_ops import ChatOps, ChatView, MemoryOff, UnknownChat, ops_for
 from adapters.http.context import PRINCIPAL, HTTPContext, json_error
 from adapters.http.identity import actor_of
+from adapters.http.params import BadParameter, is_key, positive_id, query_int
 from bot.storage.directory import HistoryItem
 from bot.storage.values import AuditEntry, Memory
 
@@ -25,10 +27,6 @@ __all__ = ["add_routes", "iso"]
 
 _CHAT = "/api/chats/{chat_key}"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-class BadParameter(ValueError):
-    pass
 
 
 def add_routes(web_app: web.Application, context: HTTPContext) -> None:
@@ -69,27 +67,18 @@ def _ops(request: web.Request) -> ChatOps:
     return ops_for(request)
 
 
-def _int(request: web.Request, name: str, default: int | None, low: int) -> int | None:
-    raw = request.query.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadParameter(f"{name} must be an integer") from None
-    if value < low:
-        raise BadParameter(f"{name} must be at least {low}")
-    return value
-
-
 def _limit(request: web.Request) -> int:
-    value = _int(request, "limit", 50, 1)
+    value = query_int(request, "limit", 50, 1)
     assert value is not None
     return value
 
 
 def _chat_key(request: web.Request) -> str:
-    return request.match_info["chat_key"]
+    """The path's chat key; one with a character no key has is no chat (404)."""
+    chat_key = request.match_info["chat_key"]
+    if not is_key(chat_key):
+        raise UnknownChat(chat_key)
+    return chat_key
 
 
 def chat_json(view: ChatView) -> dict[str, Any]:
@@ -150,7 +139,7 @@ def memory_json(memory: Memory) -> dict[str, Any]:
 
 async def list_chats(request: web.Request) -> web.Response:
     limit = _limit(request)
-    offset = _int(request, "offset", 0, 0) or 0
+    offset = query_int(request, "offset", 0, 0) or 0
     query = request.query.get("q", "").strip()
     found = await _ops(request).chats(query, limit, offset)
     return web.json_response(
@@ -163,7 +152,7 @@ async def get_chat(request: web.Request) -> web.Response:
 
 
 async def history(request: web.Request) -> web.Response:
-    before = _int(request, "before", None, 1)
+    before = query_int(request, "before", None, 1)
     page = await _ops(request).history(_chat_key(request), before, _limit(request))
     return web.json_response(
         {"items": [item_json(item) for item in page.items], "next_before": page.next_before}
@@ -191,9 +180,10 @@ async def memories(request: web.Request) -> web.Response:
 
 
 async def forget(request: web.Request) -> web.Response:
-    raw = request.match_info["id"]
-    if not (raw.isascii() and raw.isdigit()):
-        raise BadParameter("the memory id must be a positive integer")
-    if not await _ops(request).forget(_chat_key(request), int(raw)):
+    chat_key = _chat_key(request)
+    memory_id = positive_id(request.match_info["id"])
+    if memory_id is None:
+        raise BadParameter("the memory id must be an integer from 1 to 2**63 - 1")
+    if not await _ops(request).forget(chat_key, memory_id, request[PRINCIPAL]):
         return json_error(404, "no such memory in this chat", "memory_not_found")
     return web.Response(status=204)

@@ -30,6 +30,7 @@ from adapters.http.schemas import (
 from bot.app import App
 from bot.guardrails.budgets import utc_day
 from bot.scheduler import REMINDERS_KIND, ScheduledJob
+from bot.storage.bounds import is_key
 from bot.storage.values import DailyUsage
 
 __all__ = [
@@ -189,9 +190,10 @@ def reminders(app: App, chat: str | None = None) -> ReminderList:
 
 
 async def cancel_reminder(app: App, job_id: str) -> bool:
-    """Cancel a pending reminder for good (the plugin forgets it too); False: none such."""
+    """Cancel a pending reminder for good (the plugin forgets it too); False: none such (an id
+    with a character no job id has included: the job store never sees it)."""
     scheduler = app.scheduler
-    if scheduler is None:
+    if scheduler is None or not is_key(job_id):
         return False
     return await scheduler.withdraw(job_id, kind=REMINDERS_KIND) is not None
 

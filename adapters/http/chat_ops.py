@@ -2,6 +2,8 @@
 list and look up chats (with their scope and persona), page the history, clear, reset, read
 the audit trail, list and forget memories. Every change is made in the name of the caller's
 token (:attr:`~adapters.http.auth.Principal.audit_name`), so the audit trail says who did it.
+A chat key no chat can have (a control character: :func:`bot.storage.bounds.is_key`) is an
+:class:`UnknownChat` before any query, so no driver ever sees it.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from adapters.http.identity import PLATFORM, owner_of
 from adapters.http.settings import HTTPSettings
 from bot.context import ChatContext, ChatType, Scope
 from bot.conversation.presets import Persona
+from bot.storage.audit import forget_detail
+from bot.storage.bounds import INT64_MAX, is_key
 from bot.storage.directory import ChatSummary, HistoryItem
-from bot.storage.values import AuditEntry, ClearResult, Memory
+from bot.storage.values import AuditAction, AuditEntry, ClearResult, Memory
 
 if TYPE_CHECKING:
     from bot.app import App
@@ -61,7 +65,8 @@ class ChatOps:
         self._settings = settings
 
     async def chats(self, query: str = "", limit: int = 50, offset: int = 0) -> list[ChatView]:
-        found = await self._app.store.list_chats(query, _capped(limit), max(offset, 0))
+        offset = min(max(offset, 0), INT64_MAX)  # past the last row either way
+        found = await self._app.store.list_chats(query, _capped(limit), offset)
         return [self.view(summary) for summary in found]
 
     async def chat(self, chat_key: str) -> ChatView:
@@ -72,6 +77,8 @@ class ChatOps:
         """One page of the chat's turns, newest first. Raises :class:`UnknownChat`."""
         await self._summary(chat_key)
         limit = _capped(limit)
+        if before is not None:
+            before = min(before, INT64_MAX)  # every id is below it either way
         items = await self._app.store.history_page(chat_key, before, limit + 1)
         more = len(items) > limit
         page = tuple(items[:limit])
@@ -92,15 +99,22 @@ class ChatOps:
 
     async def audit(self, chat_key: str) -> list[AuditEntry]:
         """The chat's clears, resets and changes, oldest first (kept after a clear)."""
-        return await self._app.store.audit(chat_key)
+        return await self._app.store.audit(_key(chat_key))
 
     async def memories(self, chat_key: str, limit: int = 50) -> list[Memory]:
         """The chat's memories, newest first. Raises :class:`MemoryOff`."""
-        return await self._memory().list(chat_key, None, _capped(limit))
+        return await self._memory().list(_key(chat_key), None, _capped(limit))
 
-    async def forget(self, chat_key: str, memory_id: int) -> bool:
-        """Delete one memory of the chat (anyone's: an admin). False: no such memory there."""
-        return await self._memory().delete(memory_id, chat_key=chat_key, user_id=None)
+    async def forget(self, chat_key: str, memory_id: int, caller: Principal) -> bool:
+        """Delete one memory of the chat (anyone's: an admin), audited with its id (never its
+        text). False: no such memory there, and nothing audited."""
+        memories = self._memory()
+        if not await memories.delete(memory_id, chat_key=_key(chat_key), user_id=None):
+            return False
+        name = caller.audit_name
+        detail = forget_detail(memory_id)
+        await self._app.store.record_change(chat_key, name, name, AuditAction.FORGET, detail)
+        return True
 
     def _memory(self) -> MemoryStore:
         memories = self._app.memories
@@ -109,7 +123,7 @@ class ChatOps:
         return memories
 
     async def _summary(self, chat_key: str) -> ChatSummary:
-        summary = await self._app.store.chat_summary(chat_key)
+        summary = await self._app.store.chat_summary(_key(chat_key))
         if summary is None:
             raise UnknownChat(chat_key)
         return summary
@@ -129,6 +143,13 @@ def ops_for(request: web.Request) -> ChatOps:
     """The operations in the name of this server's bot and ``http:`` settings."""
     context = request.app[CONTEXT]
     return ChatOps(context.app, context.settings)
+
+
+def _key(chat_key: str) -> str:
+    """``chat_key``, if a chat could have it; else :class:`UnknownChat`."""
+    if not is_key(chat_key):
+        raise UnknownChat(chat_key)
+    return chat_key
 
 
 def _capped(limit: int) -> int:

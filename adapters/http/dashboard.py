@@ -6,7 +6,8 @@ script only asks for confirmation before a destructive form is sent. State chang
 forms carrying the CSRF field (the guard checks it) and answer with a redirect, so a reload
 never repeats them. The data and the changes are the admin API's own
 (:mod:`adapters.http.chat_ops`, :mod:`adapters.http.admin_ops`), so a page and its JSON twin
-never disagree.
+never disagree. A chat key, memory id or reminder id no database can hold is a 404, a
+``before`` that is not a row id a 400 (:mod:`adapters.http.params`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from adapters.http.chat_ops import MemoryOff, UnknownChat, ops_for
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, see_other
 from adapters.http.identity import actor_of
 from adapters.http.pages import render
+from adapters.http.params import BadParameter, is_key, positive_id, query_int
 from adapters.http.usage_chart import bar_chart
 from bot.storage.values import ClearResult
 
@@ -65,10 +67,18 @@ def when(seconds: float) -> str:
 
 
 def _number(request: web.Request, name: str) -> int:
-    try:
-        return int(request.match_info[name])
-    except ValueError:
-        raise web.HTTPNotFound(text="no such item") from None
+    number = positive_id(request.match_info[name])
+    if number is None:
+        raise web.HTTPNotFound(text="no such item")
+    return number
+
+
+def _chat_key(request: web.Request) -> str:
+    """The path's chat key; one with a character no key has is no chat."""
+    chat_key = request.match_info["chat_key"]
+    if not is_key(chat_key):
+        raise web.HTTPNotFound(text="no such chat")
+    return chat_key
 
 
 async def chats_page(request: web.Request) -> web.Response:
@@ -80,7 +90,11 @@ async def chats_page(request: web.Request) -> web.Response:
 
 async def chat_page(request: web.Request) -> web.Response:
     ops = ops_for(request)
-    chat_key = request.match_info["chat_key"]
+    chat_key = _chat_key(request)
+    try:
+        before = query_int(request, "before", None, 1)
+    except BadParameter as exc:
+        raise web.HTTPBadRequest(text=str(exc)) from None
     audit = list(reversed(await ops.audit(chat_key)))  # newest first; kept after a clear
     try:
         view = await ops.chat(chat_key)
@@ -90,8 +104,6 @@ async def chat_page(request: web.Request) -> web.Response:
                 request, "missing.html", status=404, what=f"No chat {chat_key} is stored."
             )
         view = None
-    before_text = request.query.get("before", "")
-    before = int(before_text) if before_text.isascii() and before_text.isdigit() else None
     page = await ops.history(chat_key, before, PAGE) if view else None
     return render(
         request,
@@ -110,7 +122,7 @@ async def chat_page(request: web.Request) -> web.Response:
 
 
 async def clear(request: web.Request) -> web.Response:
-    chat_key = request.match_info["chat_key"]
+    chat_key = _chat_key(request)
     caller = request[PRINCIPAL]
     try:
         result = await ops_for(request).clear(chat_key, caller)
@@ -123,7 +135,7 @@ async def clear(request: web.Request) -> web.Response:
 
 
 async def reset(request: web.Request) -> web.Response:
-    chat_key = request.match_info["chat_key"]
+    chat_key = _chat_key(request)
     caller = request[PRINCIPAL]
     try:
         count = len(await ops_for(request).reset(chat_key, caller))
@@ -135,7 +147,7 @@ async def reset(request: web.Request) -> web.Response:
 
 async def memories_page(request: web.Request) -> web.Response:
     ops = ops_for(request)
-    chat_key = request.match_info["chat_key"]
+    chat_key = _chat_key(request)
     try:
         memories = await ops.memories(chat_key, limit=LISTED)
         memory_on = True
@@ -155,10 +167,10 @@ async def memories_page(request: web.Request) -> web.Response:
 
 async def delete_memory(request: web.Request) -> web.Response:
     ops = ops_for(request)
-    chat_key = request.match_info["chat_key"]
+    chat_key = _chat_key(request)
     memory_id = _number(request, "memory_id")
     try:
-        found = await ops.forget(chat_key, memory_id)
+        found = await ops.forget(chat_key, memory_id, request[PRINCIPAL])
     except MemoryOff:
         found = False
     if not found:

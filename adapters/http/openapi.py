@@ -77,7 +77,7 @@ _SHAPES: dict[str, JSON] = {
     },
     "AuditEntry": {
         "at": _TIME,
-        "action": {"type": "string", "enum": ["clear", "reset", "persona", "scope"]},
+        "action": {"type": "string", "enum": ["clear", "reset", "persona", "scope", "forget"]},
         "actor_id": {
             "type": "string",
             "description": "http:<token name> for a token; else the person's id on the chat's"

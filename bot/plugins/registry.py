@@ -6,8 +6,11 @@ rules are the same for both. Permissions are code, not prompt: a tool the caller
 admin tool, a private-chat tool, or one whose plugin or server this chat's ``chats:`` preset
 leaves out) is not offered, and is refused if called anyway. Whatever goes wrong (unknown tool,
 arguments that are not JSON or do not fit the schema, a timeout, an exception) comes back as a
-tool message the model can read and act on; the turn never crashes. Output is capped so one tool
-cannot flood the context window.
+tool message the model can read and act on; the turn never crashes. An unexpected exception's
+text never does: it may be a driver's or a library's, with internals the model would repeat in
+the chat, so the model reads only that the tool failed and the log gets the traceback (a
+:class:`~bot.errors.UserFacingError`'s ``chat_text`` is meant for the chat, and passes). Output
+is capped so one tool cannot flood the context window.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from bot.context import ChatContext
+from bot.errors import UserFacingError
 from bot.plugins.context import ToolContext
 from bot.plugins.declare import Permission, ToolDefinitionError, ToolSpec
 from bot.plugins.external import ExternalTool
@@ -200,9 +204,12 @@ class ToolRegistry:
                 "tool %s timed out after %ss chat=%s", tool.name, tool.timeout, ctx.chat_key
             )
             return f"Error: {tool.name} did not finish within {tool.timeout:g} seconds."
-        except Exception as exc:
+        except UserFacingError as exc:  # raised on purpose, its chat_text meant to be read
+            log.warning("tool %s refused chat=%s: %s", tool.name, ctx.chat_key, exc)
+            return f"Error: {tool.name} failed: {exc.chat_text}"
+        except Exception:
             log.exception("tool %s failed chat=%s", tool.name, ctx.chat_key)
-            return f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"
+            return f"Error: {tool.name} failed (an internal error). Tell the user it did not work."
         if isinstance(result, ToolOutput):
             return replace(result, text=_capped(result.text, tool.max_output))
         return _capped(_as_text(result), tool.max_output)

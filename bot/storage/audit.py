@@ -6,10 +6,10 @@ from typing import Protocol
 
 from bot.storage.values import AuditAction, AuditEntry
 
-__all__ = ["CHANGES", "AuditTrail", "check_change", "clear_detail"]
+__all__ = ["CHANGES", "AuditTrail", "check_change", "clear_detail", "forget_detail"]
 
 # The actions record_change takes; clears and resets are written by clear_chat and reset.
-CHANGES = frozenset({AuditAction.PERSONA, AuditAction.SCOPE})
+CHANGES = frozenset({AuditAction.PERSONA, AuditAction.SCOPE, AuditAction.FORGET})
 
 
 def check_change(action: AuditAction) -> None:
@@ -23,13 +23,20 @@ def clear_detail(turns: int, messages: int) -> str:
     return f"deleted {turns} turns, {messages} messages"
 
 
+def forget_detail(memory_id: int) -> str:
+    """A memory deletion's ``detail``: which memory, never what it said."""
+    return f"deleted memory #{memory_id}"
+
+
 class AuditTrail(Protocol):
-    """Changes an operator may be asked about later: clears, resets, persona and scope.
+    """Changes an operator may be asked about later: clears, resets, persona and scope, and
+    an operator's deletion of a memory.
 
     A backend must provide:
 
-    - :meth:`record_change` stores one persona or scope change (``action`` one of
-      :data:`CHANGES`, anything else is a ``ValueError`` and stores nothing) with who made it.
+    - :meth:`record_change` stores one persona or scope change or memory deletion
+      (``action`` one of :data:`CHANGES`, anything else is a ``ValueError`` and stores
+      nothing) with who made it.
     - Every :meth:`~bot.storage.resets.Resets.reset` is an entry too (action ``reset``, its
       conversation key), each one, not only the latest; every clear (the clear audit's rows,
       detail :func:`clear_detail`).
@@ -42,7 +49,7 @@ class AuditTrail(Protocol):
     async def record_change(
         self, chat_key: str, actor_id: str, actor_name: str, action: AuditAction, detail: str
     ) -> None:
-        """Store one persona or scope change of ``chat_key``."""
+        """Store one persona or scope change, or memory deletion, of ``chat_key``."""
         ...
 
     async def audit(self, chat_key: str | None = None) -> list[AuditEntry]:

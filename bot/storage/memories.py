@@ -8,15 +8,23 @@ hold (or be cut short by) rows the audience may not see.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
+from bot.storage.bounds import storable_text
 from bot.storage.values import Memory, MemoryScope
 
 if TYPE_CHECKING:
     from bot.memory.scope import Audience
 
-__all__ = ["FoundTurn", "MemoryRecords", "MemorySearch", "MemoryVectors", "NewMemory"]
+__all__ = [
+    "FoundTurn",
+    "MemoryRecords",
+    "MemorySearch",
+    "MemoryVectors",
+    "NewMemory",
+    "storable_memory",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +37,15 @@ class NewMemory:
     text: str
     source_turn_id: int | None = None
     created_by: str = "user"  # "user", "tool", "summary"
+
+
+def storable_memory(memory: NewMemory) -> NewMemory:
+    """``memory`` as every backend stores it: NUL in its text or name as U+FFFD (PostgreSQL
+    cannot hold NUL), so SQLite and PostgreSQL keep, show and recall the same text."""
+    text, name = storable_text(memory.text), storable_text(memory.user_name)
+    if text is memory.text and name is memory.user_name:
+        return memory
+    return replace(memory, text=text, user_name=name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +65,13 @@ class MemoryRecords(Protocol):
 
     A backend must provide: ids that grow; ``add_memory`` stores the memory, its search-index
     entry and (when given) its vector in one transaction, so a search never sees a memory
-    half-indexed; deleting a memory -- by :meth:`delete_memory`, :meth:`clear_memories`, a chat
-    clear or any other writer -- deletes its index entry and vector with it (SQLite: triggers
-    ``memories_fts_delete`` and ``memory_vectors_delete``); :meth:`move_memories` (and a chat
-    migration) re-keys a chat's memories and their index scope, conversation suffixes kept.
+    half-indexed, with its text and user name as :func:`storable_memory` makes them (NUL as
+    U+FFFD, the same on every backend); deleting a memory -- by :meth:`delete_memory`,
+    :meth:`clear_memories`, a chat clear or any other writer -- deletes its index entry and
+    vector with it (SQLite: triggers ``memories_fts_delete`` and ``memory_vectors_delete``);
+    :meth:`move_memories` (and a chat migration) re-keys a chat's memories and their index
+    scope, conversation suffixes kept; :meth:`delete_memory` of an id no row can have (outside
+    signed 64-bit) is False, not a driver's error.
     """
 
     async def add_memory(

@@ -196,6 +196,7 @@ class AuditAction(StrEnum):
     RESET = "reset"  # /reset: one conversation's context starts afresh
     PERSONA = "persona"  # the chat's system prompt set or reset
     SCOPE = "scope"  # the chat's conversation scope changed
+    FORGET = "forget"  # an operator deleted one memory of the chat (its id, never its text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,12 @@
-"""The audit trail (bot.storage.audit): clears, resets, persona and scope changes."""
+"""The audit trail (bot.storage.audit): clears, resets, persona and scope changes, and an
+operator's memory deletions."""
 
 from __future__ import annotations
 
 import pytest
 
 from bot.storage import Storage
-from bot.storage.audit import clear_detail
+from bot.storage.audit import clear_detail, forget_detail
 from bot.storage.values import AuditAction, AuditEntry
 from tests.conformance.conftest import answered
 
@@ -24,19 +25,23 @@ async def test_the_audit_lists_every_kind_oldest_first(storage: Storage) -> None
     await storage.reset("tg:1:u:8", "tg:1", "8", "Bo")
     await storage.record_change("tg:1", "7", "Ann", AuditAction.SCOPE, "chat -> user")
     await storage.record_change("tg:2", "9", "Cy", AuditAction.SCOPE, "chat -> thread")
+    await storage.record_change(
+        "tg:1", "http:ops", "http:ops", AuditAction.FORGET, forget_detail(3)
+    )
     await storage.clear_chat("tg:1", "7", "Ann")
     entries = await storage.audit("tg:1")
     assert rows(entries) == [
         ("persona", "7", "Ann", 'set (9 chars): "Be brief."', ""),
         ("reset", "8", "Bo", "", "tg:1:u:8"),
         ("scope", "7", "Ann", "chat -> user", ""),
+        ("forget", "http:ops", "http:ops", "deleted memory #3", ""),
         ("clear", "7", "Ann", clear_detail(1, 2), ""),
     ]
     assert {e.chat_key for e in entries} == {"tg:1"}
     times = [e.at for e in entries]
     assert times == sorted(times) and times[0] > 0
     everything = await storage.audit()
-    assert [e.chat_key for e in everything].count("tg:2") == 1 and len(everything) == 5
+    assert [e.chat_key for e in everything].count("tg:2") == 1 and len(everything) == 6
     assert await storage.audit("tg:3") == []
 
 
@@ -51,7 +56,7 @@ async def test_every_reset_is_an_entry_not_only_the_latest(storage: Storage) -> 
     assert await storage.reset_point("tg:1") > 0
 
 
-async def test_only_persona_and_scope_are_recorded_as_changes(storage: Storage) -> None:
+async def test_only_persona_scope_and_forget_are_recorded_as_changes(storage: Storage) -> None:
     for action in (AuditAction.CLEAR, AuditAction.RESET, "rename"):
         with pytest.raises(ValueError, match="not an audited change"):
             await storage.record_change("tg:1", "7", "Ann", action, "x")  # type: ignore[arg-type]

@@ -511,6 +511,32 @@ async def test_memories_are_stored_whole_and_deleted_with_their_index(storage: S
     assert await storage.unembedded("m1", 0, 10) == []
 
 
+async def test_a_nul_in_a_memory_is_stored_as_u_fffd_on_every_backend(storage: Storage) -> None:
+    memory = NewMemory("tg:-1", "tg:-1", "7", "A\x00nn", MemoryScope.MEMBER, "likes\x00oboe\x00")
+    stored = await storage.add_memory(memory, [1.0, 0.0], "m1")
+    assert (stored.text, stored.user_name) == ("likes\ufffdoboe\ufffd", "A\ufffdnn")
+    [listed] = await storage.list_memories("tg:-1")
+    assert (listed.memory_id, listed.text, listed.user_name) == (
+        stored.memory_id,
+        "likes\ufffdoboe\ufffd",
+        "A\ufffdnn",
+    )
+    audience = Audience("tg:-1", "tg:-1", "7")
+    [found] = await storage.search_memories(audience, "oboe", limit=5, min_score=0)
+    assert found.text == "likes\ufffdoboe\ufffd"
+    assert await storage.unembedded("m2", 0, 10) == [(stored.memory_id, "likes\ufffdoboe\ufffd")]
+
+
+async def test_deleting_a_memory_id_no_database_can_hold_is_not_found(storage: Storage) -> None:
+    kept = await storage.add_memory(
+        NewMemory("tg:-1", "tg:-1", "7", "Ann", MemoryScope.MEMBER, "Ann plays the oboe")
+    )
+    for memory_id in (10**23, 2**63, -(2**63) - 1):
+        assert not await storage.delete_memory(memory_id, chat_key="tg:-1", user_id=None)
+    assert not await storage.delete_memory(2**63 - 1, chat_key="tg:-1", user_id=None)
+    assert [m.memory_id for m in await storage.list_memories("tg:-1")] == [kept.memory_id]
+
+
 async def test_vectors_of_another_model_or_size_never_join(storage: Storage) -> None:
     audience = Audience("tg:1", "tg:1", "1")
     a = await storage.add_memory(NewMemory("tg:1", "tg:1", "1", "A", MemoryScope.PRIVATE, "one"))

@@ -1,4 +1,4 @@
-"""A plugin with settings, an admin-only tool, a slow tool and a command."""
+"""A plugin with settings, an admin-only tool, a slow tool, failing tools and a command."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from bot.context import ChatContext
 from bot.conversation.commands import CommandResult
+from bot.errors import UserFacingError
 from bot.plugins import Permission, Plugin, ToolContext, tool
 
 
@@ -40,7 +41,13 @@ async def slow(ctx: ToolContext, seconds: float = 5.0) -> str:
 @tool
 async def explode(ctx: ToolContext) -> str:
     """Always fails."""
-    raise RuntimeError("kaboom")
+    raise RuntimeError("kaboom at 0x00 in relation memories")
+
+
+@tool
+async def refuse(ctx: ToolContext) -> str:
+    """Always refuses, saying why."""
+    raise UserFacingError("vault refused (log)", chat_text="The vault is closed on Sundays.")
 
 
 async def last_greeted(ctx: ChatContext, args: str) -> CommandResult:
@@ -48,6 +55,6 @@ async def last_greeted(ctx: ChatContext, args: str) -> CommandResult:
 
 
 def setup(plugin: Plugin) -> None:
-    for func in (greet, wipe_everything, slow, explode):
+    for func in (greet, wipe_everything, slow, explode, refuse):
         plugin.add_tool(func)
     plugin.add_command("greeted", "Who was greeted last", last_greeted)

@@ -27,7 +27,8 @@ from typing import Any, ClassVar
 from bot.errors import StoreError
 from bot.memory.scope import Audience
 from bot.memory.search import pack_vector, unpack_vector
-from bot.storage.memories import FoundTurn, NewMemory
+from bot.storage.bounds import fits_int64
+from bot.storage.memories import FoundTurn, NewMemory, storable_memory
 from bot.storage.postgres.memory_schema import MEMORY_SEARCH_COMPONENT
 from bot.storage.postgres.part import Part
 from bot.storage.postgres.search_bm25 import MEMORY_SEARCH_SQL, TURN_SEARCH_SQL
@@ -169,7 +170,7 @@ class PostgresMemories(Part):
         vector: Sequence[float] | None = None,
         model: str | None = None,
     ) -> Memory:
-        m, now = memory, time.time()
+        m, now = storable_memory(memory), time.time()
         with_vector = vector is not None and model is not None
         async with self._db.transaction() as conn:
             row = await conn.fetchrow(
@@ -190,6 +191,8 @@ class PostgresMemories(Part):
         )  # fmt: skip
 
     async def delete_memory(self, memory_id: int, *, chat_key: str, user_id: str | None) -> bool:
+        if not fits_int64(memory_id):  # no row has it (and the driver would raise)
+            return False
         async with self._db.acquire() as conn:  # its vector cascades, its index is its row
             status = await conn.execute(
                 "DELETE FROM memories WHERE id = $1 AND chat_key = $2"

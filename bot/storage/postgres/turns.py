@@ -25,6 +25,7 @@ from typing import Any
 
 from bot.errors import StoreError
 from bot.storage.answers import answer_json, turn_messages
+from bot.storage.bounds import storable_text
 from bot.storage.postgres.part import Part
 from bot.storage.values import NO_USAGE, NewTurn, Overheard, StoredTurn, TurnStatus, Usage
 
@@ -236,7 +237,7 @@ class PostgresTurns(Part):
 
 def clean_text(text: str) -> str:
     """PostgreSQL text cannot hold NUL characters (SQLite can): they become U+FFFD."""
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+    return storable_text(text)
 
 
 def _turn_row(turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float]:

@@ -19,7 +19,8 @@ from typing import Any
 from bot.errors import StoreError
 from bot.memory.scope import Audience
 from bot.memory.search import match_query, pack_vector, search_form, unpack_vector
-from bot.storage.memories import FoundTurn, NewMemory
+from bot.storage.bounds import fits_int64
+from bot.storage.memories import FoundTurn, NewMemory, storable_memory
 from bot.storage.sqlite.part import Part
 from bot.storage.sqlite.scopes import (
     IN_AUDIENCE,
@@ -143,7 +144,7 @@ class SQLiteMemories(Part):
         vector: Sequence[float] | None = None,
         model: str | None = None,
     ) -> Memory:
-        m, now = memory, time.time()
+        m, now = storable_memory(memory), time.time()
         async with self._db.transaction() as conn:
             row = await conn.execute_insert(
                 "INSERT INTO memories (chat_key, conv_key, user_id, user_name, scope, text,"
@@ -168,6 +169,8 @@ class SQLiteMemories(Part):
         )
 
     async def delete_memory(self, memory_id: int, *, chat_key: str, user_id: str | None) -> bool:
+        if not fits_int64(memory_id):  # no row has it (and the driver would raise)
+            return False
         async with self._db.writing() as conn:  # the trigger drops the index row with it
             cursor = await conn.execute(
                 "DELETE FROM memories WHERE id = ?1 AND chat_key = ?2"

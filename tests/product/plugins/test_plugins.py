@@ -59,7 +59,7 @@ async def test_parallel_calls_and_streamed_events(make_app: AppFactory, fake_llm
 
 
 async def test_bad_calls_reach_the_model_as_tool_errors(
-    make_app: AppFactory, fake_llm: FakeLLM
+    make_app: AppFactory, fake_llm: FakeLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
     fake_llm.script(
         tool_calls(
@@ -68,18 +68,23 @@ async def test_bad_calls_reach_the_model_as_tool_errors(
             ("teleport", {}),  # no such tool
             ("explode", {}),
             ("slow", {"seconds": 5}),
+            ("refuse", {}),
         ),
         reply("Sorry about that."),
     )
     async with make_app(plugins=[TOOLBOX]) as app:
         answer = await app.service.chat(private(), "try things")
     assert answer.text == "Sorry about that."
-    bad_json, bad_args, unknown, exploded, timed_out = tool_results(fake_llm)
+    bad_json, bad_args, unknown, exploded, timed_out, refused = tool_results(fake_llm)
     assert bad_json.startswith("Error: the arguments are not valid JSON")
     assert "invalid arguments for greet" in bad_args and "name" in bad_args
     assert "no tool named 'teleport'" in unknown and "greet" in unknown
-    assert exploded == "Error: explode failed: RuntimeError: kaboom"
     assert timed_out == "Error: slow did not finish within 0.2 seconds."
+    assert refused == "Error: refuse failed: The vault is closed on Sundays."  # meant for chat
+    # an unexpected exception's text stays in the log: the model could repeat it in the chat
+    assert exploded == "Error: explode failed (an internal error). Tell the user it did not work."
+    assert "kaboom" not in str(fake_llm.chat_requests[-1].json)
+    assert "kaboom at 0x00 in relation memories" in caplog.text
 
 
 async def test_plugin_settings_store_and_commands(make_app: AppFactory, fake_llm: FakeLLM) -> None:
