@@ -17,9 +17,9 @@ from bot.storage.memories import NewMemory
 from bot.storage.values import AuditAction, MemoryScope
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory
-from tests.http_harness import ADMIN_TOKEN, OTHER_ADMIN_TOKEN, Served, serve_http
+from tests.http_harness import ADMIN_TOKEN, OTHER_ADMIN_TOKEN, Served, logged_in, serve_http
 from tests.postgres_support import BACKEND_NAMES, storage_section
-from tests.product.http.test_dashboard_pages import csrf_of, logged_in
+from tests.product.http.test_dashboard_pages import csrf_of
 
 BOOKS = "telegram:-100"
 SECRET_FACT = "Ann's locker code is 4417"

@@ -1,6 +1,7 @@
 """Whose conversation an HTTP chat request reaches and who is an admin there (issue 25, items
 1, 2 and 7): driven by the official openai SDK; asserted on what the model was sent, what
-was stored, and what the admin API and the dashboard show."""
+was stored, and what the admin API and the dashboard show. The tests that store run on both
+backends (``storage_section``), whatever ``PARLOUR_TEST_STORAGE`` says."""
 
 from __future__ import annotations
 
@@ -20,11 +21,17 @@ from bot.errors import ConfigError
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import AppFactory, group
 from tests.http_harness import ADMIN_TOKEN, CHAT_TOKEN, Served, logged_in, serve_http
+from tests.postgres_support import BACKEND_NAMES, storage_section
 
 PARTNER_TOKEN = "prt-9e8d7c6b5a4f3e2d1c0b"
 OPS_CHAT_TOKEN = "opc-1a2b3c4d5e6f7a8b9c0d"
 TOOLBOX = {"module": "tests.sample_plugins.toolbox", "settings": {"greeting": "Ahoy"}}
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+@pytest.fixture(params=BACKEND_NAMES)
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    return storage_section(request.param, tmp_path)
 
 
 def tokens(**extra: Any) -> dict[str, Any]:
@@ -85,9 +92,9 @@ async def chats_listed(served: Served) -> dict[str, dict[str, Any]]:
 
 
 async def test_a_token_never_reaches_another_tokens_conversation(
-    make_app: AppFactory, fake_llm: FakeLLM
+    make_app: AppFactory, fake_llm: FakeLLM, storage: dict[str, str]
 ) -> None:
-    async with sdks(make_app, **tokens()) as (served, sdk):
+    async with sdks(make_app, storage=storage, **tokens()) as (served, sdk):
         await sdk["website"].chat.completions.create(
             model="parlour", messages=said("my door code is 4411"), user="cust-1"
         )
@@ -140,9 +147,10 @@ async def test_a_token_never_reaches_another_tokens_conversation(
 
 
 async def test_tokens_share_conversations_only_when_the_config_says_so(
-    make_app: AppFactory, fake_llm: FakeLLM
+    make_app: AppFactory, fake_llm: FakeLLM, storage: dict[str, str]
 ) -> None:
-    async with sdks(make_app, **tokens(namespaces={"partner": "website"})) as (served, sdk):
+    sections = tokens(namespaces={"partner": "website"})
+    async with sdks(make_app, storage=storage, **sections) as (served, sdk):
         await sdk["website"].chat.completions.create(
             model="parlour", messages=said("my door code is 4411"), user="cust-1"
         )
@@ -165,12 +173,14 @@ def _legacy(user: str) -> ChatContext:
 
 
 async def test_conversations_stored_before_namespaces_stay_with_the_legacy_namespace(
-    make_app: AppFactory, fake_llm: FakeLLM
+    make_app: AppFactory, fake_llm: FakeLLM, storage: dict[str, str]
 ) -> None:
-    async with make_app(http={"enabled": False}) as app:  # the release before: http:<user>
+    async with make_app(
+        storage=storage, http={"enabled": False}
+    ) as app:  # the release before: http:<user>
         await app.service.chat(_legacy("cust-1"), "my door code is 4411")
     # upgraded, nobody told: no token reaches the old conversation; the admin sees it, unowned
-    async with sdks(make_app, **tokens()) as (served, sdk):
+    async with sdks(make_app, storage=storage, **tokens()) as (served, sdk):
         await sdk["website"].chat.completions.create(
             model="parlour", messages=said("what is my door code?"), user="cust-1"
         )
@@ -182,7 +192,10 @@ async def test_conversations_stored_before_namespaces_stay_with_the_legacy_names
         assert "no token (stored before tokens were kept)" in page
         assert "token <code>website</code>" in page
     # the operator hands the old keys to website, as docs/http.md says
-    async with sdks(make_app, **tokens(legacy_namespace="website")) as (served, sdk):
+    async with sdks(make_app, storage=storage, **tokens(legacy_namespace="website")) as (
+        served,
+        sdk,
+    ):
         await sdk["partner"].chat.completions.create(
             model="parlour", messages=said("what is my door code?"), user="cust-1"
         )
@@ -227,10 +240,10 @@ def test_an_http_entry_in_admins_is_refused_by_the_config() -> None:
 
 
 async def test_a_user_named_like_an_admin_gets_no_admin_tool_and_a_token_admin_does(
-    make_app: AppFactory, fake_llm: FakeLLM
+    make_app: AppFactory, fake_llm: FakeLLM, storage: dict[str, str]
 ) -> None:
     sections = {**tokens(bot_admin_tokens=["opsbot"]), "plugins": [TOOLBOX]}
-    async with sdks(make_app, **sections) as (_served, sdk):
+    async with sdks(make_app, storage=storage, **sections) as (_served, sdk):
         # website's client claims the names an admin might have: still a member
         for claimed in ("rtadmin", "opsbot", "ops"):
             fake_llm.script(tool_calls(("wipe_everything", {})), reply("I can't."))
@@ -251,14 +264,14 @@ async def test_a_user_named_like_an_admin_gets_no_admin_tool_and_a_token_admin_d
 
 
 async def test_a_claimed_name_is_limited_and_refused_like_anyone(
-    make_app: AppFactory, fake_llm: FakeLLM
+    make_app: AppFactory, fake_llm: FakeLLM, storage: dict[str, str]
 ) -> None:
     sections = {
         **tokens(bot_admin_tokens=["opsbot"]),
         "access": {"private_bot": True},
         "limits": {"daily_tokens_per_user": 1},
     }
-    async with sdks(make_app, **sections) as (_served, sdk):
+    async with sdks(make_app, storage=storage, **sections) as (_served, sdk):
         with pytest.raises(openai.PermissionDeniedError):
             await sdk["website"].chat.completions.create(
                 model="parlour", messages=said("hi"), user="opsbot"
@@ -274,10 +287,10 @@ async def test_a_claimed_name_is_limited_and_refused_like_anyone(
 
 
 async def test_a_person_named_like_a_token_is_shown_as_a_person_in_the_audit(
-    make_app: AppFactory, fake_llm: FakeLLM
+    make_app: AppFactory, fake_llm: FakeLLM, storage: dict[str, str]
 ) -> None:
     fake_llm.script(reply("Sure."), reply("Sure."))
-    async with serve_http(make_app) as served:
+    async with serve_http(make_app, storage=storage) as served:
         impostor = group(chat="-7", user="555", name="http:ops", is_admin=True)
         await served.app.service.chat(impostor, "hello")
         await served.app.service.clear(impostor)
