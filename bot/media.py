@@ -6,6 +6,10 @@ token). The model gets an image as a ``data:`` URL of those bytes; the history k
 reference line (:func:`reference`), so later turns never re-send the picture. The byte and count
 caps (``llm.max_image_bytes``, ``llm.max_images``, ``llm.max_audio_bytes``) are checked by
 :func:`check_caps` before anything is stored or sent.
+
+The type an image is sent under is read from its bytes (:func:`sniff_image_type`), never taken
+from the sender: a platform's or a tool's declared type is a claim (an ELF file can arrive as
+``image/jpeg``), and a provider refuses, or bills, a part that is not the image it says.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IMAGE_MIME_TYPES",
+    "NOT_AN_IMAGE",
     "UNKNOWN_IMAGE_TOKENS",
     "Attachment",
     "AttachmentKind",
@@ -39,6 +44,7 @@ __all__ = [
     "image_size",
     "image_tokens",
     "reference",
+    "sniff_image_type",
 ]
 
 # What OpenAI's vision models take (https://platform.openai.com/docs/guides/images-vision).
@@ -47,6 +53,7 @@ IMAGE_MIME_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/web
 # scaled to fit 2048x2048 and then its short side to 768. Its worst case is 768x2048: 8 tiles.
 BASE_IMAGE_TOKENS, TILE_TOKENS, TILE = 85, 170, 512
 UNKNOWN_IMAGE_TOKENS = BASE_IMAGE_TOKENS + 8 * TILE_TOKENS  # size unknown: count the worst
+NOT_AN_IMAGE = "That attachment is not a JPEG, PNG, GIF or WebP image, so I can't look at it."
 
 
 class AttachmentKind(StrEnum):
@@ -113,7 +120,8 @@ class MediaCaps:
 
 def check_caps(attachments: Sequence[Attachment], caps: MediaCaps) -> None:
     """Raise :class:`MediaRefusedError` (its ``chat_text`` says which limit) when the
-    attachments break a cap, or an image is of a type the model cannot take."""
+    attachments break a cap, or an image is of a type the model cannot take: as declared,
+    or as its bytes say (:func:`sniff_image_type`)."""
     images = [a for a in attachments if a.kind is AttachmentKind.IMAGE]
     if len(images) > caps.max_images:
         raise MediaRefusedError(
@@ -137,12 +145,36 @@ def check_caps(attachments: Sequence[Attachment], caps: MediaCaps) -> None:
                 chat_text=f"That {what} is too big ({human_size(each.byte_size)}; the limit is "
                 f"{human_size(cap)}).",
             )
+        if each.kind is AttachmentKind.IMAGE and sniff_image_type(each.data) is None:
+            raise MediaRefusedError(
+                f"image declared {each.mime_type!r} is no JPEG, PNG, GIF or WebP by its bytes",
+                chat_text=NOT_AN_IMAGE,
+            )
 
 
 def data_url(attachment: Attachment) -> str:
-    """``data:<mime>;base64,<bytes>``: how an image reaches the model, never by a link."""
+    """``data:<mime>;base64,<bytes>``: how an image reaches the model, never by a link. The
+    type is the one the bytes say; bytes that are no supported image are a ``ValueError``
+    (callers refuse them first: :func:`check_caps`, or :func:`sniff_image_type`)."""
+    mime = sniff_image_type(attachment.data)
+    if mime is None:
+        raise ValueError(f"not a JPEG, PNG, GIF or WebP image (declared {attachment.mime_type!r})")
     encoded = base64.b64encode(attachment.data).decode("ascii")
-    return f"data:{attachment.mime_type};base64,{encoded}"
+    return f"data:{mime};base64,{encoded}"
+
+
+def sniff_image_type(data: bytes) -> str | None:
+    """The image type the bytes' signature says, one of :data:`IMAGE_MIME_TYPES`; None for
+    anything else (what was declared does not matter: it is only the sender's claim)."""
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
 
 
 def reference(attachment: Attachment) -> str:

@@ -6,7 +6,8 @@ message to the bot's engine, from the person named by the ``user`` field (else t
 the calling token's namespace (:mod:`adapters.http.identity`).
 The bot keeps the history, so only the newest user message of ``messages`` is read; access,
 limits, budgets, memory and tools apply exactly as on any other platform. ``stream: true``
-answers in server-sent events (:mod:`adapters.http.openai_stream`); refusals come in OpenAI's
+answers in server-sent events (:mod:`adapters.http.openai_stream`), else the turn is watched and
+stored as what the client got (:mod:`adapters.http.openai_once`); refusals come in OpenAI's
 error shape (:mod:`adapters.http.openai_errors`). The guard in :mod:`adapters.http.server`
 has already checked the chat or admin token.
 """
@@ -21,6 +22,7 @@ from aiohttp import web
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext
 from adapters.http.identity import PLATFORM, chat_context
 from adapters.http.openai_errors import APIError, from_exception
+from adapters.http.openai_once import ClientGoneError, deliver, gone_response, while_connected
 from adapters.http.openai_stream import stream_answer
 from adapters.http.openai_wire import (
     MODEL,
@@ -85,10 +87,12 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     if asked.stream:
         return await stream_answer(request, service.stream(ctx, asked.text), asked.include_usage)
     try:
-        reply = await service.chat(ctx, asked.text)
+        reply = await while_connected(request, service.chat(ctx, asked.text))
+    except ClientGoneError:  # the turn was stopped: stored unanswered, as nothing was given
+        return gone_response()
     except Exception as exc:
         return _refused(exc).response()
-    return web.json_response(
+    response = web.json_response(
         {
             "id": completion_id(),
             "object": "chat.completion",
@@ -104,6 +108,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             "usage": usage(reply),
         }
     )
+    return await deliver(request, response, service.store, reply.turn_id)
 
 
 def _refused(exc: Exception) -> APIError:

@@ -71,9 +71,9 @@ async def stream_answer(
                 "X-Accel-Buffering": "no",  # a proxy in front must not hold the deltas back
             }
         )
-        await response.prepare(request)
         chunks = _Chunks()
-        try:
+        try:  # a client gone before the first chunk fails prepare(): the same hang-up
+            await response.prepare(request)
             await response.write(chunks.delta({"role": "assistant", "content": ""}))
             await _send(response, chunks, turn, event, include_usage)
         except ConnectionResetError:

@@ -2,7 +2,8 @@
 
 * text blocks are passed as text;
 * images become image parts (:mod:`bot.plugins.output`) when ``llm.vision`` is on and the image
-  is of a type and size the model takes; otherwise a line says what was there;
+  is of a type and size the model takes (the type as declared and as its bytes say: a server's
+  ``mimeType`` is only a claim); otherwise a line says what was there;
 * resource links are shown as Markdown links, embedded text resources as their text, binary
   ones as a line naming them;
 * ``structuredContent`` is passed as compact JSON (its text twin, which servers add for older
@@ -21,7 +22,14 @@ from typing import Any
 
 import mcp_types as types
 
-from bot.media import IMAGE_MIME_TYPES, Attachment, AttachmentKind, human_size, reference
+from bot.media import (
+    IMAGE_MIME_TYPES,
+    Attachment,
+    AttachmentKind,
+    human_size,
+    reference,
+    sniff_image_type,
+)
 from bot.plugins.output import ToolOutput
 
 __all__ = ["ResultPolicy", "compact_json", "to_output"]
@@ -106,6 +114,8 @@ def _image(
         return None, f"{reference(image)} (not shown: image input is off for this bot)"
     if block.mime_type not in IMAGE_MIME_TYPES:
         return None, f"{reference(image)} (not shown: the model takes no {block.mime_type})"
+    if sniff_image_type(data) is None:
+        return None, f"{reference(image)} (not shown: not a JPEG, PNG, GIF or WebP image)"
     if len(data) > policy.max_image_bytes:
         return None, f"{reference(image)} (not shown: over llm.max_image_bytes)"
     if taken >= policy.max_images:

@@ -12,12 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.mcp.results import ResultPolicy, to_output
-from bot.media import AttachmentKind
+from bot.media import AttachmentKind, data_url, sniff_image_type
 from bot.plugins.output import ToolOutput
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
+ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(56)  # a program, not a picture
 SEEING = ResultPolicy(vision=True, max_images=4, max_image_bytes=1_000_000)
 BLIND = ResultPolicy(vision=False, max_images=4, max_image_bytes=1_000_000)
 
@@ -101,6 +102,7 @@ def test_an_image_reaches_the_model_with_vision_on() -> None:
     [
         (image(), BLIND, "(not shown: image input is off for this bot)"),
         (image(mime="image/bmp"), SEEING, "(not shown: the model takes no image/bmp)"),
+        (image(ELF), SEEING, "(not shown: not a JPEG, PNG, GIF or WebP image)"),
         (
             image(),
             ResultPolicy(vision=True, max_images=4, max_image_bytes=len(PNG) - 1),
@@ -114,6 +116,11 @@ def test_an_image_the_model_cannot_take_becomes_a_line_saying_why(
     shown = out(block, policy=policy)
     assert shown.images == ()
     assert shown.text.startswith("[image: tool image, ") and shown.text.endswith(why)
+
+
+def test_a_png_a_server_declares_a_jpeg_reaches_the_model_as_a_png() -> None:
+    [attachment] = out(image(PNG, "image/jpeg")).images
+    assert data_url(attachment) == "data:image/png;base64," + base64.b64encode(PNG).decode()
 
 
 def test_images_over_max_images_are_named_not_shown() -> None:
@@ -165,6 +172,7 @@ def test_the_text_never_holds_image_data(
     assert len(shown.text.splitlines()) == len(blocks) + 2  # one line for each block
     assert len(shown.images) <= (max_images if vision else 0)
     assert all(a.mime_type in {"image/png", "image/jpeg"} for a in shown.images)
+    assert all(sniff_image_type(a.data) for a in shown.images)  # only real images are sent
     assert all(len(a.data) <= max_bytes for a in shown.images)
 
 
