@@ -29,7 +29,9 @@ the tool's answer to the model says so, it never leaves the MCP manager),
 HTTP guard) and ``adapters.http.openai_errors.APIError`` (an answer of the chat endpoint in
 OpenAI's error shape; the HTTP adapter turns it into the response). The admin API's
 ``adapters.http.chat_ops.UnknownChat``, ``adapters.http.chat_ops.MemoryOff`` (404) and
-``adapters.http.params.BadParameter`` (400) become its answers, never leaving the adapter.
+``adapters.http.params.BadParameter`` (400) become its answers, never leaving the adapter;
+``adapters.http.openai_once.ClientGoneError`` (a client that hung up before its answer) stops
+the turn and is answered with nothing.
 ``tests/product/app/test_errors.py`` checks
 that every ``ParlourError`` subclass is drawn here under its real parent.
 
