@@ -8,6 +8,7 @@ wrong Bearer token, and the page says only that it was wrong.
 from __future__ import annotations
 
 import logging
+from urllib.parse import quote, urlsplit
 
 from aiohttp import web
 
@@ -27,10 +28,30 @@ def add_routes(web_app: web.Application, context: HTTPContext) -> None:
     web_app.router.add_static("/static/", STATIC_DIR, append_version=False)
 
 
+# Kept as is: a path's own punctuation and its %-escapes. The rest (non-ASCII, quotes,
+# brackets) is %-encoded: the same place to a browser, and the Location header stays ASCII.
+_KEEP = "/?#&=;:@!$'()*+,~%-._"
+
+
 def _next(value: object) -> str:
-    """Where to go after logging in: a path on this site only (never an open redirect)."""
+    r"""Where to go after logging in: a path on this site only (never an open redirect).
+
+    A browser reads a URL more loosely than ``urlsplit`` (WHATWG): a backslash is a slash,
+    tabs and newlines vanish, leading spaces and controls are dropped, so ``/\evil`` and
+    ``/\t/evil`` are ``//evil``, another origin. So a backslash, any whitespace or control
+    character, no single leading ``/``, a scheme or a host: ``/``."""
     text = str(value or "/")
-    return text if text.startswith("/") and not text.startswith("//") else "/"
+    if (
+        not text.startswith("/")
+        or text.startswith("//")
+        or "\\" in text
+        or any(c.isspace() or not c.isprintable() for c in text)
+    ):
+        return "/"
+    parts = urlsplit(text)
+    if parts.scheme or parts.netloc:
+        return "/"
+    return quote(text, safe=_KEEP)
 
 
 async def login_page(request: web.Request) -> web.Response:

@@ -47,7 +47,7 @@ def parse_chat_request(raw: bytes, header_user: str | None, token_name: str) -> 
     """The request, or :class:`APIError` (400, or 404 for another model) saying what is wrong."""
     try:
         body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # RecursionError: nested past the interpreter's limit
         raise APIError(
             400,
             "We could not parse the JSON body of your request. The API expects a JSON payload.",

@@ -26,6 +26,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -80,7 +81,7 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return response
     if principal is None:
         if where == "page":
-            return see_other(f"/login?next={request.rel_url.path_qs}")
+            return see_other(_to_login(request))
         response = json_error(401, "a valid token is required", "invalid_api_key", chat=chat)
         response.headers["WWW-Authenticate"] = 'Bearer realm="parlour"'
         return response
@@ -98,6 +99,12 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _to_login(request: web.Request) -> str:
+    """The login page, to come back here after: the path as it was sent (still %-encoded,
+    so ``%0d%0a`` stays text, never a header break) and encoded once more as one value."""
+    return "/login?next=" + quote(request.rel_url.raw_path_qs, safe="/")
 
 
 async def _caller(auth: Auth, request: web.Request, *, cookie_ok: bool) -> Principal | None:

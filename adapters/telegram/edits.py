@@ -96,7 +96,9 @@ async def store_update(
     lane = update_lane(raw)
     edited = _body(raw, "edited_message")
     if edited is not None and (subject := _subject(edited.get("message_id"))) is not None:
-        amended = json.dumps({"update_id": update_id, "message": edited}, ensure_ascii=False)
+        # ASCII escapes: a lone surrogate ("\ud800" in the post) stays text the database
+        # can encode, instead of failing the insert (a 500) on both backends.
+        amended = json.dumps({"update_id": update_id, "message": edited})
         if await inbox.inbox_amend(source, update_id, lane, subject, text, amended):
             log.debug("telegram update %s: an edit, folded into its waiting original", update_id)
             return True

@@ -3,7 +3,9 @@ update is durable.
 
 Telegram signs nothing; it echoes the ``secret_token`` given to ``setWebhook`` in the
 ``X-Telegram-Bot-Api-Secret-Token`` header, so that header is compared in constant time and a
-mismatch gets 401. The update is then handed to ``accept`` (the adapter stores it in the inbox,
+mismatch gets 401. A body Telegram never sends (not UTF-8 JSON, nested past the recursion
+limit, not an object, no integer ``update_id`` the inbox's 64-bit column keeps) gets 400 before
+anything is stored. The update is then handed to ``accept`` (the adapter stores it in the inbox,
 :mod:`bot.inbox`) and 200 is answered only after that returned: an acknowledged update is in
 the database, whichever replica later runs it. When it cannot be stored we answer 500, so
 Telegram delivers it again. A redelivery (Telegram retries an update whose answer it missed, to
@@ -28,6 +30,9 @@ log = logging.getLogger(__name__)
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 HEALTH_PATH = "/healthz"
+
+# The inbox keeps an update_id in a signed 64-bit column (SQLite INTEGER, PostgreSQL bigint).
+UPDATE_IDS = range(-(2**63), 2**63)
 
 # (update_id, the update as posted, its JSON text) -> True if stored, False if a redelivery.
 UpdateAcceptor = Callable[[int, dict[str, object], str], Awaitable[bool]]
@@ -78,14 +83,10 @@ class WebhookServer:
         if not hmac.compare_digest(given.encode(), self.secret.encode()):
             log.warning("webhook: wrong or missing secret token from %s", request.remote)
             return web.json_response({"ok": False, "description": "Unauthorized"}, status=401)
-        try:
-            text = (await request.read()).decode()
-            update = json.loads(text)
-            update_id = int(update["update_id"])
-        except (ValueError, KeyError, TypeError):
+        parsed = _parse(await request.read())
+        if parsed is None:
             return web.json_response({"ok": False, "description": "Bad Request"}, status=400)
-        if not isinstance(update, dict):
-            return web.json_response({"ok": False, "description": "Bad Request"}, status=400)
+        update_id, update, text = parsed
         try:
             stored = await self.accept(update_id, update, text)
         except Exception:
@@ -105,3 +106,20 @@ class WebhookServer:
             log.warning("webhook health: the database does not answer: %s", type(exc).__name__)
             return web.json_response({"ok": False, "error": type(exc).__name__}, status=503)
         return web.json_response({"ok": True, **report})
+
+
+def _parse(body: bytes) -> tuple[int, dict[str, object], str] | None:
+    """The update's id, the update and its text; None for what Telegram never sends (not
+    UTF-8 JSON, nested past the interpreter's limit, not an object, no integer ``update_id``
+    the inbox can keep): refused with a 400 before anything reaches the database."""
+    try:
+        text = body.decode()
+        update = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested past the interpreter's limit
+        return None
+    if not isinstance(update, dict):
+        return None
+    update_id = update.get("update_id")
+    if type(update_id) is not int or update_id not in UPDATE_IDS:  # bool, float, huge: no
+        return None
+    return update_id, update, text
