@@ -13,11 +13,17 @@ from typing import Annotated
 
 from pydantic import Field
 
-from bot.context import ChatContext, display_name
-from bot.conversation.commands import CommandResult
-from bot.conversation.prompt_safety import one_line_json
-from bot.memory.store import Memory, MemoryStore
-from bot.plugins import Plugin, ToolContext, tool
+from bot.plugins import (
+    ChatContext,
+    CommandResult,
+    Memory,
+    MemoryStore,
+    Plugin,
+    ToolContext,
+    display_name,
+    one_line_json,
+    tool,
+)
 
 _LIST_LIMIT = 30
 

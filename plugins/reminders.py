@@ -21,8 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from bot.plugins import Plugin, PluginStore, ToolContext, tool
-from bot.scheduler import REMINDERS_KIND, Scheduler
+from bot.plugins import REMINDERS_KIND, Plugin, PluginStore, Scheduler, ToolContext, tool
 from plugins.clock import find_zone
 
 log = logging.getLogger(__name__)

@@ -17,6 +17,13 @@ A plugin module::
         plugin.add_tool(greet)
 
 and in ``config.yaml``: ``plugins: [plugins.clock, {module: my_plugin, settings: {...}}]``.
+
+Everything a plugin needs is importable from here (the built-in plugins import nothing else of
+``bot``; ``tests/product/app/test_public_api.py`` holds them to it): tools and their context,
+commands (``ChatContext``, ``CommandResult``, ``Scope``), ``UserFacingError``, the memory
+store and the scheduler a plugin may be handed, and the quoting helpers for text that goes
+into a prompt. The loader's and the registry's machinery (``PluginManager``, ``ToolRegistry``,
+``ENTRY_POINT_GROUP``) still load from here for older code, but are not part of ``__all__``.
 """
 
 from __future__ import annotations
@@ -26,40 +33,68 @@ from typing import TYPE_CHECKING
 from bot.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from bot.context import ChatContext, ChatType, Scope, display_name
+    from bot.conversation.commands import CommandResult
+    from bot.conversation.prompt_safety import one_line_json
+    from bot.errors import UserFacingError
+    from bot.memory.store import Memory, MemoryStore
     from bot.plugins.context import PluginStore, ToolContext
     from bot.plugins.declare import Permission, ToolDefinitionError, ToolSpec, tool
-    from bot.plugins.loader import ENTRY_POINT_GROUP, Plugin, PluginError, PluginManager
-    from bot.plugins.registry import ToolRegistry
+    from bot.plugins.loader import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+    from bot.plugins.loader import Plugin, PluginError
+    from bot.plugins.loader import PluginManager as PluginManager
+    from bot.plugins.registry import ToolRegistry as ToolRegistry
+    from bot.scheduler import REMINDERS_KIND, Scheduler
 
 # exported name -> the module that defines it; loaded on first use (PEP 562), so that
 # ``from bot.plugins import tool`` costs pydantic and nothing heavier
 _EXPORTS: dict[str, str] = {
+    "ChatContext": "bot.context",
+    "ChatType": "bot.context",
+    "CommandResult": "bot.conversation.commands",
     "ENTRY_POINT_GROUP": "bot.plugins.loader",
+    "Memory": "bot.memory.store",
+    "MemoryStore": "bot.memory.store",
     "Permission": "bot.plugins.declare",
     "Plugin": "bot.plugins.loader",
     "PluginError": "bot.plugins.loader",
     "PluginManager": "bot.plugins.loader",
     "PluginStore": "bot.plugins.context",
+    "REMINDERS_KIND": "bot.scheduler",
+    "Scheduler": "bot.scheduler",
+    "Scope": "bot.context",
     "ToolContext": "bot.plugins.context",
     "ToolDefinitionError": "bot.plugins.declare",
     "ToolRegistry": "bot.plugins.registry",
     "ToolSpec": "bot.plugins.declare",
+    "UserFacingError": "bot.errors",
+    "display_name": "bot.context",
+    "one_line_json": "bot.conversation.prompt_safety",
     "tool": "bot.plugins.declare",
 }
 
 __all__ = [
-    "ENTRY_POINT_GROUP",
+    "REMINDERS_KIND",
+    "ChatContext",
+    "ChatType",
+    "CommandResult",
+    "Memory",
+    "MemoryStore",
     "Permission",
     "Plugin",
     "PluginError",
-    "PluginManager",
     "PluginStore",
+    "Scheduler",
+    "Scope",
     "ToolContext",
     "ToolDefinitionError",
-    "ToolRegistry",
     "ToolSpec",
+    "UserFacingError",
+    "display_name",
+    "one_line_json",
     "tool",
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
+# every name of _EXPORTS loads (older code imports PluginManager from here); __all__ is the face
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, list(_EXPORTS))

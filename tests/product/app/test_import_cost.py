@@ -52,7 +52,8 @@ def test_a_heavy_name_still_loads_on_first_use() -> None:
 @pytest.mark.parametrize("module", [bot, bot.plugins])
 def test_every_lazy_export_resolves_to_its_defining_module(module: object) -> None:
     exports: dict[str, str] = getattr(module, "_EXPORTS")  # noqa: B009
-    assert sorted(exports) == sorted(getattr(module, "__all__"))  # noqa: B009
+    public = set(getattr(module, "__all__"))  # noqa: B009
+    assert public <= set(exports)  # beyond __all__: names older code still imports (bot.plugins)
     for name, home in exports.items():
         value = getattr(module, name)
         assert getattr(sys.modules[home], name) is value
