@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from bot.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from bot.adapter import Adapter
     from bot.app import App
     from bot.config import Settings, load_settings, settings_from_mapping
     from bot.context import ChatContext, ChatType, Scope
@@ -41,10 +40,11 @@ if TYPE_CHECKING:
     from bot.history import trim_history
     from bot.llm.client import TextDelta, ToolCall
     from bot.memory.provider import MemoryProvider
+    from bot.platform.adapter import Adapter
 
 # exported name -> the module that defines it
 _EXPORTS: dict[str, str] = {
-    "Adapter": "bot.adapter",
+    "Adapter": "bot.platform.adapter",
     "App": "bot.app",
     "ChatContext": "bot.context",
     "ChatEvent": "bot.conversation.service",

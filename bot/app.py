@@ -17,7 +17,6 @@ from bot.conversation.presets import ChatPresets
 from bot.conversation.service import ChatService
 from bot.conversation.tool_runner import ToolRunner
 from bot.conversation.tools_command import add_tools_command
-from bot.delivery import Outbound
 from bot.errors import ConfigError, LLMError
 from bot.guardrails.admins import AdminPolicy
 from bot.llm.client import LLMClient
@@ -29,8 +28,9 @@ from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, StoredMemory
 from bot.memory.store import MemoryStore
 from bot.metrics import Metrics
+from bot.platform.delivery import Outbound
 from bot.plugins import PluginManager, ToolRegistry
-from bot.scheduler import Scheduler
+from bot.scheduling.scheduler import Scheduler
 from bot.storage import Storage, open_storage
 from bot.storage.owners import new_owner
 
@@ -211,7 +211,7 @@ class App:
 
     def _open_scheduler(self, store: Storage) -> Scheduler:
         """Jobs beside the history: their own SQLite file, or the shared PostgreSQL database,
-        where replicas fire them one leader at a time (:mod:`bot.scheduler`)."""
+        where replicas fire them one leader at a time (:mod:`bot.scheduling.scheduler`)."""
         url = self.settings.storage.effective_url
         if url.is_postgresql:
             leases = store if store.replicas else None

@@ -11,7 +11,7 @@
         ├── StillAnsweringError       wrote again before the last answer was done (same)
         ├── BudgetSpentError          a daily token budget is used up (guardrails.budgets)
         ├── ContextTooLongError       the newest message cannot fit the model's window
-        ├── MediaRefusedError         an image or voice note the bot will not take (bot.media)
+        ├── MediaRefusedError         an image or voice note the bot will not take (platform.media)
         └── LLMError                  the model call failed after retries and fallbacks
             ├── LLMBusyError          rate limited / overloaded: try again shortly
             ├── LLMQuotaError         quota or billing exhausted (not a rate limit)

@@ -224,7 +224,7 @@ def _schedule(scheduler: Scheduler | None, reminder: Reminder) -> None:
     due = reminder.due
     if reminder.firing_since is not None:  # in flight, or cut short: once that run is surely over
         due = max(due, reminder.firing_since + IN_FLIGHT)
-    payload = {  # what the admin API lists (bot.scheduler.REMINDERS_KIND); fire reads the id
+    payload = {  # what the admin API lists (bot.plugins.REMINDERS_KIND); fire reads the id
         "id": reminder.id,
         "chat_key": f"{reminder.platform}:{reminder.chat_id}",
         "user_id": reminder.user_id,

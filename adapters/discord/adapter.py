@@ -65,7 +65,7 @@ from bot.conversation.preview import EditThrottle, Repeating
 from bot.conversation.triggers import Action
 from bot.errors import ConfigError
 from bot.guardrails.sanitise import clean_text
-from bot.media import Attachments
+from bot.platform.media import Attachments
 
 log = logging.getLogger(__name__)
 

@@ -3,14 +3,14 @@
 discord.py describes each file of a message as an ``Attachment``: ``content_type``, ``size``,
 ``width``/``height`` for images, and for a recorded voice message (the message flag
 IS_VOICE_MESSAGE) ``is_voice_message()`` with its ``duration``. Images (``image/*``) and voice
-messages go to the core as :class:`bot.media.Attachment`; other files (a PDF, a song) are left
-out, and the text beside them is answered as usual.
+messages go to the core as :class:`bot.platform.media.Attachment`; other files (a PDF, a song)
+are left out, and the text beside them is answered as usual.
 
 Only what the core will use is downloaded: an image when ``llm.vision`` is on, of a type the
 model takes, within ``llm.max_image_bytes`` and ``llm.max_images``; a voice message when
 ``llm.transcription_model`` is set, within ``llm.max_audio_bytes``. Anything else is handed
 over without bytes but with the size Discord declared, and the core refuses it with a clear
-reply (:func:`bot.media.check_caps`) or says it cannot see images; nothing is fetched for a
+reply (:func:`bot.platform.media.check_caps`) or says it cannot see images; nothing is fetched for a
 message that would be refused anyway.
 
 The adapter hands the core a source (:func:`fetch_media` bound to the message), which the core
@@ -34,7 +34,7 @@ import aiohttp
 import discord
 
 from bot.config import LLMSettings
-from bot.media import (
+from bot.platform.media import (
     IMAGE_MIME_TYPES,
     Attachment,
     AttachmentKind,

@@ -29,7 +29,7 @@ from bot.conversation.preview import EditThrottle, LivePreview, Repeating
 from bot.conversation.service import Done, Reply
 from bot.errors import UserFacingError
 from bot.llm.client import TextDelta
-from bot.media import Attachments
+from bot.platform.media import Attachments
 
 __all__ = ["FAILED", "ROLLOVER", "DiscordReplies"]
 

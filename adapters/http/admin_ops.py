@@ -2,7 +2,7 @@
 
 One function per question, returning the response models of :mod:`adapters.http.schemas`, so a
 page and its JSON twin never disagree. Nothing here knows a plugin's internals: reminders are
-the scheduler's jobs of :data:`bot.scheduler.REMINDERS_KIND`.
+the scheduler's jobs of :data:`bot.scheduling.scheduler.REMINDERS_KIND`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from adapters.http.schemas import (
 )
 from bot.app import App
 from bot.guardrails.budgets import utc_day
-from bot.scheduler import REMINDERS_KIND, ScheduledJob
+from bot.scheduling.scheduler import REMINDERS_KIND, ScheduledJob
 from bot.storage.bounds import is_key
 from bot.storage.values import DailyUsage
 

@@ -27,7 +27,7 @@ from bot.errors import (
 from bot.guardrails.access import AccessDeniedError
 from bot.guardrails.budgets import BudgetSpentError
 from bot.guardrails.rate_limit import RateLimitedError, StillAnsweringError
-from bot.media import MediaRefusedError
+from bot.platform.media import MediaRefusedError
 
 __all__ = ["APIError", "from_exception"]
 

@@ -9,9 +9,9 @@ written finish before ``run`` returns. An update that aiogram cannot parse is lo
 skipped, in both modes (:mod:`adapters.telegram.updates`).
 
 Webhook mode is the scale-out mode (:mod:`adapters.telegram.webhook_mode`): each POST is stored
-in the inbox before it is acknowledged, and the inbox worker (:mod:`bot.inbox`) runs it on
-whichever replica claims its chat's lane, one update of a chat at a time, in ``update_id`` order
-(:mod:`adapters.telegram.lanes`); ``setWebhook`` is called by one replica only
+in the inbox before it is acknowledged, and the inbox worker (:mod:`bot.scheduling.inbox`) runs
+it on whichever replica claims its chat's lane, one update of a chat at a time, in
+``update_id`` order (:mod:`adapters.telegram.lanes`); ``setWebhook`` is called by one replica only
 (:mod:`adapters.telegram.replicas`).
 
 Arrival order (polling): per-update handler tasks reach ``ChatService`` without awaiting
@@ -69,7 +69,7 @@ from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
 from bot.errors import ConfigError
 from bot.history.deliveries import DeliveryLog
-from bot.inbox import InboxWorker
+from bot.scheduling.inbox import InboxWorker
 from bot.storage import owners
 
 log = logging.getLogger(__name__)

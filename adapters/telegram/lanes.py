@@ -1,12 +1,12 @@
 """Which lane a Telegram update runs in: its chat, so one chat's updates run one at a time.
 
-The inbox (:mod:`bot.inbox`) runs a lane's updates in ``update_id`` order on one replica at a
-time; different lanes run in parallel. A chat is the unit because everything that must stay in
-order happens per chat: a conversation (per chat, per user or per topic, all inside one chat),
-an admin command before the next message, a group's migration before the supergroup's first
-message. The service message that says a group *became* a supergroup runs in the supergroup's
-lane, with the one that says the supergroup came *from* it, so the two never race. Updates
-without a chat (inline queries, polls) share one lane.
+The inbox (:mod:`bot.scheduling.inbox`) runs a lane's updates in ``update_id`` order on one replica
+at a time; different lanes run in parallel. A chat is the unit because everything that must stay in
+order happens per chat: a conversation (per chat, per user or per topic, all inside one chat), an
+admin command before the next message, a group's migration before the supergroup's first message.
+The service message that says a group *became* a supergroup runs in the supergroup's lane, with the
+one that says the supergroup came *from* it, so the two never race. Updates without a chat (inline
+queries, polls) share one lane.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from aiogram.exceptions import TelegramBadRequest
 from aiogram.types import Message, PhotoSize
 
 from bot.config import LLMSettings
-from bot.media import (
+from bot.platform.media import (
     IMAGE_MIME_TYPES,
     Attachment,
     AttachmentKind,

@@ -30,7 +30,7 @@ from bot.conversation.service import Done, Reply
 from bot.errors import UserFacingError
 from bot.history.deliveries import DeliveryLog
 from bot.llm.client import TextDelta
-from bot.media import Attachments
+from bot.platform.media import Attachments
 
 log = logging.getLogger(__name__)
 

@@ -3,14 +3,14 @@ update is durable.
 
 Telegram signs nothing; it echoes the ``secret_token`` given to ``setWebhook`` in the
 ``X-Telegram-Bot-Api-Secret-Token`` header, so that header is compared in constant time and a
-mismatch gets 401. A body Telegram never sends (not UTF-8 JSON, nested past the recursion
-limit, not an object, no integer ``update_id`` the inbox's 64-bit column keeps) gets 400 before
-anything is stored. The update is then handed to ``accept`` (the adapter stores it in the inbox,
-:mod:`bot.inbox`) and 200 is answered only after that returned: an acknowledged update is in
-the database, whichever replica later runs it. When it cannot be stored we answer 500, so
-Telegram delivers it again. A redelivery (Telegram retries an update whose answer it missed, to
-any replica behind the load balancer) is recognised by the database and acknowledged without
-running twice. Nothing here runs an update or remembers one.
+mismatch gets 401. A body Telegram never sends (not UTF-8 JSON, nested past the recursion limit, not
+an object, no integer ``update_id`` the inbox's 64-bit column keeps) gets 400 before anything is
+stored. The update is then handed to ``accept`` (the adapter stores it in the inbox,
+:mod:`bot.scheduling.inbox`) and 200 is answered only after that returned: an acknowledged update is
+in the database, whichever replica later runs it. When it cannot be stored we answer 500, so
+Telegram delivers it again. A redelivery (Telegram retries an update whose answer it missed, to any
+replica behind the load balancer) is recognised by the database and acknowledged without running
+twice. Nothing here runs an update or remembers one.
 
 ``GET /healthz`` on the same listener is for the load balancer: 200 with the inbox's backlog
 while the database answers, 503 when it does not (this replica could not store an update).

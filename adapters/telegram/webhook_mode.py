@@ -1,8 +1,8 @@
 """Webhook mode, the scale-out mode: updates stored before they are acknowledged, run by the inbox.
 
 ``webhook.py``'s server takes each POST; it is stored in the inbox (``edits.store_update``)
-before Telegram gets its 200, and the inbox worker (:mod:`bot.inbox`) runs it on whichever
-replica claims its chat's lane, one update of a chat at a time, in ``update_id`` order
+before Telegram gets its 200, and the inbox worker (:mod:`bot.scheduling.inbox`) runs it on
+whichever replica claims its chat's lane, one update of a chat at a time, in ``update_id`` order
 (:mod:`adapters.telegram.lanes`). ``setWebhook`` is called by one replica only
 (:mod:`adapters.telegram.replicas`). On ``stop`` the listener closes first, then the worker lets
 what runs finish and leaves the rest to the other replicas.
@@ -21,7 +21,7 @@ from adapters.telegram.edits import ALLOWED_UPDATES, store_update
 from adapters.telegram.replicas import ensure_webhook
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.webhook import WebhookServer
-from bot.inbox import InboxWorker
+from bot.scheduling.inbox import InboxWorker
 from bot.storage import Storage
 from bot.storage.coordination import InboxItem
 

@@ -23,7 +23,7 @@ from typing import Any
 from bot.config import LLMSettings
 from bot.llm.client import LLMClient
 from bot.llm.transcription import Transcriber
-from bot.media import (
+from bot.platform.media import (
     AttachmentKind,
     Attachments,
     MediaCaps,

@@ -45,10 +45,10 @@ from bot.history.store import (
 )
 from bot.llm.client import LLMClient
 from bot.llm.tokens import TokenCounter, get_counter
-from bot.media import Attachments
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
 from bot.metrics import Metrics, turn_outcome
+from bot.platform.media import Attachments
 from bot.storage.audit import AuditTrail
 from bot.storage.coordination import SharedLimits
 from bot.storage.directory import ChatDirectory
@@ -189,8 +189,8 @@ class ChatService:
         ``limits.max_reply_messages`` of them (and always within ``limits.max_reply_chars``).
         ``on_admitted`` runs once the message passed admission and holds the conversation: an
         adapter starts its typing indicator there, so a refused flood costs no platform calls.
-        ``attachments``: the message's images and voice notes, as bytes (``bot.media``), or a
-        source that downloads them once the message is admitted; the text may then be empty
+        ``attachments``: the message's images and voice notes, as bytes (``bot.platform.media``),
+        or a source that downloads them once the message is admitted; the text may then be empty
         (``bot.conversation.media_input`` says what the model sees).
         """
         turn = self._turn(

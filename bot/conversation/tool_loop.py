@@ -31,7 +31,7 @@ from bot.conversation.stream_buffer import buffered
 from bot.conversation.tool_runner import ToolRunner
 from bot.errors import LLMContextLengthError
 from bot.llm.client import Completion, LLMClient, StreamItem, TextDelta, ToolCall
-from bot.media import data_url
+from bot.platform.media import data_url
 from bot.plugins.output import ToolOutput, ToolResult, text_of
 
 log = logging.getLogger(__name__)

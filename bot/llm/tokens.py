@@ -30,7 +30,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from bot.media import BASE_IMAGE_TOKENS, UNKNOWN_IMAGE_TOKENS, image_size, image_tokens
+from bot.platform.media import BASE_IMAGE_TOKENS, UNKNOWN_IMAGE_TOKENS, image_size, image_tokens
 
 try:
     import tiktoken
@@ -336,7 +336,7 @@ class TokenCounter:
 
 
 def image_part_tokens(part: Mapping[str, Any]) -> int:
-    """An image content part by OpenAI's tile rule (``bot.media.image_tokens``): 85 at low
+    """An image content part by OpenAI's tile rule (``bot.platform.media.image_tokens``): 85 at low
     detail; else from the size in a ``data:`` URL's image header, or the rule's worst case
     when the size cannot be known (a link)."""
     image = part.get("image_url")

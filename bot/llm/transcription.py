@@ -16,7 +16,7 @@ from typing import Any
 from bot.errors import LLMUnavailableError
 from bot.llm.client import LLMClient
 from bot.llm.retry import call_with_retry
-from bot.media import Attachment
+from bot.platform.media import Attachment
 
 __all__ = ["Transcriber"]
 

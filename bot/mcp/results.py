@@ -22,7 +22,7 @@ from typing import Any
 
 import mcp_types as types
 
-from bot.media import (
+from bot.platform.media import (
     IMAGE_MIME_TYPES,
     Attachment,
     AttachmentKind,

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from bot.plugins.loader import Plugin, PluginError
     from bot.plugins.loader import PluginManager as PluginManager
     from bot.plugins.registry import ToolRegistry as ToolRegistry
-    from bot.scheduler import REMINDERS_KIND, Scheduler
+    from bot.scheduling.scheduler import REMINDERS_KIND, Scheduler
 
 # exported name -> the module that defines it; loaded on first use (PEP 562), so that
 # ``from bot.plugins import tool`` costs pydantic and nothing heavier
@@ -60,8 +60,8 @@ _EXPORTS: dict[str, str] = {
     "PluginError": "bot.plugins.loader",
     "PluginManager": "bot.plugins.loader",
     "PluginStore": "bot.plugins.context",
-    "REMINDERS_KIND": "bot.scheduler",
-    "Scheduler": "bot.scheduler",
+    "REMINDERS_KIND": "bot.scheduling.scheduler",
+    "Scheduler": "bot.scheduling.scheduler",
     "Scope": "bot.context",
     "ToolContext": "bot.plugins.context",
     "ToolDefinitionError": "bot.plugins.declare",

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from bot.context import ChatContext, Scope
-from bot.delivery import Outbound
+from bot.platform.delivery import Outbound
 from bot.storage.kv import KeyValueStore
 
 if TYPE_CHECKING:
     from bot.memory.store import MemoryStore
-    from bot.scheduler import Scheduler
+    from bot.scheduling.scheduler import Scheduler
 
 
 KeyValueBackend = KeyValueStore  # the storage protocol (bot.storage.kv); the old name stays

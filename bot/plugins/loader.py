@@ -33,8 +33,8 @@ from pydantic import BaseModel, ValidationError
 
 from bot.config import PluginEntry, describe_errors
 from bot.context import ChatContext, Scope
-from bot.delivery import Outbound
 from bot.errors import ParlourError
+from bot.platform.delivery import Outbound
 from bot.plugins.context import KeyValueBackend, PluginStore, ToolContext
 from bot.plugins.declare import ToolFunc, ToolSpec, spec_of
 from bot.plugins.registry import ToolRegistry
@@ -42,8 +42,8 @@ from bot.plugins.registry import ToolRegistry
 if TYPE_CHECKING:
     from bot.conversation.commands import CommandResult, Commands
     from bot.memory.store import MemoryStore
-    from bot.scheduler import CancelHook, Scheduler
-    from bot.scheduler import Handler as JobHandler
+    from bot.scheduling.scheduler import CancelHook, Scheduler
+    from bot.scheduling.scheduler import Handler as JobHandler
 
 log = logging.getLogger(__name__)
 

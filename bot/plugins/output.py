@@ -2,15 +2,16 @@
 
 The chat API takes only text in a ``tool`` message, so an image a tool returns (an MCP server's
 screenshot, a chart) travels beside it: the tool message holds a reference line (as a user's
-photo does in the history, :func:`bot.media.reference`) and the tool loop shows the picture to
-the model in a user message that follows the round's tool messages. Only the text is stored.
+photo does in the history, :func:`bot.platform.media.reference`) and the tool loop shows the
+picture to the model in a user message that follows the round's tool messages. Only the text is
+stored.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.media import Attachment
+from bot.platform.media import Attachment
 
 __all__ = ["ToolOutput", "ToolResult", "text_of"]
 

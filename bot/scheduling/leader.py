@@ -22,7 +22,7 @@ from bot.storage.coordination import Leases
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "Leadership"]
 
-log = logging.getLogger("bot.scheduler")
+log = logging.getLogger("bot.scheduling.scheduler")
 
 DEFAULT_LEASE_SECONDS = 15.0
 

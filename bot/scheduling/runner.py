@@ -27,7 +27,7 @@ from bot.scheduling.jobstore import ClaimingJobStore
 
 __all__ = ["Runner"]
 
-log = logging.getLogger("bot.scheduler")
+log = logging.getLogger("bot.scheduling.scheduler")
 
 Dispatch = Callable[[Any, list[datetime]], None]
 

@@ -2,10 +2,10 @@
 
 apscheduler keeps them in its own table, ``apscheduler_jobs`` (``id``, ``next_run_time``,
 ``job_state``: the pickled job), written through SQLAlchemy: with SQLite in a file of its own
-beside the history database (``<db name>.jobs.sqlite``, :mod:`bot.scheduler`), with PostgreSQL
-in the same database and schema as the rest. A job's state names only plain data and
-``bot.scheduler:_fire``, never its store, so the rows move as they are. The table is created
-through apscheduler's own definition, as the scheduler would at its first start.
+beside the history database (``<db name>.jobs.sqlite``, :mod:`bot.scheduling.scheduler`), with
+PostgreSQL in the same database and schema as the rest. A job's state names only plain data and
+``bot.scheduling.scheduler:_fire``, never its store, so the rows move as they are. The table is
+created through apscheduler's own definition, as the scheduler would at its first start.
 SQLAlchemy is synchronous: each call runs in a worker thread.
 """
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from bot.context import ChatContext, ChatType
-from bot.delivery import Outbound
+from bot.platform.delivery import Outbound
 from bot.plugins import PluginStore, ToolContext
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from bot.media import image_size
+from bot.platform.media import image_size
 from bot.testing.discord.wire import JSONDict
 
 __all__ = [

@@ -24,7 +24,7 @@ import pytest
 
 from bot.app import App
 from bot.errors import StoreError
-from bot.scheduler import Scheduler
+from bot.scheduling.scheduler import Scheduler
 from bot.storage import Storage, open_storage_url
 from bot.storage.url import StorageURL, parse_storage_url
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
@@ -193,7 +193,7 @@ REPLICA = textwrap.dedent(
     """
     import asyncio, sys
     from datetime import UTC, datetime, timedelta
-    from bot.scheduler import Scheduler
+    from bot.scheduling.scheduler import Scheduler
     from bot.storage import open_storage_url
     from bot.storage.url import parse_storage_url
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 
-from bot.media import NOT_AN_IMAGE
+from bot.platform.media import NOT_AN_IMAGE
 from bot.testing.fake_discord import FakeDiscord, Upload
 from bot.testing.fake_llm import FakeLLM, reply
 from tests.conftest import AppFactory

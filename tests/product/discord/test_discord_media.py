@@ -13,7 +13,7 @@ import pytest
 
 from adapters.discord.media import FileInfo, MediaPolicy, plan
 from bot.context import ChatContext, ChatType
-from bot.media import AttachmentKind, MediaCaps
+from bot.platform.media import AttachmentKind, MediaCaps
 from bot.testing.fake_discord import FakeDiscord, Upload
 from bot.testing.fake_llm import FakeLLM, reply
 from tests.conftest import AppFactory

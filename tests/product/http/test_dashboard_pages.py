@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 
 from bot.plugins.context import PluginStore
-from bot.scheduler import REMINDERS_KIND
+from bot.scheduling.scheduler import REMINDERS_KIND
 from bot.storage.memories import NewMemory
 from bot.storage.values import AuditAction, MemoryScope
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls

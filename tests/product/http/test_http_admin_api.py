@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from adapters.http.server import build_web_app
-from bot.scheduler import REMINDERS_KIND
+from bot.scheduling.scheduler import REMINDERS_KIND
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import AppFactory, group, private
 from tests.http_harness import ADMIN_TOKEN, CHAT_TOKEN, OTHER_ADMIN_TOKEN, serve_http

@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from bot.context import ChatContext, ChatType
-from bot.scheduler import REMINDERS_KIND
+from bot.scheduling.scheduler import REMINDERS_KIND
 from bot.testing.fake_llm import FakeLLM, error, held, reply, tool_calls
 from tests.conftest import AppFactory
 from tests.http_harness import ADMIN_TOKEN, CHAT_TOKEN, Served, serve_http

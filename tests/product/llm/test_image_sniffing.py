@@ -1,4 +1,5 @@
-"""``bot.media.sniff_image_type``: an image's type read from its bytes, never the declared one.
+"""``bot.platform.media.sniff_image_type``: an image's type read from its bytes, never the
+declared one.
 
 Properties: it never raises; it names exactly the formats the model takes (the fake LLM, which
 checks image parts as OpenAI does, is the independent judge); a signature decides whatever
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.media import (
+from bot.platform.media import (
     IMAGE_MIME_TYPES,
     Attachment,
     AttachmentKind,

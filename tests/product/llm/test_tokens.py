@@ -32,7 +32,7 @@ from bot.llm.tokens import (
     estimate_tokens,
     get_counter,
 )
-from bot.media import UNKNOWN_IMAGE_TOKENS
+from bot.platform.media import UNKNOWN_IMAGE_TOKENS
 
 Message = Mapping[str, Any]
 # Hypothesis reuses our autouse fixture's state across examples; that is intended here.

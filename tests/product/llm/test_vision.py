@@ -2,7 +2,7 @@
 
 What crosses the wire (image parts as data: URLs, the audio upload) and what is stored (a
 reference line, a marked transcript; never the bytes) are asserted; the pure helpers of
-``bot.media`` are tested by tables and properties.
+``bot.platform.media`` are tested by tables and properties.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from bot.conversation.service import Done
 from bot.errors import LLMBusyError, LLMQuotaError, UserFacingError
 from bot.guardrails.access import AccessDeniedError
 from bot.llm.tokens import get_counter
-from bot.media import (
+from bot.platform.media import (
     UNKNOWN_IMAGE_TOKENS,
     Attachment,
     AttachmentKind,

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.mcp.results import ResultPolicy, to_output
-from bot.media import AttachmentKind, data_url, sniff_image_type
+from bot.platform.media import AttachmentKind, data_url, sniff_image_type
 from bot.plugins.output import ToolOutput
 
 PNG = base64.b64decode(

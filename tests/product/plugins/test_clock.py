@@ -12,8 +12,8 @@ from pydantic import BaseModel, ValidationError
 
 from bot.config import PluginEntry
 from bot.conversation.commands import Commands
-from bot.delivery import Outbound
 from bot.llm.client import ToolCall
+from bot.platform.delivery import Outbound
 from bot.plugins import PluginError, PluginManager, ToolContext, ToolRegistry
 from bot.testing.tools import ALICE, MemoryKV, tool_context
 from plugins.clock import Settings, current_time, describe, find_zone

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from bot import scheduler as scheduler_module
-from bot.scheduler import ScheduledJob, Scheduler, _fire
+from bot.scheduling import scheduler as scheduler_module
+from bot.scheduling.scheduler import ScheduledJob, Scheduler, _fire
 
 Call = tuple[str, dict[str, Any]]
 
@@ -101,7 +101,7 @@ async def test_handler_exception_is_logged_and_later_jobs_still_run(
     sched.at("broken", "broken:1", soon(0.05))
     sched.at("ok", "ok:1", soon(0.2))
     assert await rec.next() == ("ok:1", {})
-    (record,) = [r for r in caplog.records if r.name == "bot.scheduler"]
+    (record,) = [r for r in caplog.records if r.name == "bot.scheduling.scheduler"]
     assert record.levelno == logging.ERROR
     assert "broken:1" in record.getMessage()
     assert record.exc_info is not None and isinstance(record.exc_info[1], RuntimeError)
@@ -178,7 +178,7 @@ async def test_unknown_kind_is_logged_and_dropped(
     sched.at("unloaded-plugin", "orphan:1", soon(0.05), {"x": 1})
     sched.at("known", "known:1", soon(0.2))
     assert await rec.next() == ("known:1", {})
-    (record,) = [r for r in caplog.records if r.name == "bot.scheduler"]
+    (record,) = [r for r in caplog.records if r.name == "bot.scheduling.scheduler"]
     assert record.levelno == logging.WARNING
     assert "orphan:1" in record.getMessage() and "unloaded-plugin" in record.getMessage()
     assert sched.pending() == []
@@ -271,3 +271,28 @@ async def test_shutdown_cancels_handlers_and_leaves_nothing_running(
 
     async with Scheduler(tmp_path / "jobs.sqlite") as again:  # the name is free again
         assert [j.job_id for j in again.pending()] == ["forever:2"]
+
+
+async def test_a_job_stored_before_the_scheduler_moved_still_fires(tmp_path: Path) -> None:
+    """apscheduler pickles the function a job calls by name; jobs stored by earlier releases
+    name ``bot.scheduler:_fire`` (the module's old home) and must load and fire as they are."""
+    import pickle
+    import sqlite3
+
+    path = tmp_path / "jobs.sqlite"
+    async with Scheduler(path) as first:
+        first.at("remind", "reminders:7", soon(0.5), {"text": "old"})
+    with sqlite3.connect(path) as db:
+        [(job_id, blob)] = db.execute("SELECT id, job_state FROM apscheduler_jobs").fetchall()
+        state = pickle.loads(blob)
+        assert state["func"] == "bot.scheduling.scheduler:_fire"
+        state["func"] = "bot.scheduler:_fire"  # as the release before the move stored it
+        db.execute(
+            "UPDATE apscheduler_jobs SET job_state = ? WHERE id = ?", (pickle.dumps(state), job_id)
+        )
+    rec = Recorder()
+    second = Scheduler(path)
+    second.register("remind", rec)
+    async with second:
+        assert [j.job_id for j in second.pending()] == ["reminders:7"]
+        assert await rec.next() == ("reminders:7", {"text": "old"})

@@ -1,5 +1,5 @@
 """``history audit``, ``history export --chat/--all`` and ``history delete --user``, driven
-through ``bot.cli.main`` on a store the service filled (on SQLite, or on PostgreSQL with
+through ``bot.cli.commands`` on a store the service filled (on SQLite, or on PostgreSQL with
 ``PARLOUR_TEST_STORAGE=postgres``)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot import cli
+from bot.cli import commands as cli
 from bot.context import Scope
 from bot.testing.fake_llm import FakeLLM
 from tests import postgres_support

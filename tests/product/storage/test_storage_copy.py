@@ -16,7 +16,7 @@ import pytest
 from bot.context import Scope
 from bot.errors import ConfigError, StoreError
 from bot.memory.scope import Audience
-from bot.scheduler import Scheduler
+from bot.scheduling.scheduler import Scheduler
 from bot.storage import Storage, open_storage_url
 from bot.storage.copy import copy_storage, parse_copy_url, portable
 from bot.storage.copy_jobs import JOBS, JobsStore

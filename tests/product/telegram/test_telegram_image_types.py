@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.media import NOT_AN_IMAGE
+from bot.platform.media import NOT_AN_IMAGE
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory

@@ -21,7 +21,7 @@ from adapters.telegram.media import has_media, media_of
 from bot.app import App
 from bot.context import ChatContext, ChatType
 from bot.conversation.media_input import CANNOT_SEE, NO_VOICE, TRANSCRIBED
-from bot.media import AttachmentKind
+from bot.platform.media import AttachmentKind
 from bot.testing.fake_llm import FakeLLM, RecordedRequest, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory

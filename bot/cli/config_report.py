@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.adapter import check_adapter_settings
 from bot.app import check_llm_settings
 from bot.config import PlatformSettings, PluginEntry, Settings, mask_secrets
 from bot.errors import ConfigError
+from bot.platform.adapter import check_adapter_settings
 from bot.plugins.loader import PluginError, validated_settings
 
 _OWNED = ("telegram", "discord", "http", "plugins")

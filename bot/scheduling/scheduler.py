@@ -15,11 +15,12 @@ apscheduler 3 (``AsyncIOScheduler``, ``SQLAlchemyJobStore``) with these decision
   ``poll_seconds`` for jobs other replicas added. Without ``leases`` (one process) it always fires.
 * **A run is claimed before it fires** (a conditional delete or update of its row): even two
   processes that both believed they led could not fire one run twice.
-* **Jobs reference ids, not live objects.** Every stored job calls ``"bot.scheduler:_fire"`` with
-  plain data ``(scheduler name, kind, job id, payload)``; the scheduler that claims a run starts
-  the handler registered for ``kind`` (``_fire`` routes by name when called directly). Nothing
-  pickled points at a plugin or a connection, so jobs outlive the process and code changes. A run
-  whose kind has no handler (plugin not loaded) is logged and dropped.
+* **Jobs reference ids, not live objects.** Every stored job calls
+  ``"bot.scheduling.scheduler:_fire"`` with plain data ``(scheduler name, kind, job id, payload)``;
+  the scheduler that claims a run starts the handler registered for ``kind`` (``_fire`` routes by
+  name when called directly). Nothing pickled points at a plugin or a connection, so jobs outlive
+  the process and code changes. A run whose kind has no handler (plugin not loaded) is logged and
+  dropped.
 * **A job that fell due while the bot was down runs at start** (on the leader):
   ``misfire_grace_time=None`` (run however late) and ``coalesce=True`` (missed runs of a
   repeating job run once).
@@ -58,6 +59,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -89,7 +91,13 @@ importing the plugin (``bot`` imports no plugin). Its payload: ``id``, ``chat_ke
 
 DEFAULT_PATH = Path("data/jobs.sqlite")
 DEFAULT_POLL_SECONDS = 1.0
-_FIRE = "bot.scheduler:_fire"  # what every stored job calls; keep it importable under this name
+_FIRE = "bot.scheduling.scheduler:_fire"  # what every stored job calls: keep it importable
+# Jobs stored before this module moved here call "bot.scheduler:_fire" (its old home, pickled in
+# apscheduler's rows): that name keeps resolving and counts as ours, so old stores load and fire
+# without a migration.
+_OLD_FIRE = "bot.scheduler:_fire"
+_OURS = frozenset({_FIRE, _OLD_FIRE})
+sys.modules.setdefault(_OLD_FIRE.partition(":")[0], sys.modules[__name__])
 _live: dict[str, Scheduler] = {}  # started schedulers by name, for _fire
 
 
@@ -273,7 +281,7 @@ class Scheduler:
         with self._store_errors():
             stored = self._open().get_jobs()
         for job in stored:
-            if job.func_ref != _FIRE or job.next_run_time is None:
+            if job.func_ref not in _OURS or job.next_run_time is None:
                 continue
             _, job_kind, job_id, payload = job.args
             if kind is None or job_kind == kind:
@@ -284,7 +292,7 @@ class Scheduler:
         """The pending job ``job_id`` (None: no such job, or not one of ours)."""
         with self._store_errors():
             stored = self._open().get_job(job_id)
-        if stored is None or stored.func_ref != _FIRE or stored.next_run_time is None:
+        if stored is None or stored.func_ref not in _OURS or stored.next_run_time is None:
             return None
         _, kind, _, payload = stored.args
         return ScheduledJob(job_id, kind, stored.next_run_time, payload)
@@ -376,7 +384,7 @@ class Scheduler:
 
     def _dispatch_run(self, job: Any, run_times: list[datetime]) -> None:
         """A claimed run, whichever replica scheduled it: start its handler here."""
-        if job.func_ref != _FIRE or len(job.args) != 4:
+        if job.func_ref not in _OURS or len(job.args) != 4:
             log.warning("job %s: not one of ours (%s); dropped", job.id, job.func_ref)
             return
         _, kind, job_id, payload = job.args
