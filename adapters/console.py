@@ -4,7 +4,7 @@ Works interactively and with piped input (``printf 'hi\\n' | python -m bot chat`
 is one message, answered before the next is read; the session ends at EOF or ``/exit``.
 Commands: ``/help``, ``/reset``, ``/clear``, ``/history``, ``/exit``. Python reads bytes that
 are not UTF-8 on stdin as lone surrogates; each line is cleaned of them
-(:mod:`bot.guardrails.sanitise`).
+(:mod:`bot.text`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from bot.app import App
 from bot.context import ChatContext, ChatType
 from bot.conversation.service import Done, ToolStarted
 from bot.errors import UserFacingError
-from bot.guardrails.sanitise import clean_text
 from bot.llm.client import TextDelta
+from bot.text import clean_text
 
 log = logging.getLogger(__name__)
 

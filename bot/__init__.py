@@ -37,8 +37,8 @@ if TYPE_CHECKING:
         ParlourError,
         UserFacingError,
     )
-    from bot.history import trim_history
     from bot.llm.client import TextDelta, ToolCall
+    from bot.llm.trim import trim_history
     from bot.memory.provider import MemoryProvider
     from bot.platform.adapter import Adapter
 
@@ -73,7 +73,7 @@ _EXPORTS: dict[str, str] = {
     "UserFacingError": "bot.errors",
     "load_settings": "bot.config",
     "settings_from_mapping": "bot.config",
-    "trim_history": "bot.history",
+    "trim_history": "bot.llm.trim",
 }
 
 __all__ = [

@@ -11,7 +11,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from bot.guardrails.sanitise import clean_text
+from bot.text import clean_text
 
 MAX_NAME_CHARS = 64
 # Bidirectional overrides and isolates can make a name display as another one.
@@ -74,7 +74,7 @@ class ChatContext:
         if not self.chat_id or not self.user_id:
             raise ValueError("ChatContext needs a chat_id and a user_id")
         if self.user_name:  # every adapter's names, normalised once here: one line, capped,
-            # never a lone surrogate (bot.guardrails.sanitise)
+            # never a lone surrogate (bot.text)
             object.__setattr__(self, "user_name", display_name(clean_text(self.user_name)))
         if self.chat_title:  # shown in the admin dashboard: user input, one line, capped
             object.__setattr__(self, "chat_title", display_name(clean_text(self.chat_title)))

@@ -64,8 +64,8 @@ from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle, Repeating
 from bot.conversation.triggers import Action
 from bot.errors import ConfigError
-from bot.guardrails.sanitise import clean_text
 from bot.platform.media import Attachments
+from bot.text import clean_text
 
 log = logging.getLogger(__name__)
 

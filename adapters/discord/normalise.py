@@ -4,7 +4,7 @@ A server text channel and each thread are separate chats (a thread is its own co
 a DM is a private chat. The member's display name (server nickname, else global name) is who
 is speaking. People address the bot by @mention (its user, or the role Discord gives it) or by
 replying to one of its messages; DMs always answer; other bots are never answered. Text and
-names are cleaned of lone UTF-16 surrogates (:mod:`bot.guardrails.sanitise`) before the core sees
+names are cleaned of lone UTF-16 surrogates (:mod:`bot.text`) before the core sees
 them.
 """
 
@@ -17,7 +17,7 @@ import discord
 
 from bot.context import ChatContext, ChatType
 from bot.conversation.triggers import IGNORE, Action, Decision, with_quote
-from bot.guardrails.sanitise import clean_text
+from bot.text import clean_text
 
 PLATFORM = "discord"
 ADMIN_PERMISSIONS = discord.Permissions(manage_messages=True)

@@ -68,9 +68,9 @@ from bot.app import App
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
 from bot.errors import ConfigError
-from bot.history.deliveries import DeliveryLog
 from bot.scheduling.inbox import InboxWorker
 from bot.storage import owners
+from bot.storage.deliveries import DeliveryLog
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ decide whether the bot is addressed. Pure: no requests, so it is tested with pla
 Entity offsets are in UTF-16 code units (an emoji before a mention shifts it by two), so spans
 are cut with aiogram's ``MessageEntity.extract_from`` and our own UTF-16 slicing, never with
 Python string indices. Text and names are cleaned of lone UTF-16 surrogates first
-(:mod:`bot.guardrails.sanitise`): U+FFFD is one UTF-16 unit like the surrogate it replaces, so
+(:mod:`bot.text`): U+FFFD is one UTF-16 unit like the surrogate it replaces, so
 offsets hold.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from aiogram.types import Chat, Message, MessageEntity, User
 
 from bot.context import ChatContext, ChatType
-from bot.guardrails.sanitise import clean_text
+from bot.text import clean_text
 
 PLATFORM = "telegram"
 GROUP_ANONYMOUS_BOT_ID = 1087968824  # posts of anonymous group admins come "from" this bot

@@ -1,7 +1,7 @@
 """No reply left silently cut off: each reply's delivery record, and the start-up repair.
 
 While a reply is written, :class:`ReplyRecord` keeps its row in ``deliveries``
-(:mod:`bot.history.deliveries`) up to date: the chat, the user's message, and the preview
+(:mod:`bot.storage.deliveries`) up to date: the chat, the user's message, and the preview
 message with what it shows. The row goes once the reply is delivered or the user was told.
 
 A row that outlives its process (kill -9, power loss, or Telegram refused even the
@@ -26,7 +26,8 @@ from aiogram.types import LinkPreviewOptions, Message, ReplyParameters
 
 from adapters.telegram.output import Target
 from bot.conversation.preview import CURSOR
-from bot.history.deliveries import Delivery, DeliveryLog
+from bot.storage.deliveries import DeliveryLog
+from bot.storage.values import Delivery
 
 log = logging.getLogger(__name__)
 

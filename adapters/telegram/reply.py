@@ -28,9 +28,9 @@ from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
 from bot.conversation.service import Done, Reply
 from bot.errors import UserFacingError
-from bot.history.deliveries import DeliveryLog
 from bot.llm.client import TextDelta
 from bot.platform.media import Attachments
+from bot.storage.deliveries import DeliveryLog
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The command line, one idea per module: :mod:`.commands` parses ``python -m bot [--config FILE]
-COMMAND`` and runs it; :mod:`.history` is ``history``'s export, audit and erasure;
-:mod:`.config_report` what ``check-config`` prints; :mod:`.progress` the progress bar and count
-tables of ``storage copy``. ``main`` is the ``parlour`` script's entry point.
+COMMAND`` and runs it; :mod:`.adapters` finds and creates the adapters ``run`` starts;
+:mod:`.history` is ``history``'s export, audit and erasure; :mod:`.progress` the progress bar
+and count tables of ``storage copy``. ``main`` is the ``parlour`` script's entry point.
 """
 
 from __future__ import annotations

@@ -30,16 +30,18 @@ from pathlib import Path
 import yaml
 
 from bot.app import App
-from bot.cli.config_report import config_report
+from bot.cli.adapters import load_adapter
 from bot.cli.history import add_history_parser, history_command
 from bot.cli.history import usage_error as history_usage_error
 from bot.cli.progress import TerminalProgress, counts_table
 from bot.config import Settings, load_settings, secret_values
+from bot.doctor.adapters import check_adapter_settings
+from bot.doctor.config_report import config_report
 from bot.errors import ConfigError, ParlourError
 from bot.guardrails.budgets import utc_day
 from bot.guardrails.redact import Redactor, configure_logging
 from bot.guardrails.usage import cached_share, usage_table
-from bot.platform.adapter import Adapter, check_adapter_settings, load_adapter
+from bot.platform.adapter import Adapter
 from bot.storage import missing_storage, open_storage
 from bot.storage.copy import DEFAULT_BATCH, copy_storage, parse_copy_url
 from bot.storage.url import StorageURL
@@ -239,7 +241,7 @@ async def _dispatch(args: argparse.Namespace, settings: Settings, redactor: Reda
 
 
 def _check_config(settings: Settings, redactor: Redactor) -> int:
-    """Print the validated config (see ``bot.cli.config_report``), then its problems."""
+    """Print the validated config (see ``bot.doctor.config_report``), then its problems."""
     report = config_report(settings)
     text = yaml.safe_dump(report.data, sort_keys=False, allow_unicode=True)
     sys.stdout.write(redactor(text))

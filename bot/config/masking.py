@@ -68,7 +68,7 @@ def masked_dump(settings: Settings) -> dict[str, Any]:
     """The effective config as plain data with every secret replaced by ``***``.
 
     The ``telegram:`` / ``discord:`` sections and plugin settings are as given, not validated:
-    ``check-config`` prints their validated forms instead (``bot.cli.config_report``).
+    ``check-config`` prints their validated forms instead (``bot.doctor.config_report``).
     """
     masked: dict[str, Any] = mask_secrets(settings.model_dump(mode="json"))
     return masked

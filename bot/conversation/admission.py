@@ -22,20 +22,20 @@ from collections.abc import AsyncIterator
 from bot.config import LimitSettings, Settings
 from bot.context import ChatContext
 from bot.conversation.arrivals import ArrivalOrder
+from bot.conversation.store import HistoryStore
 from bot.errors import UserFacingError
 from bot.guardrails.access import AccessDeniedError, AccessPolicy
 from bot.guardrails.admins import AdminPolicy
 from bot.guardrails.budgets import REREAD, Budgets, BudgetSpentError
 from bot.guardrails.rate_limit import InFlight, MessageRateLimiter, Once
-from bot.guardrails.sanitise import clean_text
 from bot.guardrails.shared_limits import (
     FLIGHT_MARGIN,
     LocalUserLimits,
     SharedUserLimits,
     UserLimits,
 )
-from bot.history.store import HistoryStore
 from bot.storage.coordination import SharedLimits
+from bot.text import clean_text
 
 __all__ = ["Admission", "LLMSlots", "input_limit", "rate_key"]
 

@@ -15,9 +15,9 @@ from dataclasses import replace
 from typing import Any
 
 from bot.conversation.reply_cap import REPLY_LIMIT, Cut
-from bot.history.store import Usage
 from bot.llm.client import Completion
 from bot.llm.tokens import TokenCounter
+from bot.storage.values import Usage
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from bot.conversation.prompt import is_shared
 from bot.conversation.service import ChatService
 from bot.errors import UserFacingError
 from bot.guardrails.budgets import utc_day
-from bot.guardrails.sanitise import clean_text
 from bot.guardrails.usage import cached_share, percent
+from bot.text import clean_text
 
 log = logging.getLogger(__name__)
 

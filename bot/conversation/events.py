@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from bot.context import Scope
 from bot.conversation.reply_cap import REPLY_LIMIT
-from bot.history.store import Usage
 from bot.llm.client import TextDelta, ToolCall
+from bot.storage.values import Usage
 
 __all__ = [
     "ChatEvent",

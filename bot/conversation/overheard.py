@@ -14,8 +14,9 @@ import time
 
 from bot.config import HistorySettings
 from bot.context import ChatContext
-from bot.guardrails.sanitise import clean_text
-from bot.history.store import NewTurn, Overheard, OverheardStore
+from bot.storage.overheard import OverheardStore
+from bot.storage.values import NewTurn, Overheard
+from bot.text import clean_text
 
 __all__ = ["Overhearing"]
 

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.context import ChatContext
+from bot.conversation.store import HistoryStore
 from bot.guardrails.budgets import Budgets
-from bot.history.store import HistoryStore, NewTurn, Overheard, Usage
+from bot.storage.values import NewTurn, Overheard, Usage
 
 log = logging.getLogger(__name__)
 

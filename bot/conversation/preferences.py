@@ -16,7 +16,8 @@ from dataclasses import replace
 
 from bot.config import ChatSettings
 from bot.context import Scope
-from bot.history.store import ChatPreferences, ChatSettingsStore
+from bot.storage.chat_settings import ChatSettingsStore
+from bot.storage.values import ChatPreferences
 
 __all__ = ["Preferences"]
 

@@ -18,7 +18,7 @@ so a provider's prompt cache reuses them; the window moves only at a cut
 
 The token budget is the context window less the reply reserve and the tool definitions, capped
 at ``history.max_tokens`` beyond the fixed parts if configured; :func:`fit` trims the prompt to it
-(``bot.history.trim_history``: whole turns go, oldest first; the system block always stays).
+(``bot.llm.trim.trim_history``: whole turns go, oldest first; the system block always stays).
 Nothing here awaits or stores: ``prompt_builder`` fetches the parts and hands them in.
 """
 
@@ -32,9 +32,9 @@ from typing import Any
 from bot.config import Settings
 from bot.conversation.prompt_safety import quoted_summary, recalled_message, with_speaker
 from bot.errors import ContextTooLongError
-from bot.history import trim_history
-from bot.history.store import Overheard, StoredTurn
 from bot.llm.tokens import TokenCounter
+from bot.llm.trim import trim_history
+from bot.storage.values import Overheard, StoredTurn
 
 __all__ = [
     "Prompt",

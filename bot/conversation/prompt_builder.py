@@ -31,13 +31,12 @@ from bot.conversation.prompt import (
 )
 from bot.conversation.window import Placement, recall_boundary, window_for
 from bot.errors import ContextTooLongError
-from bot.history.store import Overheard, StoredTurn
 from bot.llm.tokens import TokenCounter
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
 from bot.storage.prompt_windows import PromptWindows
 from bot.storage.turns import Turns
-from bot.storage.values import WindowMark
+from bot.storage.values import Overheard, StoredTurn, WindowMark
 
 __all__ = ["PromptBuilder", "PromptSources"]
 

@@ -34,15 +34,10 @@ from bot.conversation.presets import ChatPresets, Persona
 from bot.conversation.prompt_builder import PromptBuilder
 from bot.conversation.queues import Queues
 from bot.conversation.reply_cap import SplitReply
+from bot.conversation.store import HistoryStore
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
 from bot.guardrails.admins import AdminPolicy
-from bot.history.store import (
-    ChatSettingsStore,
-    ClearResult,
-    HistoryStore,
-    OverheardStore,
-)
 from bot.llm.client import LLMClient
 from bot.llm.tokens import TokenCounter, get_counter
 from bot.memory.compaction import Compactor
@@ -50,10 +45,12 @@ from bot.memory.provider import MemoryProvider, NoMemory
 from bot.metrics import Metrics, turn_outcome
 from bot.platform.media import Attachments
 from bot.storage.audit import AuditTrail
+from bot.storage.chat_settings import ChatSettingsStore
 from bot.storage.coordination import SharedLimits
 from bot.storage.directory import ChatDirectory
+from bot.storage.overheard import OverheardStore
 from bot.storage.prompt_windows import PromptWindows
-from bot.storage.values import AuditAction
+from bot.storage.values import AuditAction, ClearResult
 
 __all__ = [
     "ChatEvent",

@@ -15,15 +15,15 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from bot.cli.config_report import config_report
 from bot.config import Settings, load_settings, resolve_path, secret_values
 from bot.doctor import Check, exit_code, fail, passed, warn
+from bot.doctor.adapters import check_adapter_settings, load_diagnose
+from bot.doctor.config_report import config_report
 from bot.doctor.database import check_database
 from bot.doctor.llm import TIMEOUT, check_llm
 from bot.doctor.report import json_lines, table
 from bot.errors import ConfigError
 from bot.guardrails.redact import Redactor, configure_logging
-from bot.platform.adapter import check_adapter_settings, load_diagnose
 
 __all__ = ["diagnose", "doctor", "run_doctor"]
 

@@ -20,16 +20,16 @@ from openai.types.chat import ChatCompletion
 
 from bot.config import EndpointSettings, LLMSettings, safe_url
 from bot.errors import ContextTooLongError, LLMBadRequestError, LLMError, LLMUnavailableError
-from bot.guardrails.sanitise import clean_json
-from bot.history.trim import trim_history
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.cache_hints import cache_hint, usage_of
 from bot.llm.completion import Completion, StreamItem, TextDelta, ToolCall
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry
 from bot.llm.streaming import assemble_stream
 from bot.llm.tokens import get_counter
+from bot.llm.trim import trim_history
 from bot.metrics import Metrics
 from bot.storage.coordination import SharedLimits
+from bot.text import clean_json
 
 __all__ = ["Completion", "Endpoint", "LLMClient", "StreamItem", "TextDelta", "ToolCall"]
 

@@ -23,7 +23,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from bot.errors import UserFacingError
-from bot.guardrails.sanitise import clean_text
+from bot.text import clean_text
 
 if TYPE_CHECKING:
     from bot.config import LLMSettings

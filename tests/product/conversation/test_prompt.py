@@ -18,8 +18,8 @@ from bot.conversation.prompt import (
     window_figures,
 )
 from bot.conversation.prompt_safety import RECALLED_HEADER, SUMMARY_HEADER
-from bot.history.store import Overheard, StoredTurn, TurnStatus
 from bot.llm.tokens import TokenCounter
+from bot.storage.values import Overheard, StoredTurn, TurnStatus
 
 COUNTER = TokenCounter("gpt-4o")
 ROOMY = PromptLimits(context_window=1_000_000, reply_reserve=1024)

@@ -1,4 +1,4 @@
-"""Tests for ``bot.history.trim_history``: table-driven cases plus hypothesis properties."""
+"""Tests for ``bot.llm.trim.trim_history``: table-driven cases plus hypothesis properties."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.errors import ContextTooLongError
-from bot.history import trim_history
+from bot.llm.trim import trim_history
 
 Msg = dict[str, Any]
 Counter = Callable[[list[Msg]], int]

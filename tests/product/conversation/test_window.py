@@ -24,9 +24,8 @@ from bot.conversation.prompt import (
     user_message,
 )
 from bot.conversation.window import Placement, spans, window_for
-from bot.history.store import Overheard, StoredTurn, TurnStatus
 from bot.llm.tokens import TokenCounter
-from bot.storage.values import WindowMark
+from bot.storage.values import Overheard, StoredTurn, TurnStatus, WindowMark
 
 COUNTER = TokenCounter("gpt-4o")
 TOOLS = [

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from adapters.console import ConsoleAdapter
 from bot.errors import LLMError, LLMUnavailableError
-from bot.guardrails.sanitise import REPLACEMENT, clean_json, clean_text
 from bot.llm.breaker import CircuitBreaker, counts_as_down
 from bot.llm.retry import classify
 from bot.testing.fake_discord import FakeDiscord
 from bot.testing.fake_llm import FakeLLM, error
 from bot.testing.fake_telegram import FakeTelegram
+from bot.text import REPLACEMENT, clean_json, clean_text
 from tests.conftest import AppFactory, group
 from tests.discord_harness import GENERAL, running_discord, world
 from tests.telegram_harness import running_bot

@@ -16,8 +16,8 @@ from typing import Any
 
 from bot.app import check_llm_settings
 from bot.config import PlatformSettings, PluginEntry, Settings, mask_secrets
+from bot.doctor.adapters import check_adapter_settings
 from bot.errors import ConfigError
-from bot.platform.adapter import check_adapter_settings
 from bot.plugins.loader import PluginError, validated_settings
 
 _OWNED = ("telegram", "discord", "http", "plugins")
