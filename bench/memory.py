@@ -37,9 +37,9 @@ from bench.memory_texts import FACTS, filler, long_filler, memory_text, query_te
 from bot.app import App
 from bot.config import MemorySettings
 from bot.context import Scope
-from bot.conversation.prompt_safety import RECALLED_HEADER
 from bot.llm.tokens import get_counter
 from bot.memory.store import MemoryStore
+from bot.prompt.safety import RECALLED_HEADER
 from bot.storage.sqlite import SQLiteStore
 from bot.testing.fake_llm import FakeLLM
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from bot.app import App
     from bot.config import Settings, load_settings, settings_from_mapping
     from bot.context import ChatContext, ChatType, Scope
-    from bot.conversation.commands import CommandResult, Commands
+    from bot.conversation.commands import Commands
     from bot.conversation.service import (
         ChatEvent,
         ChatService,
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from bot.llm.trim import trim_history
     from bot.memory.provider import MemoryProvider
     from bot.platform.adapter import Adapter
+    from bot.plugins.commands import CommandResult
 
 # exported name -> the module that defines it
 _EXPORTS: dict[str, str] = {
@@ -50,7 +51,7 @@ _EXPORTS: dict[str, str] = {
     "ChatEvent": "bot.conversation.service",
     "ChatService": "bot.conversation.service",
     "ChatType": "bot.context",
-    "CommandResult": "bot.conversation.commands",
+    "CommandResult": "bot.plugins.commands",
     "Commands": "bot.conversation.commands",
     "ConfigError": "bot.errors",
     "ContextTooLongError": "bot.errors",

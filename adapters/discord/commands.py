@@ -26,7 +26,7 @@ import discord
 from discord import app_commands
 
 from adapters.discord.normalise import ADMIN_PERMISSIONS
-from bot.conversation.commands import CommandInfo
+from bot.plugins.commands import CommandInfo
 
 Ask = Callable[[discord.Interaction, str], Awaitable[None]]
 """Answer ``/ask prompt:`` (the adapter streams the reply)."""

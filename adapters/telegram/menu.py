@@ -20,7 +20,7 @@ from aiogram.types import (
     BotCommandScopeUnion,
 )
 
-from bot.conversation.commands import CommandInfo
+from bot.plugins.commands import CommandInfo
 
 log = logging.getLogger(__name__)
 

@@ -13,41 +13,20 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 
 from bot.context import ChatContext, Scope
 from bot.conversation.presets import PersonaSource
-from bot.conversation.prompt import is_shared
 from bot.conversation.service import ChatService
 from bot.errors import UserFacingError
 from bot.guardrails.budgets import utc_day
 from bot.guardrails.usage import cached_share, percent
+from bot.plugins.commands import CommandHandler, CommandInfo, CommandResult
+from bot.prompt.assembly import is_shared
 from bot.text import clean_text
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class CommandResult:
-    text: str
-    ok: bool = True
-    private: bool = False  # adapters show it only to the caller where they can (ephemeral)
-    notify: bool = True  # False: nothing to post in the chat (a flood's repeated refusals)
-
-
-@dataclass(frozen=True, slots=True)
-class CommandInfo:
-    name: str
-    description: str
-    admin_only: bool = False  # only the chat's admins may run it
-    admin_aware: bool = False  # anyone may; admins get more (see another's data, chat totals)
-    plugin: str | None = None  # the plugin module that added it (None: built in)
-
-    @property
-    def needs_admin_status(self) -> bool:
-        """The adapter must tell the handler whether the caller is a chat admin."""
-        return self.admin_only or self.admin_aware
 
 
 BUILTIN_COMMANDS: tuple[CommandInfo, ...] = (
@@ -66,7 +45,7 @@ BUILTIN_COMMANDS: tuple[CommandInfo, ...] = (
     ),
 )
 
-Handler = Callable[[ChatContext, str], Awaitable[CommandResult]]
+Handler = CommandHandler
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 HelpNote = Callable[[ChatContext, bool], str | None]
 """Extra lines for /help: given the context and whether the caller is an admin."""

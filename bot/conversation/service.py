@@ -1,7 +1,7 @@
 """ChatService: one user message in, one answer out, with the history kept straight.
 
 Per message: admission (``admission``: access, rate, one in flight, budgets) -> the prompt
-(``prompt_builder`` over ``prompt`` and ``window``: system prompt, summary, the history window,
+(``prompt_sources`` over ``bot.prompt``: system prompt, summary, the history window,
 overheard chatter, recalled memories, the user's message) -> the model, with tools
 (``tool_loop``; streamed through ``stream_buffer``) -> the turn is stored and its tokens booked
 (``billing``).
@@ -31,7 +31,7 @@ from bot.conversation.overheard import Overhearing
 from bot.conversation.pending_turn import PendingTurn
 from bot.conversation.preferences import Preferences
 from bot.conversation.presets import ChatPresets, Persona
-from bot.conversation.prompt_builder import PromptBuilder
+from bot.conversation.prompt_sources import PromptBuilder
 from bot.conversation.queues import Queues
 from bot.conversation.reply_cap import SplitReply
 from bot.conversation.store import HistoryStore
@@ -115,7 +115,7 @@ class ChatService:
         self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
         self.edits = Edits(store, self.overheard, self.admission, self._locks)
         self.media = MediaInput(settings.llm, llm, self.admission.message_text)
-        self.prompts = PromptBuilder(  # recall, summary, window placement: prompt_builder
+        self.prompts = PromptBuilder(  # recall, summary, window placement: prompt_sources
             settings, store, self.memory, self.counter, compactor, self.system_prompt
         )
         limits = settings.limits

@@ -25,7 +25,6 @@ from typing import Any
 from bot.context import ChatContext
 from bot.conversation.billing import Bill, Meter
 from bot.conversation.events import ChatEvent, ToolFinished, ToolStarted
-from bot.conversation.prompt import Prompt, fit
 from bot.conversation.reply_cap import REPLY_LIMIT, Cut, SplitReply, cut, fit_messages
 from bot.conversation.stream_buffer import buffered
 from bot.conversation.tool_runner import ToolRunner
@@ -33,6 +32,7 @@ from bot.errors import LLMContextLengthError
 from bot.llm.client import Completion, LLMClient, StreamItem, TextDelta, ToolCall
 from bot.platform.media import data_url
 from bot.plugins.output import ToolOutput, ToolResult, text_of
+from bot.prompt.assembly import Prompt, fit
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from bot.context import ChatContext
-from bot.conversation.commands import CommandInfo, CommandResult, Commands
+from bot.conversation.commands import Commands
 from bot.mcp.status import ServerState, ServerStatus
+from bot.plugins.commands import CommandInfo, CommandResult
 from bot.plugins.registry import OfferedTool, ToolRegistry
 
 __all__ = ["TOOLS_COMMAND", "add_tools_command", "describe_tools"]

@@ -13,7 +13,7 @@ Two ranks, both decided in code, never by the prompt:
 
 Telegram's flag costs a request, so its adapter only looks it up when the answer can matter:
 for commands that declare it (``CommandInfo.admin_only`` or ``admin_aware``, see
-:attr:`bot.conversation.commands.CommandInfo.needs_admin_status`) and for turns that may be offered
+:attr:`bot.plugins.commands.CommandInfo.needs_admin_status`) and for turns that may be offered
 admin-only tools.
 """
 

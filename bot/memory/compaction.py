@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from bot.config import Settings
 from bot.context import ChatContext, display_name
-from bot.conversation.prompt_safety import one_line_json
 from bot.llm.client import LLMClient
+from bot.prompt.safety import one_line_json
 from bot.storage.prompt_windows import PromptWindows
 from bot.storage.resets import Resets
 from bot.storage.summaries import Summaries
@@ -99,7 +99,7 @@ class Compactor:
 
     async def compact(self, ctx: ChatContext, key: str) -> bool:
         """Summarise the turns between the last summary and the window's start (where the
-        prompt last began: bot.conversation.window). False: nothing to do."""
+        prompt last began: bot.prompt.window). False: nothing to do."""
         previous = await self.store.load_summary(key)  # its text is empty until a first pass
         # Never before the summary's end (even an empty one) nor before a /reset: the user
         # asked to start over, and a summary must not bring the old turns back.

@@ -9,7 +9,7 @@ the user's name), ranked together, dated, neighbours merged, until ``memory.max_
 Everything recalled was written by users, so it is data, never instructions: each item is one
 line of JSON (:func:`recalled_item`), so no text inside it can open a line of its own or claim
 another speaker, and the service sends the block as a user-role message that says it is recalled
-material (``bot.conversation.prompt_safety``), capped and counted in the token budget.
+material (``bot.prompt.safety``), capped and counted in the token budget.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from bot.config import MemorySettings
 from bot.context import ChatContext
-from bot.conversation.prompt import is_shared
 from bot.llm.tokens import estimate_tokens
 from bot.memory.recalled import recalled_item, recalled_lines
+from bot.prompt.assembly import is_shared
 from bot.storage.memories import FoundTurn
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryProvider", "NoMemory", "StoredMemory", "recalled_item"]
 
-# What a line costs beyond its text in the prompt's cap (bot.conversation.prompt.recalled_block)
+# What a line costs beyond its text in the prompt's cap (bot.prompt.assembly.recalled_block)
 LINE_OVERHEAD = 2
 MIN_ITEM_TOKENS = 10  # the least a dated line costs: the budget never holds more than this many
 

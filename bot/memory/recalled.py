@@ -7,7 +7,7 @@ become the recalled block's lines (each one line of JSON, :func:`recalled_item`)
   compare, but their ranks do, so the two lists are interleaved rank by rank (reciprocal rank
   fusion of two disjoint lists), a fact first at equal rank: someone asked for it to be kept;
 * **the budget**: the best items are taken while their estimated cost fits
-  ``memory.max_tokens`` (the prompt's cap, ``bot.conversation.prompt.recalled_block``, counts
+  ``memory.max_tokens`` (the prompt's cap, ``bot.prompt.assembly.recalled_block``, counts
   exactly and has the last word); the ones that did not fit follow, so the cap can still fill
   any room the estimate left;
 * **dates and speakers**: each line says when it was said (UTC date) and, in a shared chat,
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from bot.conversation.prompt_safety import one_line_json
+from bot.prompt.safety import one_line_json
 from bot.storage.memories import FoundTurn
 from bot.storage.values import Memory
 

@@ -34,16 +34,16 @@ from bot.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from bot.context import ChatContext, ChatType, Scope, display_name
-    from bot.conversation.commands import CommandResult
-    from bot.conversation.prompt_safety import one_line_json
     from bot.errors import UserFacingError
     from bot.memory.store import Memory, MemoryStore
+    from bot.plugins.commands import CommandResult
     from bot.plugins.context import PluginStore, ToolContext
     from bot.plugins.declare import Permission, ToolDefinitionError, ToolSpec, tool
     from bot.plugins.loader import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
     from bot.plugins.loader import Plugin, PluginError
     from bot.plugins.loader import PluginManager as PluginManager
     from bot.plugins.registry import ToolRegistry as ToolRegistry
+    from bot.prompt.safety import one_line_json
     from bot.scheduling.scheduler import REMINDERS_KIND, Scheduler
 
 # exported name -> the module that defines it; loaded on first use (PEP 562), so that
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "ChatContext": "bot.context",
     "ChatType": "bot.context",
-    "CommandResult": "bot.conversation.commands",
+    "CommandResult": "bot.plugins.commands",
     "ENTRY_POINT_GROUP": "bot.plugins.loader",
     "Memory": "bot.memory.store",
     "MemoryStore": "bot.memory.store",
@@ -69,7 +69,7 @@ _EXPORTS: dict[str, str] = {
     "ToolSpec": "bot.plugins.declare",
     "UserFacingError": "bot.errors",
     "display_name": "bot.context",
-    "one_line_json": "bot.conversation.prompt_safety",
+    "one_line_json": "bot.prompt.safety",
     "tool": "bot.plugins.declare",
 }
 

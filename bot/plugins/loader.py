@@ -35,12 +35,12 @@ from bot.config import PluginEntry, describe_errors
 from bot.context import ChatContext, Scope
 from bot.errors import ParlourError
 from bot.platform.delivery import Outbound
+from bot.plugins.commands import CommandInfo, CommandRegistry, CommandResult
 from bot.plugins.context import KeyValueBackend, PluginStore, ToolContext
 from bot.plugins.declare import ToolFunc, ToolSpec, spec_of
 from bot.plugins.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from bot.conversation.commands import CommandResult, Commands
     from bot.memory.store import MemoryStore
     from bot.scheduling.scheduler import CancelHook, Scheduler
     from bot.scheduling.scheduler import Handler as JobHandler
@@ -67,7 +67,7 @@ class Plugin:
     scheduler: Scheduler | None
     memories: MemoryStore | None
     _registry: ToolRegistry
-    _commands: Commands
+    _commands: CommandRegistry
     _conversation_of: Callable[[ChatContext], str] | None = None
     tools: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
@@ -94,7 +94,6 @@ class Plugin:
         ``admin_only``: only the chat's admins may run it. ``admin_aware``: anyone may, but the
         handler asks :meth:`is_admin` (adapters then look the caller's admin status up for it).
         """
-        from bot.conversation.commands import CommandInfo  # runtime: the service, not a plugin
 
         info = CommandInfo(
             name,
@@ -164,7 +163,7 @@ class PluginManager:
     def __init__(
         self,
         registry: ToolRegistry,
-        commands: Commands,
+        commands: CommandRegistry,
         kv: KeyValueBackend,
         outbound: Outbound,
         scheduler: Scheduler | None,

@@ -1,7 +1,7 @@
 """Where each conversation's prompt begins: the boundary of what was last sent to the model.
 
 A prompt that starts with the bytes of the previous one is billed at a fraction by the
-provider's prefix cache (:mod:`bot.conversation.window`). So the window is not re-trimmed every
+provider's prefix cache (:mod:`bot.prompt.window`). So the window is not re-trimmed every
 turn: it keeps its first turn until history passes its budget, then is cut in one step. The
 boundary is stored, not recomputed, because it is a fact about what the model was sent: recall
 searches every turn before it (nothing trimmed vanishes), compaction summarises those turns, and

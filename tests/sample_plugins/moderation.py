@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from bot.context import ChatContext
-from bot.conversation.commands import CommandResult
-from bot.plugins import Plugin
+from bot.plugins import CommandResult, Plugin
 
 
 async def purge(ctx: ChatContext, args: str) -> CommandResult:

@@ -8,9 +8,8 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from bot.context import ChatContext
-from bot.conversation.commands import CommandResult
 from bot.errors import UserFacingError
-from bot.plugins import Permission, Plugin, ToolContext, tool
+from bot.plugins import CommandResult, Permission, Plugin, ToolContext, tool
 
 
 class Settings(BaseModel):

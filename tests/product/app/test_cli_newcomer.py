@@ -21,7 +21,7 @@ from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 PARLOUR = Path(sys.executable).with_name("parlour")  # the console script pip installs
 
 LOCAL_PLUGIN = """
-from bot.conversation.commands import CommandResult
+from bot.plugins.commands import CommandResult
 
 
 async def hello(ctx, args):
@@ -33,7 +33,7 @@ def setup(plugin):
 """
 
 OWN_PLUGINS_FOLDER_PLUGIN = """
-from bot.conversation.commands import CommandResult
+from bot.plugins.commands import CommandResult
 
 
 async def weather(ctx, args):

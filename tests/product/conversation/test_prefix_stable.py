@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.conversation.prompt_safety import RECALLED_HEADER
 from bot.errors import ContextTooLongError
+from bot.prompt.safety import RECALLED_HEADER
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory, group, private
 

@@ -1,4 +1,4 @@
-"""``bot.conversation.prompt``: the prompt as a pure function of its parts (tables, properties)."""
+"""``bot.prompt.assembly``: the prompt as a pure function of its parts (tables, properties)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.conversation.prompt import (
+from bot.llm.tokens import TokenCounter
+from bot.prompt.assembly import (
     PromptLimits,
     build_prompt,
     recalled_block,
     token_budget,
     window_figures,
 )
-from bot.conversation.prompt_safety import RECALLED_HEADER, SUMMARY_HEADER
-from bot.llm.tokens import TokenCounter
+from bot.prompt.safety import RECALLED_HEADER, SUMMARY_HEADER
 from bot.storage.values import Overheard, StoredTurn, TurnStatus
 
 COUNTER = TokenCounter("gpt-4o")

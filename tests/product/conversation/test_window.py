@@ -1,4 +1,4 @@
-"""``bot.conversation.window``: a prompt that extends the previous one byte for byte between cuts.
+"""``bot.prompt.window``: a prompt that extends the previous one byte for byte between cuts.
 
 A simulated conversation runs the service's own steps (load the window, place or cut it, build
 the prompt, store the turn with its overheard context) over random turns: tool calls, overheard
@@ -15,7 +15,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.conversation.prompt import (
+from bot.llm.tokens import TokenCounter
+from bot.prompt.assembly import (
     PromptLimits,
     build_prompt,
     history_cost,
@@ -23,8 +24,7 @@ from bot.conversation.prompt import (
     system_block,
     user_message,
 )
-from bot.conversation.window import Placement, spans, window_for
-from bot.llm.tokens import TokenCounter
+from bot.prompt.window import Placement, spans, window_for
 from bot.storage.values import Overheard, StoredTurn, TurnStatus, WindowMark
 
 COUNTER = TokenCounter("gpt-4o")

@@ -13,7 +13,8 @@ import discord
 
 from adapters.discord import commands as slash
 from adapters.discord.normalise import ADMIN_PERMISSIONS, is_chat_admin
-from bot.conversation.commands import BUILTIN_COMMANDS, CommandInfo
+from bot.conversation.commands import BUILTIN_COMMANDS
+from bot.plugins.commands import CommandInfo
 from bot.testing.fake_discord import FakeDiscord
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory

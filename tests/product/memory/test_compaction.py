@@ -8,7 +8,7 @@ import asyncio
 import json
 from typing import Any
 
-from bot.conversation.prompt_safety import SUMMARY_HEADER
+from bot.prompt.safety import SUMMARY_HEADER
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.llm.model import last_user_text
 from tests.conftest import AppFactory, private

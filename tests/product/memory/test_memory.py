@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.conversation.prompt_safety import RECALLED_HEADER
+from bot.prompt.safety import RECALLED_HEADER
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import AppFactory, group, private
 from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.conversation.prompt_safety import RECALLED_HEADER
+from bot.prompt.safety import RECALLED_HEADER
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from bot.testing.fake_telegram import FakeTelegram
 from bot.testing.llm.model import last_user_text

@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.conversation.prompt_safety import RECALLED_HEADER
+from bot.prompt.safety import RECALLED_HEADER
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory, group, private
 from tests.product.memory.test_memory import recalled_text

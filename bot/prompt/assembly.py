@@ -3,10 +3,10 @@
 The order, oldest first. The first three are the **stable part**: the next message's request
 starts with their exact bytes (tool definitions come before them on the wire, in a fixed order),
 so a provider's prompt cache reuses them; the window moves only at a cut
-(``bot.conversation.window``). The rest is the **volatile tail**, different every turn:
+(``bot.prompt.window``). The rest is the **volatile tail**, different every turn:
 
 1. the **system block**: the system prompt (global or the chat's override), then the
-   conversation's summary as pinned at the last cut, quoted (``bot.conversation.prompt_safety``)
+   conversation's summary as pinned at the last cut, quoted (``bot.prompt.safety``)
    and cut if it ran away;
 2. the stored **history** from the window's start, in a shared conversation (chat or thread
    scope) with the speaker's tag on every line of every user message;
@@ -16,10 +16,11 @@ so a provider's prompt cache reuses them; the window moves only at a cut
    ``memory.max_tokens`` (most relevant first; a long item never hides shorter ones after it);
 5. the user's **message**, tagged in a shared conversation.
 
-The token budget is the context window less the reply reserve and the tool definitions, capped
-at ``history.max_tokens`` beyond the fixed parts if configured; :func:`fit` trims the prompt to it
+The token budget is the context window less the reply reserve and the tool definitions, capped at
+``history.max_tokens`` beyond the fixed parts if configured; :func:`fit` trims the prompt to it
 (``bot.llm.trim.trim_history``: whole turns go, oldest first; the system block always stays).
-Nothing here awaits or stores: ``prompt_builder`` fetches the parts and hands them in.
+Nothing here awaits or stores: ``bot.conversation.prompt_sources`` fetches the parts and hands them
+in.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Settings
-from bot.conversation.prompt_safety import quoted_summary, recalled_message, with_speaker
 from bot.errors import ContextTooLongError
 from bot.llm.tokens import TokenCounter
 from bot.llm.trim import trim_history
+from bot.prompt.safety import quoted_summary, recalled_message, with_speaker
 from bot.storage.values import Overheard, StoredTurn
 
 __all__ = [
@@ -86,7 +87,7 @@ class Prompt:
     messages: list[Message]  # everything, in order (the tool loop re-trims it if asked to)
     window: list[Message]  # ``messages`` trimmed to ``budget``: what is sent
     budget: int
-    cut: bool = False  # the window's start moved for this request (bot.conversation.window)
+    cut: bool = False  # the window's start moved for this request (bot.prompt.window)
 
 
 def build_prompt(

@@ -11,7 +11,7 @@ or ``history.max_turns`` turns); then it is cut once, down to the low-water mark
 The start is stored (:mod:`bot.storage.prompt_windows`), since it is a fact about what the
 model was sent: recall searches every turn before it, compaction summarises those turns.
 
-Pure functions over the loaded turns; ``prompt_builder`` fetches and stores.
+Pure functions over the loaded turns; ``bot.conversation.prompt_sources`` fetches and stores.
 """
 
 from __future__ import annotations

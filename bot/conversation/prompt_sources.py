@@ -2,8 +2,8 @@
 
 For a message it loads the window's start (:mod:`bot.storage.prompt_windows`) and the summary
 (``memory.summarize``), recalls memories from the turns that left the window, places the window
-(cut in steps, :mod:`bot.conversation.window`) beside what recall brought, and builds the
-prompt (:mod:`bot.conversation.prompt`). A cut is stored only once the request is sure to be
+(cut in steps, :mod:`bot.prompt.window`) beside what recall brought, and builds the
+prompt (:mod:`bot.prompt.assembly`). A cut is stored only once the request is sure to be
 sent; a message too long for the model leaves the window where it was. ``/history`` reads the
 same placement, so the figures it shows are those of the next request.
 """
@@ -18,7 +18,11 @@ from typing import Any, Protocol
 from bot.config import Settings
 from bot.context import ChatContext
 from bot.conversation.media_input import UserInput
-from bot.conversation.prompt import (
+from bot.errors import ContextTooLongError
+from bot.llm.tokens import TokenCounter
+from bot.memory.compaction import Compactor
+from bot.memory.provider import MemoryProvider, NoMemory
+from bot.prompt.assembly import (
     Prompt,
     PromptLimits,
     build_prompt,
@@ -29,11 +33,7 @@ from bot.conversation.prompt import (
     user_message,
     window_figures,
 )
-from bot.conversation.window import Placement, recall_boundary, window_for
-from bot.errors import ContextTooLongError
-from bot.llm.tokens import TokenCounter
-from bot.memory.compaction import Compactor
-from bot.memory.provider import MemoryProvider, NoMemory
+from bot.prompt.window import Placement, recall_boundary, window_for
 from bot.storage.prompt_windows import PromptWindows
 from bot.storage.turns import Turns
 from bot.storage.values import Overheard, StoredTurn, WindowMark
