@@ -102,7 +102,8 @@ async def _intents(http: HTTPClient, config: DiscordSettings) -> Check:
         app = await http.application_info()
     except _ERRORS as exc:
         return fail(name, f"application info failed: {exc}", "check the token's application")
-    flags = discord.ApplicationFlags._from_value(int(app.get("flags") or 0))
+    flags = discord.ApplicationFlags()
+    flags.value = int(app.get("flags") or 0)  # the raw bits, as the API sends them
     content = flags.gateway_message_content or flags.gateway_message_content_limited
     members = flags.gateway_guild_members or flags.gateway_guild_members_limited
     found = f"message content {_on(content)}, server members {_on(members)} (not used)"

@@ -68,7 +68,7 @@ class Outbox:
     async def send_plain(self, text: str) -> None:
         """A short notice (errors, command answers), split if it must be."""
         for chunk in split_text(text):
-            await self._send(chunk, html=False)
+            await self.send(chunk, html=False)
 
     async def send_markdown(self, text: str) -> None:
         await self.finish(text)
@@ -92,7 +92,7 @@ class Outbox:
                     await self._send_anew(chunks, index)
                     return
             else:
-                await self._send(chunk, html=True)
+                await self.send(chunk, html=True)
         for extra in self.messages[len(chunks) :]:
             await self._delete(extra)
         del self.messages[len(chunks) :]
@@ -104,7 +104,7 @@ class Outbox:
         fresh = Outbox(self.bot, self.target)
         fresh.messages = self.messages[:start]  # so only a reply's first message quotes
         for chunk in chunks[start:]:
-            await fresh._send(chunk, html=True)
+            await fresh.send(chunk, html=True)
         self.messages[start:] = fresh.messages[start:]
         self.target = fresh.target
         for message in stale:
@@ -115,7 +115,7 @@ class Outbox:
         if index < len(self.messages):
             await self.edit(index, text, html=False)
         else:
-            await self._send(text, html=False)
+            await self.send(text, html=False)
 
     async def edit(self, index: int, text: str, *, html: bool) -> None:
         message = self.messages[index]
@@ -134,7 +134,7 @@ class Outbox:
                 log.info(
                     "message %s gone, sending anew chat=%s", message.message_id, message.chat.id
                 )
-                await self._send(text, html=html, replace=index)
+                await self.send(text, html=html, replace=index)
                 return
             else:
                 raise
@@ -158,7 +158,7 @@ class Outbox:
                 return message
             raise
 
-    async def _send(self, text: str, *, html: bool, replace: int | None = None) -> None:
+    async def send(self, text: str, *, html: bool, replace: int | None = None) -> None:
         try:
             message = await self._send_once(text, html)
         except TelegramBadRequest as exc:

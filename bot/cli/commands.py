@@ -34,6 +34,7 @@ from bot.cli.adapters import load_adapter
 from bot.cli.history import add_history_parser, history_command
 from bot.cli.history import usage_error as history_usage_error
 from bot.cli.progress import TerminalProgress, counts_table
+from bot.cli.subcommands import SubCommands
 from bot.config import Settings, load_settings, secret_values
 from bot.doctor.adapters import check_adapter_settings
 from bot.doctor.config_report import config_report
@@ -82,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_storage_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_storage_parser(sub: SubCommands) -> None:
     storage = sub.add_parser("storage", help="move a deployment's data between databases")
     storage.set_defaults(storage_help=storage.format_help)
     storage_sub = storage.add_subparsers(dest="storage_command", metavar="{copy}")

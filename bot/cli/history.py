@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from bot.cli.subcommands import SubCommands
 from bot.guardrails.redact import Redactor
 from bot.storage import Storage
 from bot.storage.values import AuditEntry, UserDeletion
@@ -46,7 +47,7 @@ _DELETION_WORDS = {
 }
 
 
-def add_history_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_history_parser(sub: SubCommands) -> None:
     history = sub.add_parser("history", help="stored conversations, their audit, deleting a person")
     history.set_defaults(history_help=history.format_help)
     history_sub = history.add_subparsers(

@@ -28,6 +28,11 @@ class Ticket:
         """Wait until every message of the key that arrived earlier has left the line."""
         await self._turn
 
+    def let_go(self) -> None:
+        """It is this ticket's turn now (once; later calls change nothing)."""
+        if not self._turn.done():
+            self._turn.set_result(None)
+
     def leave(self) -> None:
         """Out of the line (idempotent); the next in line may go once this task yields."""
         if self._left:
@@ -40,9 +45,7 @@ class Ticket:
         if not line:
             del lines[self._key]
         elif was_first:
-            following = line[0]._turn
-            if not following.done():
-                following.set_result(None)
+            line[0].let_go()
 
 
 class ArrivalOrder:
@@ -57,7 +60,7 @@ class ArrivalOrder:
         line = self.lines.setdefault(key, deque())
         line.append(ticket)
         if len(line) == 1:
-            ticket._turn.set_result(None)
+            ticket.let_go()
         return ticket
 
     def __len__(self) -> int:

@@ -77,7 +77,7 @@ class Runner(AsyncIOScheduler):  # type: ignore[misc]
         now = datetime.now(UTC)
         with self._jobstores_lock:
             for job in self._store.get_due_jobs(now):
-                run_times = job._get_run_times(now)
+                run_times = _due_runs(job, now)
                 if not run_times:
                     continue
                 if job.coalesce:
@@ -101,3 +101,14 @@ class Runner(AsyncIOScheduler):  # type: ignore[misc]
         BaseScheduler.shutdown(self, wait)
         self._stop_timer()
         self._eventloop = None
+
+
+def _due_runs(job: Any, now: datetime) -> list[datetime]:
+    """Every run of ``job`` due by ``now``, oldest first (what apscheduler's loop computes;
+    its own helper for it is private)."""
+    runs: list[datetime] = []
+    run: datetime | None = job.next_run_time
+    while run is not None and run <= now:
+        runs.append(run)
+        run = job.trigger.get_next_fire_time(run, now)
+    return runs

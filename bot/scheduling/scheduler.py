@@ -117,7 +117,7 @@ def _fire(scheduler_name: str, kind: str, job_id: str, payload: dict[str, Any]) 
             "job %s (%s): no scheduler %r is running; dropped", job_id, kind, scheduler_name
         )
         return
-    scheduler._dispatch(kind, job_id, payload)
+    scheduler.dispatch(kind, job_id, payload)
 
 
 class Scheduler:
@@ -388,9 +388,10 @@ class Scheduler:
             log.warning("job %s: not one of ours (%s); dropped", job.id, job.func_ref)
             return
         _, kind, job_id, payload = job.args
-        self._dispatch(kind, job_id, payload)
+        self.dispatch(kind, job_id, payload)
 
-    def _dispatch(self, kind: str, job_id: str, payload: dict[str, Any]) -> None:
+    def dispatch(self, kind: str, job_id: str, payload: dict[str, Any]) -> None:
+        """Start ``kind``'s handler for a run this scheduler claimed (or ``_fire`` routed here)."""
         handler = self._handlers.get(kind)
         if handler is None:
             log.warning(
