@@ -243,8 +243,7 @@ class TelegramState:
         return state.chat
 
     def post(self, channel: JSONDict, text: str) -> JSONDict:
-        """The channel publishes ``text``: pushes a ``channel_post`` (``sender_chat`` is the
-        channel, no ``from``) and returns its Message."""
+        """The channel publishes ``text``: a ``channel_post`` (no ``from``); returns it."""
         state = self._known_chat(int(channel["id"]))
         if state.type != "channel":
             raise ValueError(f"chat {state.id} is a {state.type}, not a channel")
