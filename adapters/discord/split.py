@@ -24,22 +24,20 @@ fragment that would read as a fence (``a ``` b`` cut at the space).
 from __future__ import annotations
 
 import re
-import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+
+from bot.platform.text_rules import FENCE, FENCE_CLOSER, NEWLINES, clusters
 
 __all__ = ["DISCORD_LIMIT", "split_message"]
 
 DISCORD_LIMIT = 2000
 MIN_LIMIT = 16
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
-_OPENER = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
-_CLOSER = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 _FENCEISH = re.compile(r" {0,3}(?:```|~~~)")
 _GUARDED = re.compile(
     r"(`+)[^`].*?(?<!`)\1(?!`)|\*\*.+?\*\*|__.+?__|~~.+?~~|\|\|.+?\|\||\[[^\]]*\]\([^)\s]*\)"
 )
-_NEWLINES = frozenset({"\n", "\r", "\r\n"})
 _PROSE, _OPEN, _BODY, _CLOSE = range(4)
 
 
@@ -171,27 +169,7 @@ def _clusters(line: str, room: int) -> list[str]:
     """Grapheme-ish clusters; one wider than ``room`` falls back to code points."""
     if line.isascii() and "\r" not in line:
         return list(line)
-    out: list[str] = []
-    for ch in line:
-        if out and _joins(out[-1], ch):
-            out[-1] += ch
-        else:
-            out.append(ch)
-    return [piece for c in out for piece in (c if len(c) > room else (c,))]
-
-
-def _joins(prev: str, ch: str) -> bool:
-    """Cheap grapheme rule: marks, joiners, selectors, skin tones, tags, flag pairs, CRLF."""
-    if prev == "\r":
-        return ch == "\n"
-    if prev == "\n" or ch in "\r\n":
-        return False
-    code = ord(ch)
-    if prev.endswith("\u200d") or ch == "\u200d" or unicodedata.category(ch) in ("Mn", "Me", "Mc"):
-        return True
-    if 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F:
-        return True
-    return 0x1F1E6 <= code <= 0x1F1FF and len(prev) == 1 and 0x1F1E6 <= ord(prev) <= 0x1F1FF
+    return [piece for c in clusters(line) for piece in (c if len(c) > room else (c,))]
 
 
 # ---------------------------------------------------------------- choosing cuts
@@ -227,14 +205,14 @@ def _rank(d: _Doc, b: int) -> int | None:
     n = len(d.units)
     before, after = d.units[b - 1], d.units[b] if b < n else "\n"
     if d.inside(b) is not None:
-        if before in _NEWLINES or d.kind[b - 1] == _OPEN:
+        if before in NEWLINES or d.kind[b - 1] == _OPEN:
             return None  # the cut before this line's newline is the same, but better
-        return 1 if after in _NEWLINES else 2 if before.isspace() or after.isspace() else 4
+        return 1 if after in NEWLINES else 2 if before.isspace() or after.isspace() else 4
     if d.kind[b - 1] == _CLOSE or (b < n and d.kind[b] == _OPEN):
         return 0
-    if before in _NEWLINES and (b == n or d.blank[b]):
+    if before in NEWLINES and (b == n or d.blank[b]):
         return 0  # a blank line follows: paragraph break
-    if before in _NEWLINES or after in _NEWLINES:
+    if before in NEWLINES or after in NEWLINES:
         return 1
     return (2 if before.isspace() or after.isspace() else 4) + d.guarded[b]
 
@@ -250,7 +228,7 @@ def _try(d: _Doc, s: int, b: int, budget: int) -> tuple[int, int] | None:
         if cut == s or not _fits(d, s, cut, budget):
             return None
     else:
-        cut, resume = b, b + 1 if b < len(d.units) and d.units[b] in _NEWLINES else b
+        cut, resume = b, b + 1 if b < len(d.units) and d.units[b] in NEWLINES else b
         first = max(s, blk.body_start)
         if not _fits(d, s, cut, budget) or d.nextnw[first] >= cut:
             return None
@@ -271,7 +249,7 @@ def _fragment_ok(d: _Doc, start: int, end: int | None, blk: _Block | None) -> bo
     if not _FENCEISH.match("".join(d.units[start : start + 7])):
         return True
     stop = start
-    while stop < len(d.units) and d.units[stop] not in _NEWLINES:
+    while stop < len(d.units) and d.units[stop] not in NEWLINES:
         stop += 1
     end = stop if end is None else end
     if (
@@ -286,11 +264,11 @@ def _fragment_ok(d: _Doc, start: int, end: int | None, blk: _Block | None) -> bo
 
 def _opens(line: str) -> re.Match[str] | None:
     """CommonMark opening fence: groups indent, fence, info (no backtick after backticks)."""
-    m = _OPENER.fullmatch(line)
+    m = FENCE.fullmatch(line)
     return None if m is None or (m[2][0] == "`" and "`" in m[3]) else m
 
 
 def _closes(line: str, closer: str) -> bool:
     """Whether ``line`` closes the block opened by ``closer`` (indent + fence)."""
-    c, fence = _CLOSER.fullmatch(line), closer.lstrip(" ")
+    c, fence = FENCE_CLOSER.fullmatch(line), closer.lstrip(" ")
     return c is not None and c[1][0] == fence[0] and len(c[1]) >= len(fence)

@@ -21,11 +21,11 @@ cluster; whitespace at a cut is dropped.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from adapters.telegram.render import unescape_html
+from bot.platform.text_rules import NEWLINES, clusters
 
 __all__ = ["TELEGRAM_LIMIT", "split_html", "split_text", "utf16_len"]
 
@@ -33,8 +33,6 @@ TELEGRAM_LIMIT = 4096
 _TOKEN = re.compile(
     r"<(/?)([A-Za-z][\w-]*)[^>]*>|&(?:#x[0-9a-fA-F]*|#[0-9]*|[A-Za-z]+);?|[^<&]+|[<&]"
 )
-_ZWJ = "\u200d"
-_NEWLINES = ("\n", "\r\n", "\r")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +83,7 @@ def _units(text: str, limit: int) -> list[str]:
     if text.isascii() and "\r" not in text:
         return list(text)  # the common case: every character is its own cluster
     out: list[str] = []
-    for cluster in _clusters(text):
+    for cluster in clusters(text):
         out.extend(cluster if len(cluster) > 1 and utf16_len(cluster) > limit else (cluster,))
     return out
 
@@ -105,34 +103,6 @@ def _tokenize(html: str, limit: int) -> list[_Atom]:
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;")
-
-
-def _clusters(text: str) -> list[str]:
-    out: list[str] = []
-    for ch in text:
-        if out and _continues(out[-1], ch):
-            out[-1] += ch
-        else:
-            out.append(ch)
-    return out
-
-
-def _continues(prev: str, ch: str) -> bool:
-    """Cheap grapheme rule: marks, joiners, selectors, skin tones, flag pairs, CRLF."""
-    if prev == "\r":
-        return ch == "\n"
-    if prev == "\n" or ch in _NEWLINES:
-        return False
-    code = ord(ch)
-    if prev.endswith(_ZWJ) or ch == _ZWJ or unicodedata.category(ch) in ("Mn", "Me", "Mc"):
-        return True
-    if 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F:
-        return True
-    return _is_flag_half(ch) and len(prev) == 1 and _is_flag_half(prev)
-
-
-def _is_flag_half(ch: str) -> bool:
-    return 0x1F1E6 <= ord(ch) <= 0x1F1FF
 
 
 # ---------------------------------------------------------------- planning cuts
@@ -186,7 +156,7 @@ def _best_cut(
 
 
 def _is_nl(unit: str) -> bool:
-    return unit in _NEWLINES
+    return unit in NEWLINES
 
 
 # ---------------------------------------------------------------- emitting

@@ -14,10 +14,10 @@ closes the fence, so the note reads as prose.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+
+from bot.platform.text_rules import FENCE, ZWJ, extends, is_flag_half
 
 __all__ = ["NOTE", "REPLY_LIMIT", "Cut", "SplitReply", "StreamCap", "cut", "fit_messages"]
 
@@ -25,8 +25,6 @@ NOTE = "[answer cut: it passed this bot's reply limit]"
 REPLY_LIMIT = "reply_limit"  # the finish_reason of a model round the bot cut short
 _LOOKBACK = 5  # boundaries are looked for in the last 1/_LOOKBACK of the allowed text
 _BOUNDARIES = ("\n\n", "\n", ". ", "! ", "? ", " ")
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
-_ZWJ = "\u200d"
 _FIT_TRIES = 12
 _MAX_CLUSTER = 32  # code points a cut may step back to keep a character whole
 
@@ -82,23 +80,14 @@ def _splits_pair(text: str, index: int) -> bool:
 def _joined(text: str, index: int) -> bool:
     """Whether a cut before ``text[index]`` would split what is shown as one character."""
     before, after = text[index - 1], text[index]
-    if _splits_pair(text, index):
+    if _splits_pair(text, index) or before == ZWJ or extends(after):
         return True
-    if before == _ZWJ or after == _ZWJ or unicodedata.category(after) in ("Mn", "Me", "Mc"):
-        return True
-    code = ord(after)
-    if 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F:
-        return True  # variation selectors, skin tones, tag sequences
-    if _is_flag_half(after) and _is_flag_half(before):
+    if is_flag_half(after) and is_flag_half(before):
         run = index
-        while run > 0 and _is_flag_half(text[run - 1]):
+        while run > 0 and is_flag_half(text[run - 1]):
             run -= 1
         return (index - run) % 2 == 1  # inside a pair of regional indicators
     return False
-
-
-def _is_flag_half(char: str) -> bool:
-    return 0x1F1E6 <= ord(char) <= 0x1F1FF
 
 
 def _tail(kept: str) -> str:
@@ -116,10 +105,10 @@ def _open_fence(text: str) -> str | None:
     """The fence of the code block still open at the end of ``text``, or None."""
     opened: str | None = None
     for line in text.split("\n"):
-        match = _FENCE.fullmatch(line.rstrip("\r"))
+        match = FENCE.fullmatch(line.rstrip("\r"))
         if match is None:
             continue
-        fence, rest = match.groups()
+        _indent, fence, rest = match.groups()
         if opened is None:
             if not (fence[0] == "`" and "`" in rest):  # CommonMark: no backtick in the info
                 opened = fence
