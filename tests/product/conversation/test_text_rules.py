@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,7 +22,7 @@ def test_clusters_keep_every_character_in_order(text: str) -> None:
 @given(TEXTS)
 def test_a_character_that_attaches_starts_a_cluster_only_after_a_line_break(text: str) -> None:
     found = clusters(text)
-    for before, cluster in zip(found, found[1:], strict=False):
+    for before, cluster in itertools.pairwise(found):
         assert not extends(cluster[0]) or before in ("\n", "\r", "\r\n")
 
 
