@@ -2,8 +2,8 @@
 
 Plugin tools get their schema and validation from one pydantic model (:mod:`bot.plugins.declare`);
 an external tool brings its schema as JSON, so its arguments are checked with ``jsonschema``
-against exactly what the model was shown, before anything crosses to the server. The registry
-applies the same permissions, timeout and output cap to both kinds.
+against exactly what the model was shown, before anything crosses to the server. Both are a
+:class:`~bot.plugins.tool_protocol.Tool`: the same permissions, timeout and output cap apply.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from jsonschema.validators import validator_for
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
+from bot.context import ChatContext
 from bot.plugins.declare import DEFAULT_MAX_OUTPUT, Permission
 from bot.plugins.output import ToolResult
+from bot.plugins.tool_protocol import Enabled
 
 __all__ = ["ExternalCall", "ExternalTool", "schema_validator"]
 
@@ -61,6 +63,18 @@ class ExternalTool:
         if self.description:
             function["description"] = self.description
         return {"type": "function", "function": function}
+
+    def enabled(self, here: Enabled) -> bool:
+        return here.servers is None or self.source.removeprefix("mcp:") in here.servers
+
+    def arguments(self, raw: Any) -> dict[str, Any] | str:
+        problems = self.problems(raw)
+        if problems is not None:
+            return problems
+        return raw if isinstance(raw, dict) else {}
+
+    async def invoke(self, ctx: ChatContext, values: dict[str, Any]) -> ToolResult:
+        return await self.call(values)
 
     def problems(self, arguments: Any) -> str | None:
         """What is wrong with ``arguments`` (None: they fit), in a line the model can act on."""
