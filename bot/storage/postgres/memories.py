@@ -25,8 +25,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from bot.errors import StoreError
-from bot.memory.scope import Audience
-from bot.memory.search import pack_vector, unpack_vector
+from bot.storage.audience import Audience
 from bot.storage.bounds import fits_int64
 from bot.storage.memories import FoundTurn, NewMemory, storable_memory
 from bot.storage.postgres.connection import Database
@@ -41,6 +40,7 @@ from bot.storage.postgres.search_index import (
     search_terms,
     search_text,
 )
+from bot.storage.search_text import pack_vector, unpack_vector
 from bot.storage.values import Memory, MemoryScope
 
 __all__ = ["PostgresMemories"]

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.errors import StoreError
-from bot.memory.scope import Audience
-from bot.memory.search import match_query, pack_vector, search_form, unpack_vector
+from bot.storage.audience import Audience
 from bot.storage.bounds import fits_int64
 from bot.storage.memories import FoundTurn, NewMemory, storable_memory
+from bot.storage.search_text import match_query, pack_vector, search_form, unpack_vector
 from bot.storage.sqlite.connection import Database
 from bot.storage.sqlite.scopes import (
     IN_AUDIENCE,
