@@ -32,6 +32,8 @@ from bot.storage.sql.history import TURN_ORDER_LOCK
 from bot.storage.sql.summaries import LAST_ID, TURN_COLUMNS, stored_turn
 from bot.storage.values import NO_USAGE, NewTurn, StoredTurn, TurnStatus, Usage
 
+__all__ = ["LAST_ID", "PostgresTurns", "window_page"]
+
 _AFTER_RESET = "coalesce((SELECT after_turn_id FROM resets WHERE conv_key = $1), 0)"
 
 
