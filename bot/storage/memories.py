@@ -15,7 +15,7 @@ from bot.storage.bounds import storable_text
 from bot.storage.values import Memory, MemoryScope
 
 if TYPE_CHECKING:
-    from bot.memory.scope import Audience
+    from bot.storage.audience import Audience
 
 __all__ = [
     "FoundTurn",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
-from bot.storage.postgres.part import Part
+from bot.storage.postgres.connection import Database
 
 __all__ = ["PostgresCoordination"]
 
@@ -158,8 +158,11 @@ RETURNING failures, open_until, GREATEST(open_until - {_NOW}, 0.0)
 """
 
 
-class PostgresCoordination(Part):
+class PostgresCoordination:
     SCHEMA: ClassVar[tuple[str, tuple[str, ...]]] = ("coordination", _STEPS)
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     # -- inbox ------------------------------------------------------------------------------
 

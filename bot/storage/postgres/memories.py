@@ -25,12 +25,11 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from bot.errors import StoreError
-from bot.memory.scope import Audience
-from bot.memory.search import pack_vector, unpack_vector
+from bot.storage.audience import Audience
 from bot.storage.bounds import fits_int64
 from bot.storage.memories import FoundTurn, NewMemory, storable_memory
+from bot.storage.postgres.connection import Database
 from bot.storage.postgres.memory_schema import MEMORY_SEARCH_COMPONENT
-from bot.storage.postgres.part import Part
 from bot.storage.postgres.search_bm25 import MEMORY_SEARCH_SQL, TURN_SEARCH_SQL
 from bot.storage.postgres.search_index import (
     FOLD_AFTER,
@@ -41,6 +40,7 @@ from bot.storage.postgres.search_index import (
     search_terms,
     search_text,
 )
+from bot.storage.search_text import pack_vector, unpack_vector
 from bot.storage.values import Memory, MemoryScope
 
 __all__ = ["PostgresMemories"]
@@ -157,8 +157,11 @@ def _audience_args(audience: Audience) -> tuple[str, str, str, str | None]:
     return audience.conversation_key, audience.chat_key, audience.user_id, prefix
 
 
-class PostgresMemories(Part):
+class PostgresMemories:
     """:class:`~bot.storage.memories.MemoryRecords`, ``MemorySearch`` and ``MemoryVectors``."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     SCHEMA: ClassVar[tuple[str, tuple[str, ...]]] = MEMORY_SEARCH_COMPONENT
 

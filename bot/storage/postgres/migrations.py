@@ -283,10 +283,10 @@ CORE: Component = ("core", CORE_STEPS)
 MIGRATE_LOCK = "migrate"  # the purpose of the advisory lock every step takes (locks.py)
 
 
-def components_of(cls: type) -> list[Component]:
-    """The core, then every other ``SCHEMA`` declared on ``cls``'s MRO (bases first)."""
+def components_of(*parts: type) -> list[Component]:
+    """The core, then the ``SCHEMA`` each of ``parts`` declares (once per name), in order."""
     found: list[Component] = [CORE]
-    for klass in reversed(cls.__mro__):
+    for klass in parts:
         component = klass.__dict__.get("SCHEMA")
         if component is not None and component[0] not in {name for name, _ in found}:
             found.append(component)

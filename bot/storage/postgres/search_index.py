@@ -20,8 +20,8 @@ from functools import lru_cache
 
 import asyncpg
 
-from bot.memory.search import query_terms, search_form
 from bot.storage.postgres.connection import Database
+from bot.storage.search_text import query_terms, search_form
 
 __all__ = [
     "MEMORIES",

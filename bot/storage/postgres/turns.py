@@ -1,4 +1,4 @@
-"""Turns, the context window and overheard chatter, in PostgreSQL.
+"""Turns and the context window, in PostgreSQL.
 
 A turn is one row, as in SQLite (:mod:`bot.storage.sqlite.turns`): the user's text, and once
 answered the whole answer as a JSON array, so each step is one autocommit statement.
@@ -24,48 +24,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.errors import StoreError
-from bot.storage.answers import answer_json, turn_messages
+from bot.storage.answers import answer_json
 from bot.storage.bounds import storable_text
-from bot.storage.postgres.part import Part
-from bot.storage.values import NO_USAGE, NewTurn, Overheard, StoredTurn, TurnStatus, Usage
+from bot.storage.postgres.connection import Database
+from bot.storage.postgres.seam import PostgresDialect
+from bot.storage.sql.history import TURN_ORDER_LOCK
+from bot.storage.sql.summaries import LAST_ID, TURN_COLUMNS, stored_turn
+from bot.storage.values import NO_USAGE, NewTurn, StoredTurn, TurnStatus, Usage
 
-TURN_ORDER_LOCK = "turn-order"  # see the module doc; bot.storage.postgres.locks
+__all__ = ["LAST_ID", "PostgresTurns", "window_page"]
 
-# Every read of one conversation's turns walks the (conv_key, id) index in pages: bounds as
-# row comparisons on (conv_key, id), order (conv_key, id), a constant LIMIT. Only that index
-# can serve such a query, and the LIMIT stops the walk, so a page costs O(page) rows whatever
-# the table's or the conversation's size. The plain ``conv_key = $1 AND id >= $2 ORDER BY id``
-# lets the planner walk the primary key instead, filtering on conv_key: its statistics see a
-# conversation holding many rows, not that they are old -- a conversation that went quiet while
-# other chats went on cost 1 s instead of 0.1 ms at 10^6 rows (docs/scaling.md).
-LAST_ID = 9223372036854775807
 _AFTER_RESET = "coalesce((SELECT after_turn_id FROM resets WHERE conv_key = $1), 0)"
-_TURN_COLUMNS = "id, user_id, user_name, status, user_text, answer"
-
-
-def conversation_page(
-    columns: str,
-    *,
-    limit: int,
-    after: str = "$2",
-    before: str = "$3",
-    newest_first: bool = False,
-) -> str:
-    """SQL for up to ``limit`` rows of conversation ``$1`` with ``after < id < before`` (SQL
-    expressions), in id order (``newest_first``: reversed), through the (conv_key, id) index."""
-    order = " DESC" if newest_first else ""
-    return (
-        f"SELECT {columns} FROM turns WHERE (conv_key, id) > ($1, {after})"
-        f" AND (conv_key, id) < ($1, {before})"
-        f" ORDER BY conv_key{order}, id{order} LIMIT {int(limit)}"
-    )
 
 
 def window_page(max_turns: int) -> str:
     """One page of the window walk: turns after the last reset and before ``$2``, newest
-    first."""
-    return conversation_page(
-        _TURN_COLUMNS, limit=max_turns, after=_AFTER_RESET, before="$2", newest_first=True
+    first (:meth:`PostgresDialect.conversation_page`: O(page) whatever the table's size)."""
+    return PostgresDialect().conversation_page(
+        TURN_COLUMNS, limit=max_turns, after=_AFTER_RESET, before="$2", newest_first=True
     )
 
 
@@ -79,7 +55,10 @@ _INSERT_TURN = (
 )
 
 
-class PostgresTurns(Part):
+class PostgresTurns:
+    def __init__(self, db: Database, owner: str) -> None:
+        self._db, self.owner = db, owner
+
     async def begin_turn(self, turn: NewTurn) -> int:
         if turn.overheard:
             return await self._begin_with_overheard(turn)
@@ -148,7 +127,7 @@ class PostgresTurns(Part):
                 "UPDATE turns SET status = 'unanswered', error = $1, completed_at = $2,"
                 " prompt_tokens = $3, completion_tokens = $4, cached_tokens = $5"
                 " WHERE id = $6 AND status = 'pending'",
-                clean_text(reason[:500]),
+                storable_text(reason[:500]),
                 time.time(),
                 usage.prompt_tokens,
                 usage.completion_tokens,
@@ -161,7 +140,7 @@ class PostgresTurns(Part):
             marked = await conn.fetchval(
                 "UPDATE turns SET status = 'undelivered', error = $1 WHERE id = $2"
                 " AND status = 'answered' RETURNING id",
-                clean_text(reason[:500]),
+                storable_text(reason[:500]),
                 turn_id,
             )
         return marked is not None
@@ -188,76 +167,14 @@ class PostgresTurns(Part):
                     return window[::-1]
                 before = int(rows[-1]["id"])
 
-    # -- overheard -------------------------------------------------------------------------
-
-    async def record_overheard(self, message: NewTurn, keep: int) -> None:
-        async with self._db.transaction() as conn:
-            # One writer per conversation at a time: ids then grow in arrival order within it.
-            await conn.execute(
-                "SELECT pg_advisory_xact_lock($1)",
-                self._db.lock_key(f"overheard:{message.conversation_key}"),
-            )
-            await conn.execute(
-                "INSERT INTO overheard (conv_key, chat_key, user_id, user_name,"
-                " platform_message_id, text, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                *_turn_row(message),
-            )
-            await conn.execute(
-                "DELETE FROM overheard WHERE conv_key = $1 AND id NOT IN"
-                " (SELECT id FROM overheard WHERE conv_key = $1 ORDER BY id DESC LIMIT $2)",
-                message.conversation_key,
-                max(keep, 0),
-            )
-
-    async def replace_overheard(
-        self, conversation_key: str, platform_message_id: str, text: str
-    ) -> bool:
-        async with self._db.acquire() as conn:
-            status = await conn.execute(
-                "UPDATE overheard SET text = $3 WHERE conv_key = $1 AND platform_message_id = $2",
-                conversation_key,
-                platform_message_id,
-                clean_text(text),
-            )
-        return str(status).split()[-1] != "0"
-
-    async def load_overheard(self, conversation_key: str, since: float) -> list[Overheard]:
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(
-                "SELECT id, user_id, user_name, text, created_at FROM overheard"
-                " WHERE conv_key = $1 AND created_at >= $2 ORDER BY id",
-                conversation_key,
-                since,
-            )
-        return [
-            Overheard(int(r["id"]), r["user_id"], r["user_name"], r["text"], r["created_at"])
-            for r in rows
-        ]
-
-
-def clean_text(text: str) -> str:
-    """PostgreSQL text cannot hold NUL characters (SQLite can): they become U+FFFD."""
-    return storable_text(text)
-
 
 def _turn_row(turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float]:
     return (
         turn.conversation_key,
         turn.chat_key,
         turn.user_id,
-        clean_text(turn.user_name),
+        storable_text(turn.user_name),
         turn.platform_message_id,
-        clean_text(turn.text),
+        storable_text(turn.text),
         time.time(),
-    )
-
-
-def stored_turn(row: Any) -> StoredTurn:
-    """A row of ``id, user_id, user_name, status, user_text, answer`` as a StoredTurn."""
-    return StoredTurn(
-        turn_id=int(row["id"]),
-        user_id=row["user_id"],
-        user_name=row["user_name"],
-        status=TurnStatus(row["status"]),
-        messages=turn_messages(row["user_text"], row["answer"]),
     )

@@ -11,11 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
-from bot.storage.sqlite.part import Part
+from bot.storage.sqlite.connection import Database
+from bot.storage.sqlite.seam import NOW
 
-__all__ = ["NOW", "SQLiteCoordination"]
-
-NOW = "((julianday('now') - 2440587.5) * 86400.0)"  # seconds since the epoch, to the ms
+__all__ = ["SQLiteCoordination"]
 
 _CLAIM = f"""
 UPDATE inbox SET owner = :owner, lease_until = {NOW} + :seconds, attempts = attempts + 1
@@ -67,7 +66,10 @@ RETURNING failures, open_until, max(open_until - {NOW}, 0.0)
 """
 
 
-class SQLiteCoordination(Part):
+class SQLiteCoordination:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
     # -- inbox ------------------------------------------------------------------------------
 
     async def inbox_put(

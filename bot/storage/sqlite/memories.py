@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.errors import StoreError
-from bot.memory.scope import Audience
-from bot.memory.search import match_query, pack_vector, search_form, unpack_vector
+from bot.storage.audience import Audience
 from bot.storage.bounds import fits_int64
 from bot.storage.memories import FoundTurn, NewMemory, storable_memory
-from bot.storage.sqlite.part import Part
+from bot.storage.search_text import match_query, pack_vector, search_form, unpack_vector
+from bot.storage.sqlite.connection import Database
 from bot.storage.sqlite.scopes import (
     IN_AUDIENCE,
     RESCOPE_MEMORIES,
@@ -135,7 +135,10 @@ def _memory(row: Any) -> Memory:
     )
 
 
-class SQLiteMemories(Part):
+class SQLiteMemories:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
     # -- records ---------------------------------------------------------------------------
 
     async def add_memory(

@@ -15,8 +15,8 @@ from typing import cast
 
 import aiosqlite
 
-from bot.memory.search import search_form
 from bot.storage.portable import TABLES, Row, Table
+from bot.storage.search_text import search_form
 from bot.storage.sqlite.scopes import index_scope, scope_token
 from bot.storage.sqlite.store import SQLiteStore
 from bot.storage.values import MemoryScope

@@ -8,7 +8,7 @@ SQL, and the conformance suite's property test holds them to ``Audience.admits``
 
 from __future__ import annotations
 
-from bot.memory.scope import Audience
+from bot.storage.audience import Audience
 from bot.storage.values import MemoryScope
 
 __all__ = [

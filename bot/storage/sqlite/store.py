@@ -7,44 +7,39 @@ from pathlib import Path
 
 from bot.errors import StoreError
 from bot.storage import owners
-from bot.storage.sqlite.audit import SQLiteAudit
+from bot.storage.sql.maintenance import close_interrupted
+from bot.storage.sql.seam import Tx
+from bot.storage.sql.store import SQLStore
 from bot.storage.sqlite.connection import Database
 from bot.storage.sqlite.coordination import SQLiteCoordination
-from bot.storage.sqlite.deliveries import SQLiteDeliveries
-from bot.storage.sqlite.directory import SQLiteDirectory
-from bot.storage.sqlite.erasure import SQLiteErasure
-from bot.storage.sqlite.history import SQLiteHistory
-from bot.storage.sqlite.ledger import SQLiteKeyValue, SQLiteUsage
-from bot.storage.sqlite.maintenance import SQLiteMaintenance, close_interrupted
 from bot.storage.sqlite.memories import SQLiteMemories
-from bot.storage.sqlite.summaries import SQLiteSummaries
+from bot.storage.sqlite.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
+from bot.storage.sqlite.seam import SQLiteSeam
 from bot.storage.sqlite.turns import SQLiteTurns
 from bot.storage.sqlite.window_cache import WindowCache
 from bot.storage.url import sqlite_url
 
 
-class SQLiteStore(
-    SQLiteTurns,
-    SQLiteHistory,
-    SQLiteAudit,
-    SQLiteDirectory,
-    SQLiteErasure,
-    SQLiteUsage,
-    SQLiteKeyValue,
-    SQLiteMemories,
-    SQLiteSummaries,
-    SQLiteDeliveries,
-    SQLiteMaintenance,
-    SQLiteCoordination,
-):
+async def _rescope(tx: Tx, new_chat_key: str) -> None:
+    """The full-text indexes name each row's chat and conversation (scopes.py)."""
+    for statement in (*RESCOPE_MEMORIES, *RESCOPE_TURNS):
+        await tx.execute(statement, new_chat_key)
+
+
+class SQLiteStore(SQLStore):
     """:class:`bot.storage.Storage` in one SQLite file. Use as ``async with SQLiteStore(path)``
     (or :func:`bot.storage.open_storage`)."""
 
     def __init__(self, path: str | Path, *, cache_windows: bool = True) -> None:
         self._db = Database(path)
+        self._seam = SQLiteSeam(self._db)
         self.cache_windows = cache_windows
         self._windows = WindowCache()
         self.owner = owners.new_owner()  # this instance, on every turn it begins
+        self._compose(self._seam, self._windows, self.owner, _rescope)
+        self.turns = SQLiteTurns(self._db, self._windows, self.owner, cache_windows)
+        self.memories = SQLiteMemories(self._db)
+        self.coordination = SQLiteCoordination(self._db)
 
     @property
     def path(self) -> Path:
@@ -73,8 +68,8 @@ class SQLiteStore(
     async def open(self) -> None:
         owners.register(self.owner)
         try:
-            writer = await self._db.open()
-            await close_interrupted(writer)
+            await self._db.open()
+            await close_interrupted(self._seam)
         except sqlite3.DatabaseError as exc:
             await self.close()
             raise StoreError(f"cannot open history database {self.path}: {exc}") from exc

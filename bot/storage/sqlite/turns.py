@@ -1,4 +1,4 @@
-"""Turns, the context window and overheard chatter, in SQLite.
+"""Turns and the context window, in SQLite.
 
 A turn is one row: the user's text, and once answered the whole answer (assistant messages, tool
 calls, tool results) as a JSON array, so every turn write is a single atomic statement and one
@@ -15,8 +15,9 @@ from typing import Any
 
 from bot.errors import StoreError
 from bot.storage.answers import answer_json, api_messages, turn_messages
-from bot.storage.sqlite.part import Part
-from bot.storage.values import NO_USAGE, NewTurn, Overheard, StoredTurn, TurnStatus, Usage
+from bot.storage.sqlite.connection import Database
+from bot.storage.sqlite.window_cache import WindowCache
+from bot.storage.values import NO_USAGE, NewTurn, StoredTurn, TurnStatus, Usage
 
 # The newest N turns after the last reset, with the overheard context rows among them (those do
 # not count toward N). Walks the (conv_key, id) index backwards: O(window), whatever the size.
@@ -42,7 +43,10 @@ _INSERT_TURN = (
 )
 
 
-class SQLiteTurns(Part):
+class SQLiteTurns:
+    def __init__(self, db: Database, windows: WindowCache, owner: str, cache_windows: bool) -> None:
+        self._db, self._windows, self.owner, self.cache_windows = db, windows, owner, cache_windows
+
     async def begin_turn(self, turn: NewTurn) -> int:
         if turn.overheard:
             return await self._begin_with_overheard(turn)
@@ -161,43 +165,6 @@ class SQLiteTurns(Part):
                 epoch=epoch,
             )
         return list(turns)
-
-    # -- overheard -------------------------------------------------------------------------
-
-    async def record_overheard(self, message: NewTurn, keep: int) -> None:
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO overheard (conv_key, chat_key, user_id, user_name,"
-                " platform_message_id, text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                _turn_row(message),
-            )
-            await conn.execute(
-                "DELETE FROM overheard WHERE conv_key = ? AND id NOT IN"
-                " (SELECT id FROM overheard WHERE conv_key = ? ORDER BY id DESC LIMIT ?)",
-                (message.conversation_key, message.conversation_key, max(keep, 0)),
-            )
-
-    async def replace_overheard(
-        self, conversation_key: str, platform_message_id: str, text: str
-    ) -> bool:
-        async with self._db.writing() as conn:
-            rows = await conn.execute_fetchall(
-                "UPDATE overheard SET text = ? WHERE conv_key = ? AND platform_message_id = ?"
-                " RETURNING id",
-                (text, conversation_key, platform_message_id),
-            )
-        return bool(list(rows))
-
-    async def load_overheard(self, conversation_key: str, since: float) -> list[Overheard]:
-        rows = await self._db.reader.execute_fetchall(
-            "SELECT id, user_id, user_name, text, created_at FROM overheard"
-            " WHERE conv_key = ? AND created_at >= ? ORDER BY id",
-            (conversation_key, since),
-        )
-        return [
-            Overheard(int(i), str(user), str(name), str(text), float(at))
-            for i, user, name, text, at in rows
-        ]
 
 
 def _turn_row(turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float]:

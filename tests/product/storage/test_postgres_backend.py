@@ -23,10 +23,11 @@ import pytest
 from bot.errors import StoreError
 from bot.storage import open_storage_url
 from bot.storage.postgres import PostgresStore
-from bot.storage.postgres.history import EXPORT_PAGE, EXPORT_SQL
 from bot.storage.postgres.migrations import CORE_STEPS
-from bot.storage.postgres.summaries import BETWEEN_PAGE, BETWEEN_SQL
+from bot.storage.postgres.seam import PostgresDialect
 from bot.storage.postgres.turns import LAST_ID, window_page
+from bot.storage.sql.history import EXPORT_PAGE, export_sql
+from bot.storage.sql.summaries import BETWEEN_PAGE, between_sql
 from bot.storage.url import parse_storage_url
 from bot.storage.values import NewTurn, Usage
 from tests import postgres_support
@@ -392,8 +393,8 @@ async def test_conversation_reads_walk_the_conversation_not_the_history(
     primary key through the newer chats' rows."""
     statements = {  # statement -> its arguments and its page
         window_page(50): (("tg:quiet", LAST_ID), 50),
-        EXPORT_SQL: (("tg:quiet", 0, LAST_ID), EXPORT_PAGE),
-        BETWEEN_SQL: (("tg:quiet", 0, LAST_ID), BETWEEN_PAGE),
+        export_sql(PostgresDialect()): (("tg:quiet", 0, LAST_ID), EXPORT_PAGE),
+        between_sql(PostgresDialect()): (("tg:quiet", 0, LAST_ID), BETWEEN_PAGE),
     }
     async with store._db.acquire() as conn:
         await conn.execute(

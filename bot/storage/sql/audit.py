@@ -1,12 +1,12 @@
-"""The audit trail in SQLite: ``chat_audit`` (resets, persona and scope changes) read together
-with ``clear_audit`` (clears)."""
+"""The audit trail: ``chat_audit`` (resets, persona and scope changes) read together with
+``clear_audit`` (clears). :class:`bot.storage.audit.AuditTrail`."""
 
 from __future__ import annotations
 
 import time
 
 from bot.storage.audit import check_change, clear_detail
-from bot.storage.sqlite.part import Part
+from bot.storage.sql.seam import Database
 from bot.storage.values import AuditAction, AuditEntry
 
 # Clears first among entries of the same moment (kind 0), then by id within each table.
@@ -18,27 +18,28 @@ SELECT at, chat_key, action, actor_id, actor_name, detail, conv_key, turns, mess
     UNION ALL
     SELECT at, chat_key, action, actor_id, actor_name, detail, conv_key, 0, 0, 1, id
     FROM chat_audit {where}
-) ORDER BY at, kind, id
+) AS entries ORDER BY at, kind, id
 """
 
 
-class SQLiteAudit(Part):
+class Audit:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
     async def record_change(
         self, chat_key: str, actor_id: str, actor_name: str, action: AuditAction, detail: str
     ) -> None:
         check_change(action)
-        async with self._db.writing() as conn:  # one insert: atomic on its own
-            await conn.execute(
-                "INSERT INTO chat_audit (chat_key, actor_id, actor_name, action, detail, at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (chat_key, actor_id, actor_name, str(action), detail, time.time()),
-            )
+        text = self._db.dialect.text
+        await self._db.execute(  # one insert: atomic on its own
+            "INSERT INTO chat_audit (chat_key, actor_id, actor_name, action, detail, at)"
+            " VALUES ($1, $2, $3, $4, $5, $6)",
+            chat_key, actor_id, text(actor_name), str(action), text(detail), time.time(),
+        )  # fmt: skip
 
     async def audit(self, chat_key: str | None = None) -> list[AuditEntry]:
-        where, args = (
-            ("WHERE chat_key = ?", (chat_key, chat_key)) if chat_key is not None else ("", ())
-        )
-        rows = await self._db.reader.execute_fetchall(_AUDIT_SQL.format(where=where), args)
+        where, args = ("WHERE chat_key = $1", (chat_key,)) if chat_key is not None else ("", ())
+        rows = await self._db.fetch(_AUDIT_SQL.format(where=where), *args)
         return [
             AuditEntry(
                 at=float(at),
