@@ -16,8 +16,8 @@ from pathlib import Path
 
 from bench.common import median
 from bench.seed import MEASURED_KEY
+from bot.config.storage_url import sqlite_url
 from bot.storage import Storage, open_storage_url
-from bot.storage.url import sqlite_url
 
 MAX_TURNS = 50  # the default history.max_turns
 

@@ -36,6 +36,7 @@ from bot.cli.history import usage_error as history_usage_error
 from bot.cli.progress import TerminalProgress, counts_table
 from bot.cli.subcommands import SubCommands
 from bot.config import Settings, load_settings, secret_values
+from bot.config.storage_url import StorageURL
 from bot.doctor.adapters import check_adapter_settings
 from bot.doctor.config_report import config_report
 from bot.errors import ConfigError, ParlourError
@@ -45,7 +46,6 @@ from bot.guardrails.usage import cached_share, usage_table
 from bot.platform.adapter import Adapter
 from bot.storage import missing_storage, open_storage
 from bot.storage.copy import DEFAULT_BATCH, copy_storage, parse_copy_url
-from bot.storage.url import StorageURL
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0  # seconds in-flight replies get after SIGTERM/SIGINT before cancellation

@@ -8,9 +8,9 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from bot.config.base import Section
+from bot.config.storage_url import StorageURL, parse_storage_url, sqlite_url
 from bot.context import Scope
 from bot.errors import ConfigError
-from bot.storage.url import StorageURL, parse_storage_url, sqlite_url
 
 
 class ChatSettings(Section):

@@ -24,8 +24,8 @@ from apscheduler.util import datetime_to_utc_timestamp
 from sqlalchemy import URL, and_, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from bot.config.storage_url import StorageURL
 from bot.errors import StoreError
-from bot.storage.url import StorageURL
 
 __all__ = ["ClaimingJobStore", "job_store_errors", "open_job_store"]
 

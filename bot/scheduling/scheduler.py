@@ -39,12 +39,12 @@ from apscheduler.schedulers.base import STATE_RUNNING
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.config.storage_url import StorageURL
 from bot.scheduling.jobstore import job_store_errors, open_job_store, redacted
 from bot.scheduling.leader import DEFAULT_LEASE_SECONDS, Leadership
 from bot.scheduling.runner import Runner
 from bot.storage.coordination import Leases
 from bot.storage.owners import new_owner
-from bot.storage.url import StorageURL
 
 log = logging.getLogger(__name__)
 

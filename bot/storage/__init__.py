@@ -31,6 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from bot.config.storage_url import StorageURL, parse_storage_url
 from bot.storage.audit import AuditTrail
 from bot.storage.chat_settings import ChatSettingsStore
 from bot.storage.coordination import Inbox, Leases, SharedLimits
@@ -45,7 +46,6 @@ from bot.storage.prompt_windows import PromptWindows
 from bot.storage.resets import Resets
 from bot.storage.summaries import Summaries
 from bot.storage.turns import TurnArchive, Turns
-from bot.storage.url import StorageURL, parse_storage_url
 from bot.storage.usage import UsageLedger
 
 if TYPE_CHECKING:

@@ -21,9 +21,9 @@ from sqlalchemy import URL, Engine, func, inspect, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
+from bot.config.storage_url import StorageURL
 from bot.errors import StoreError
 from bot.storage.portable import Row, Table
-from bot.storage.url import StorageURL
 
 __all__ = ["JOBS", "JobsStore", "default_jobs_path"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from bot.config.storage_url import parse_storage_url
 from bot.storage import Storage, open_storage_url
-from bot.storage.url import parse_storage_url
 from tests.conformance.conftest import Backend
 
 

@@ -32,10 +32,10 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
+from bot.config.storage_url import StorageURL
 from bot.errors import StoreError
 from bot.storage.postgres.locks import advisory_key
 from bot.storage.postgres.migrations import Component, create_schema, migrate
-from bot.storage.url import StorageURL
 
 __all__ = ["DEFAULT_POOL_SIZE", "Database"]
 

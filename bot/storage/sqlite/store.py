@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from bot.config.storage_url import sqlite_url
 from bot.errors import StoreError
 from bot.storage import owners
 from bot.storage.sql.maintenance import close_interrupted
@@ -17,7 +18,6 @@ from bot.storage.sqlite.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
 from bot.storage.sqlite.seam import SQLiteSeam
 from bot.storage.sqlite.turns import SQLiteTurns
 from bot.storage.sqlite.window_cache import WindowCache
-from bot.storage.url import sqlite_url
 
 
 async def _rescope(tx: Tx, new_chat_key: str) -> None:

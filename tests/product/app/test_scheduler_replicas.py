@@ -23,10 +23,10 @@ import psycopg
 import pytest
 
 from bot.app import App
+from bot.config.storage_url import StorageURL, parse_storage_url
 from bot.errors import StoreError
 from bot.scheduling.scheduler import Scheduler
 from bot.storage import Storage, open_storage_url
-from bot.storage.url import StorageURL, parse_storage_url
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import make_settings, private
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
@@ -195,7 +195,7 @@ REPLICA = textwrap.dedent(
     from datetime import UTC, datetime, timedelta
     from bot.scheduling.scheduler import Scheduler
     from bot.storage import open_storage_url
-    from bot.storage.url import parse_storage_url
+    from bot.config.storage_url import parse_storage_url
 
     url, name, schedule_in = sys.argv[1], sys.argv[2], float(sys.argv[3])
 

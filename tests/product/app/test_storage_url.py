@@ -8,9 +8,9 @@ import pytest
 
 from bot.config import settings_from_mapping
 from bot.config.masking import secret_values
+from bot.config.storage_url import parse_storage_url
 from bot.errors import ConfigError
 from bot.storage import missing_storage, open_storage
-from bot.storage.url import parse_storage_url
 from tests.product.app.test_check_config import check_config
 from tests.product.app.test_cli import SECRET
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from bot.app import App
+from bot.config.storage_url import parse_storage_url
 from bot.context import ChatContext
 from bot.guardrails.budgets import utc_day
 from bot.storage.postgres.migrations import CORE_STEPS, create_schema, migrate
 from bot.storage.sqlite import SQLiteStore
 from bot.storage.sqlite.migrations import MIGRATIONS
-from bot.storage.url import parse_storage_url
 from bot.storage.values import NewTurn, Usage
 from bot.testing.fake_llm import FakeLLM, reply
 from tests import postgres_support

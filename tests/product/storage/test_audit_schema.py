@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.storage_url import parse_storage_url
 from bot.storage.postgres.migrations import CORE_STEPS, create_schema, migrate
 from bot.storage.sqlite import SQLiteStore
 from bot.storage.sqlite.connection import statements
 from bot.storage.sqlite.migrations import MIGRATIONS
-from bot.storage.url import parse_storage_url
 from bot.storage.values import AuditAction
 from tests import postgres_support
 

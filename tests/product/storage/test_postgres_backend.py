@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
+from bot.config.storage_url import parse_storage_url
 from bot.errors import StoreError
 from bot.storage import open_storage_url
 from bot.storage.postgres import PostgresStore
@@ -28,7 +29,6 @@ from bot.storage.postgres.seam import PostgresDialect
 from bot.storage.postgres.turns import LAST_ID, window_page
 from bot.storage.sql.history import EXPORT_PAGE, export_sql
 from bot.storage.sql.summaries import BETWEEN_PAGE, between_sql
-from bot.storage.url import parse_storage_url
 from bot.storage.values import NewTurn, Usage
 from tests import postgres_support
 
