@@ -1,1 +1,2 @@
-"""Platform adapters. Each module exposes ``create_adapter(app)``; config names them."""
+"""Platform adapters. Each module exposes ``create_adapter(platform)``, given the seam
+(:class:`bot.platform.seam.Platform`); config names them."""

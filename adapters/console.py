@@ -17,11 +17,11 @@ import sys
 import threading
 from typing import TextIO
 
-from bot.app import App
 from bot.context import ChatContext, ChatType
 from bot.conversation.service import Done, ToolStarted
 from bot.errors import UserFacingError
 from bot.llm.client import TextDelta
+from bot.platform.seam import Platform
 from bot.text import clean_text
 
 log = logging.getLogger(__name__)
@@ -33,8 +33,10 @@ _EXIT_HELP = "/exit - Leave the chat (or /quit, or Ctrl-D)"
 class ConsoleAdapter:
     name = "console"
 
-    def __init__(self, app: App, *, stdin: TextIO | None = None, stdout: TextIO | None = None):
-        self.app = app
+    def __init__(
+        self, platform: Platform, *, stdin: TextIO | None = None, stdout: TextIO | None = None
+    ):
+        self.platform = platform
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
         self.interactive = self.stdin.isatty()
@@ -57,12 +59,12 @@ class ConsoleAdapter:
         self._write(f"\n[{text}]\n" + ("you> " if self.interactive else ""))
 
     async def run(self) -> None:
-        self.app.outbound.register("console", self)
-        self.app.commands.add_help_note(_help_note)
+        self.platform.outbound.register("console", self)
+        self.platform.commands.add_help_note(_help_note)
         try:
             await self._run()
         finally:
-            self.app.outbound.unregister("console", self)
+            self.platform.outbound.unregister("console", self)
 
     async def _run(self) -> None:
         self._start_reader()
@@ -91,7 +93,7 @@ class ConsoleAdapter:
         try:
             if text.startswith("/"):
                 name, _, args = text[1:].partition(" ")
-                result = await self.app.commands.handle(self.ctx, name, args)
+                result = await self.platform.commands.handle(self.ctx, name, args)
                 self._write(result.text + "\n")
                 return
             await self._answer(text)
@@ -103,7 +105,7 @@ class ConsoleAdapter:
 
     async def _answer(self, text: str) -> None:
         started = False
-        async for event in self.app.service.stream(self.ctx, text):
+        async for event in self.platform.conversation.stream(self.ctx, text):
             if isinstance(event, TextDelta):
                 if not started:
                     self._write("bot> " if self.interactive else "")
@@ -151,5 +153,5 @@ def _local_user() -> str:
         return "you"
 
 
-def create_adapter(app: App) -> ConsoleAdapter:
-    return ConsoleAdapter(app)
+def create_adapter(platform: Platform) -> ConsoleAdapter:
+    return ConsoleAdapter(platform)

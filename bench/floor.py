@@ -140,7 +140,7 @@ class _Run:
     def __init__(self, app: App) -> None:
         self.app = app
         self.out = io.StringIO()
-        self.console = ConsoleAdapter(app, stdin=io.StringIO(), stdout=self.out)
+        self.console = ConsoleAdapter(app.platform, stdin=io.StringIO(), stdout=self.out)
         self.client = app.service.llm.endpoints[0].client
         self.bodies: list[dict[str, Any]] = []
         _record_bodies(self.client, self.bodies)

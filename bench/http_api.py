@@ -63,7 +63,7 @@ async def measure_http(root: Path) -> HTTPFigures:
         }
         settings = make_settings(fake.base_url, root / "http.db", http=http)
         async with App(settings) as app:
-            adapter = HTTPAdapter(app)
+            adapter = HTTPAdapter(app.platform)
             task = asyncio.create_task(adapter.run())
             await adapter.ready.wait()
             url = f"http://127.0.0.1:{adapter.port}"

@@ -141,7 +141,7 @@ async def measure_scenario(root: Path, scenario: Scenario) -> CacheFigures:
         settings = scenario_settings(fake.base_url, root / "chat.db", scenario)
         async with App(settings) as app:
             out = io.StringIO()
-            console = ConsoleAdapter(app, stdin=io.StringIO(), stdout=out)
+            console = ConsoleAdapter(app.platform, stdin=io.StringIO(), stdout=out)
             for n, text in enumerate(texts, 1):
                 out.seek(0)
                 out.truncate()

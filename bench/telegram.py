@@ -63,7 +63,7 @@ async def measure_burst(root: Path, chats: int) -> tuple[float, int]:
             llm.base_url, root / "telegram.db", telegram=telegram | {"polling_timeout": 5}
         )
         async with App(settings) as app:
-            adapter = TelegramAdapter(app)
+            adapter = TelegramAdapter(app.platform)
             task = asyncio.ensure_future(adapter.run())
             await tg.wait_until(lambda: any(c.method == "getUpdates" for c in tg.calls), 30)
             users = [tg.user(1000 + n, f"User {n}") for n in range(chats)]

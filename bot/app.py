@@ -1,5 +1,6 @@
 """One owner of the lifecycle: ``async with App(settings)`` opens the store, the LLM client and
-the service, and closes them in reverse order. Adapters receive the running app.
+the service, and closes them in reverse order. Adapters receive :attr:`App.platform`, the
+narrow seam (:mod:`bot.platform.seam`), never the app itself.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from bot.memory.provider import MemoryProvider, StoredMemory
 from bot.memory.store import MemoryStore
 from bot.metrics import Metrics
 from bot.platform.delivery import Outbound
+from bot.platform.operator import Operator
+from bot.platform.seam import Platform
 from bot.plugins import PluginManager, ToolRegistry
 from bot.scheduling.scheduler import Scheduler
 from bot.storage import Storage, open_storage
@@ -82,6 +85,7 @@ class App:
         self.compactor: Compactor | None = None
         self._summary_llm: LLMClient | None = None
         self.plugins: PluginManager | None = None
+        self._platform: Platform | None = None
 
     @property
     def store(self) -> Storage:
@@ -97,6 +101,32 @@ class App:
     def commands(self) -> Commands:
         assert self._commands is not None, "App is not started"
         return self._commands
+
+    @property
+    def platform(self) -> Platform:
+        """What adapters are created with: the running bot, as a platform sees it."""
+        assert self._platform is not None, "App is not started"
+        return self._platform
+
+    def _seam(self, service: ChatService, commands: Commands, store: Storage) -> Platform:
+        tools = self.tools
+        operator = Operator(
+            chats=service,
+            metrics=self.metrics,
+            memories=self.memories,
+            mcp=self.mcp,
+            plugins=self.plugins,
+            scheduler=self.scheduler,
+        )
+        return Platform(
+            settings=self.settings,
+            conversation=service,
+            commands=commands,
+            outbound=self.outbound,
+            store=store,
+            has_admin_tools=lambda: tools.has_admin_tools,
+            operator=operator,
+        )
 
     async def __aenter__(self) -> App:
         check_llm_settings(self.settings)
@@ -168,6 +198,7 @@ class App:
             add_tools_command(self._commands, self.tools, self._mcp_statuses)
             self._schedule_housekeeping(self.scheduler)
             await self.scheduler.start()
+            self._platform = self._seam(self._service, self._commands, self._store)
         except BaseException:
             await self.aclose()
             raise
@@ -253,6 +284,7 @@ class App:
                 log.info("memory vectors backfilled count=%d", filled)
 
     async def aclose(self) -> None:
+        self._platform = None
         if self._backfill is not None:
             self._backfill.cancel()
             await asyncio.gather(self._backfill, return_exceptions=True)

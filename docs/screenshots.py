@@ -66,7 +66,7 @@ async def main() -> None:
             async with App(settings) as app:
                 for ctx, text, _ in CONVERSATIONS:
                     await app.service.chat(ctx, text)
-                adapter = HTTPAdapter(app)
+                adapter = HTTPAdapter(app.platform)
                 task = asyncio.create_task(adapter.run())
                 try:
                     await adapter.ready.wait()

@@ -71,7 +71,7 @@ async def running_discord(
     """Run an adapter until the block ends. ``shards``: wait for these ``(id, count)``
     sessions; ``synced`` False: this process leaves the slash commands to another."""
     async with make_app(discord=discord_section(dc, **(discord or {})), **sections) as app:
-        adapter = DiscordAdapter(app)
+        adapter = DiscordAdapter(app.platform)
         task = asyncio.ensure_future(adapter.run())
         _running[0] += 1
         try:

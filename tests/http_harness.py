@@ -42,7 +42,7 @@ async def serve_http(make_app: AppFactory, **sections: Any) -> AsyncIterator[Ser
     """The bot with ``http:`` enabled (``sections["http"]`` overrides the defaults)."""
     http = http_section(**sections.pop("http", {}))
     async with make_app(http=http, **sections) as app:
-        adapter = HTTPAdapter(app)
+        adapter = HTTPAdapter(app.platform)
         task = asyncio.create_task(adapter.run())
         try:
             await asyncio.wait_for(adapter.ready.wait(), 10)

@@ -43,7 +43,7 @@ async def running_bot(
     section = telegram_section(tg, **(telegram or {}))
     async with make_app(telegram=section, **sections) as app:
         sleep = asyncio.sleep if flood_sleeps is None else flood_sleeps
-        adapter = TelegramAdapter(app, flood_sleep=sleep)
+        adapter = TelegramAdapter(app.platform, flood_sleep=sleep)
         task = asyncio.ensure_future(adapter.run())
         method = "setWebhook" if section.get("mode") == "webhook" else "getUpdates"
         try:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from adapters.discord.adapter import DiscordAdapter
     from adapters.discord.settings import DiscordSettings
-    from bot.app import App
     from bot.config import Settings
     from bot.doctor import Check
+    from bot.platform.seam import Platform
 
 __all__ = ["check_settings", "create_adapter", "diagnose"]
 
@@ -25,10 +25,10 @@ def check_settings(settings: Settings) -> DiscordSettings:
     return discord_settings(settings)
 
 
-def create_adapter(app: App) -> DiscordAdapter:
+def create_adapter(platform: Platform) -> DiscordAdapter:
     from adapters.discord.adapter import DiscordAdapter
 
-    return DiscordAdapter(app)
+    return DiscordAdapter(platform)
 
 
 async def diagnose(settings: Settings) -> list[Check]:

@@ -59,12 +59,12 @@ from adapters.discord.sharding import (
     probe_gateway,
     shard_close_error,
 )
-from bot.app import App
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle, Repeating
 from bot.conversation.triggers import Action
 from bot.errors import ConfigError
 from bot.platform.media import Attachments
+from bot.platform.seam import Platform
 from bot.text import clean_text
 
 log = logging.getLogger(__name__)
@@ -86,15 +86,15 @@ _NO_CONTENT_INTENT = (
 class DiscordAdapter:
     name = "discord"
 
-    def __init__(self, app: App, *, settings: DiscordSettings | None = None) -> None:
-        self.app = app
-        self.config = settings or discord_settings(app.settings)
+    def __init__(self, platform: Platform, *, settings: DiscordSettings | None = None) -> None:
+        self.platform = platform
+        self.config = settings or discord_settings(platform.settings)
         if not self.config.enabled:
             raise ConfigError("discord.enabled is false")
         self.throttle = EditThrottle(self.config.edit_interval, self.config.edit_interval)
-        self.replies = DiscordReplies(app, self.config, self.throttle)  # one answer: reply.py
+        self.replies = DiscordReplies(platform, self.config, self.throttle)  # one answer: reply.py
         self.message_content = self.config.wants_message_content
-        self.media = MediaPolicy.of(app.settings.llm)
+        self.media = MediaPolicy.of(platform.settings.llm)
         self.client: discord.Client | None = None
         self.plan = ShardPlan(None, None, 1)
         self._pacer = IdentifyPacer(1)
@@ -117,7 +117,7 @@ class DiscordAdapter:
 
     async def run(self) -> None:
         use_endpoints(self.config.api_base, self.config.gateway_url)
-        self.app.outbound.register("discord", self)
+        self.platform.outbound.register("discord", self)
         try:
             await self._plan()
             while not self._stopping.is_set():
@@ -152,7 +152,7 @@ class DiscordAdapter:
             raise
         finally:
             await self._drain()
-            self.app.outbound.unregister("discord", self)
+            self.platform.outbound.unregister("discord", self)
 
     async def _plan(self) -> None:
         """Ask ``GET /gateway/bot`` which shards to run and how fast they may IDENTIFY."""
@@ -182,7 +182,7 @@ class DiscordAdapter:
         intents.message_content = self.message_content
         client = make_client(self, intents, self.plan, self._pacer)
         self.client = client
-        self.tree = build_tree(client, self.app.commands.infos, ask=self.ask, run=self.command)
+        self.tree = build_tree(client, self.platform.commands.infos, ask=self.ask, run=self.command)
         return client
 
     async def on_setup(self) -> None:
@@ -211,7 +211,7 @@ class DiscordAdapter:
         """What ``doctor`` would flag (intents, permissions in the configured servers), logged
         at WARNING. Never stops the start."""
         assert self.client is not None
-        guilds = configured_guilds(self.app.settings)
+        guilds = configured_guilds(self.platform.settings)
         try:
             async with asyncio.timeout(_DIAGNOSE_WAIT):
                 rows = await platform_checks(self.client.http, bot_id, self.config, guilds)
@@ -264,7 +264,7 @@ class DiscordAdapter:
             self._track(self._answer_message(message, media, incoming, decision.text))
         elif decision.action is Action.OVERHEAR:
             text = with_references(decision.text, message)
-            self._track(self.app.service.overhear(incoming.ctx, text))
+            self._track(self.platform.conversation.overhear(incoming.ctx, text))
 
     def _track(self, work: Any) -> None:
         # ensure_future runs the coroutine's first step in this loop iteration's order, so
@@ -335,7 +335,7 @@ class DiscordAdapter:
         ctx = self.interaction_context(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            result = await self.app.commands.handle(ctx, name, clean_text(args))
+            result = await self.platform.commands.handle(ctx, name, clean_text(args))
             text = result.text.strip() or "Done."
         except Exception:
             log.exception("discord: /%s failed channel=%s", name, interaction.channel_id)

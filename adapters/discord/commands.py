@@ -1,6 +1,6 @@
 """The slash command tree, built from the command declarations and two plain callables.
 
-Every command the core declares (``app.commands.infos``: the built-ins and whatever plugins
+Every command the core declares (``platform.commands.infos``: the built-ins and whatever plugins
 registered) becomes a slash command with its declared name and description, plus ``/ask
 prompt:``, which the adapter answers itself with a streamed reply. ``/scope`` offers its three
 choices; ``/reset``, ``/clear``, ``/history`` and ``/help`` take no argument; every other

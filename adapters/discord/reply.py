@@ -23,13 +23,13 @@ import discord
 from adapters.discord.output import LIMIT, InteractionReply, ReplyMessages, deliver
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.split import split_message
-from bot.app import App
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle, LivePreview, Repeating
-from bot.conversation.service import Done, Reply
+from bot.conversation.service import Done
 from bot.errors import UserFacingError
 from bot.llm.client import TextDelta
 from bot.platform.media import Attachments
+from bot.platform.seam import Answered, Platform
 
 __all__ = ["FAILED", "ROLLOVER", "DiscordReplies"]
 
@@ -42,8 +42,8 @@ _CUT = "\n\n[reply cut at the output limit]"
 
 
 class DiscordReplies:
-    def __init__(self, app: App, config: DiscordSettings, throttle: EditThrottle) -> None:
-        self.app = app
+    def __init__(self, platform: Platform, config: DiscordSettings, throttle: EditThrottle) -> None:
+        self.platform = platform
         self.config = config
         self.throttle = throttle
 
@@ -63,15 +63,15 @@ class DiscordReplies:
             channel_id,
             private=ctx.is_private,
             rollover=ROLLOVER,
-            max_messages=self.app.settings.limits.max_reply_messages,
+            max_messages=self.platform.settings.limits.max_reply_messages,
         )
         try:
             admitted = indicator.start if indicator is not None else None
-            reply = None
+            reply: Answered | None = None
             if self.config.stream:
                 reply = await self._stream(ctx, text, attachments, live, admitted)
             if reply is None:
-                reply = await self.app.service.chat(
+                reply = await self.platform.conversation.chat(
                     ctx, text, attachments=attachments, split=_messages, on_admitted=admitted
                 )
             if indicator is not None:
@@ -82,7 +82,7 @@ class DiscordReplies:
                 await self._notice(messages, live, exc.chat_text)
         except discord.HTTPException as exc:
             log.warning("discord: reply not delivered channel=%s: %s", channel_id, exc)
-            self.app.outbound.failed("discord", exc)
+            self.platform.outbound.failed("discord", exc)
         except Exception:
             log.exception("discord: answering failed channel=%s", channel_id)
             await self._notice(messages, live, FAILED)
@@ -97,8 +97,8 @@ class DiscordReplies:
         attachments: Attachments,
         live: LivePreview,
         on_admitted: Callable[[], object] | None,
-    ) -> Reply:
-        events = self.app.service.stream(
+    ) -> Answered:
+        events = self.platform.conversation.stream(
             ctx, text, attachments=attachments, split=_messages, on_admitted=on_admitted
         )
         async with contextlib.aclosing(events) as events:
@@ -133,7 +133,7 @@ class _Shown:
         await self.messages.put(index, text)
 
 
-def _shown(reply: Reply) -> str:
+def _shown(reply: Answered) -> str:
     return reply.text + _CUT if reply.truncated else reply.text
 
 

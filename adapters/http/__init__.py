@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from adapters.http.server import HTTPAdapter
     from adapters.http.settings import HTTPSettings
-    from bot.app import App
     from bot.config import Settings
     from bot.doctor import Check
+    from bot.platform.seam import Platform
 
 __all__ = ["check_settings", "create_adapter", "diagnose"]
 
@@ -26,10 +26,10 @@ def check_settings(settings: Settings) -> HTTPSettings:
     return http_settings(settings)
 
 
-def create_adapter(app: App) -> HTTPAdapter:
+def create_adapter(platform: Platform) -> HTTPAdapter:
     from adapters.http.server import HTTPAdapter
 
-    return HTTPAdapter(app)
+    return HTTPAdapter(platform)
 
 
 async def diagnose(settings: Settings) -> list[Check]:

@@ -51,27 +51,27 @@ async def usage(request: web.Request) -> web.Response:
     user = request.query.get("user", "").strip() or None
     if chat is not None and (":" not in chat or not is_key(chat)):
         return json_error(400, "chat is a chat key like telegram:-100123", "invalid_parameter")
-    app = request.app[CONTEXT].app
-    return _json(await admin_ops.usage(app, days, chat, user))
+    platform = request.app[CONTEXT].platform
+    return _json(await admin_ops.usage(platform, days, chat, user))
 
 
 async def plugins(request: web.Request) -> web.Response:
-    return _json(admin_ops.plugins(request.app[CONTEXT].app))
+    return _json(admin_ops.plugins(request.app[CONTEXT].platform))
 
 
 async def mcp(request: web.Request) -> web.Response:
-    return _json(admin_ops.mcp_servers(request.app[CONTEXT].app))
+    return _json(admin_ops.mcp_servers(request.app[CONTEXT].platform))
 
 
 async def reminders(request: web.Request) -> web.Response:
     chat = request.query.get("chat", "").strip() or None
-    return _json(admin_ops.reminders(request.app[CONTEXT].app, chat))
+    return _json(admin_ops.reminders(request.app[CONTEXT].platform, chat))
 
 
 async def cancel_reminder(request: web.Request) -> web.Response:
     job_id = request.match_info["id"]
-    app = request.app[CONTEXT].app
-    if not await admin_ops.cancel_reminder(app, job_id):
+    platform = request.app[CONTEXT].platform
+    if not await admin_ops.cancel_reminder(platform, job_id):
         return json_error(404, "no pending reminder with that id", "not_found")
     log.info("reminder %s cancelled by %s", job_id, request[PRINCIPAL].audit_name)
     return web.Response(status=204)
@@ -79,9 +79,10 @@ async def cancel_reminder(request: web.Request) -> web.Response:
 
 async def metrics(request: web.Request) -> web.Response:
     """The Prometheus text format of this process's figures (MCP gauge refreshed now)."""
-    app = request.app[CONTEXT].app
-    states = [s.state.value for s in app.mcp.statuses()] if app.mcp is not None else []
-    app.metrics.mcp_states(states)
-    response = web.Response(body=app.metrics.exposition())
+    operator = request.app[CONTEXT].platform.operator
+    mcp = operator.mcp
+    states = [s.state.value for s in mcp.statuses()] if mcp is not None else []
+    operator.metrics.mcp_states(states)
+    response = web.Response(body=operator.metrics.exposition())
     response.headers["Content-Type"] = CONTENT_TYPE_LATEST
     return response

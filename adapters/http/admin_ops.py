@@ -27,8 +27,8 @@ from adapters.http.schemas import (
     UsageRow,
     UsageUser,
 )
-from bot.app import App
 from bot.guardrails.budgets import utc_day
+from bot.platform.seam import Platform
 from bot.scheduling.scheduler import REMINDERS_KIND, ScheduledJob
 from bot.storage.bounds import is_key
 from bot.storage.values import DailyUsage
@@ -68,14 +68,14 @@ class _Sum:
 
 
 async def usage(
-    app: App, days: int = 30, chat: str | None = None, user: str | None = None
+    platform: Platform, days: int = 30, chat: str | None = None, user: str | None = None
 ) -> UsageReport:
     """The ledger of the last ``days`` UTC days (today included), of one chat and/or one user
     (``user``: a user id, or ``platform:user_id``)."""
     if not 1 <= days <= MAX_DAYS:
         raise ValueError(f"days must be 1-{MAX_DAYS}")
     since = utc_day(time.time() - (days - 1) * 86400)
-    rows = [r for r in await app.store.daily_usage(since, chat or None) if _is(r, user)]
+    rows = [r for r in await platform.store.daily_usage(since, chat or None) if _is(r, user)]
     per_day: defaultdict[str, _Sum] = defaultdict(_Sum)
     per_chat: defaultdict[str, _Sum] = defaultdict(_Sum)
     per_user: defaultdict[tuple[str, str], _Sum] = defaultdict(_Sum)
@@ -139,8 +139,8 @@ def _is(row: DailyUsage, user: str | None) -> bool:
     return row.user_id == user
 
 
-def plugins(app: App) -> PluginList:
-    manager = app.plugins
+def plugins(platform: Platform) -> PluginList:
+    manager = platform.operator.plugins
     if manager is None:
         return PluginList(plugins=[], failed=[])
     return PluginList(
@@ -158,8 +158,9 @@ def plugins(app: App) -> PluginList:
     )
 
 
-def mcp_servers(app: App) -> MCPList:
-    statuses = app.mcp.statuses() if app.mcp is not None else []
+def mcp_servers(platform: Platform) -> MCPList:
+    mcp = platform.operator.mcp
+    statuses = mcp.statuses() if mcp is not None else []
     return MCPList(
         servers=[
             MCPServer(
@@ -177,9 +178,9 @@ def mcp_servers(app: App) -> MCPList:
     )
 
 
-def reminders(app: App, chat: str | None = None) -> ReminderList:
+def reminders(platform: Platform, chat: str | None = None) -> ReminderList:
     """Pending reminders, soonest first (of one chat)."""
-    scheduler = app.scheduler
+    scheduler = platform.operator.scheduler
     jobs = scheduler.pending(REMINDERS_KIND) if scheduler is not None else []
     shown = [_reminder(job) for job in jobs]
     return ReminderList(
@@ -189,10 +190,10 @@ def reminders(app: App, chat: str | None = None) -> ReminderList:
     )
 
 
-async def cancel_reminder(app: App, job_id: str) -> bool:
+async def cancel_reminder(platform: Platform, job_id: str) -> bool:
     """Cancel a pending reminder for good (the plugin forgets it too); False: none such (an id
     with a character no job id has included: the job store never sees it)."""
-    scheduler = app.scheduler
+    scheduler = platform.operator.scheduler
     if scheduler is None or not is_key(job_id):
         return False
     return await scheduler.withdraw(job_id, kind=REMINDERS_KIND) is not None

@@ -18,15 +18,14 @@ from adapters.http.context import CONTEXT
 from adapters.http.identity import PLATFORM, owner_of
 from adapters.http.settings import HTTPSettings
 from bot.context import ChatContext, ChatType, Scope
-from bot.conversation.presets import Persona
 from bot.storage.audit import forget_detail
 from bot.storage.bounds import INT64_MAX, is_key
 from bot.storage.directory import ChatSummary, HistoryItem
 from bot.storage.values import AuditAction, AuditEntry, ClearResult, Memory
 
 if TYPE_CHECKING:
-    from bot.app import App
-    from bot.memory.store import MemoryStore
+    from bot.platform.operator import Memories, Persona
+    from bot.platform.seam import Platform
 
 __all__ = ["ChatOps", "ChatView", "HistoryPage", "MemoryOff", "UnknownChat", "ops_for"]
 
@@ -60,13 +59,13 @@ class HistoryPage:
 
 
 class ChatOps:
-    def __init__(self, app: App, settings: HTTPSettings) -> None:
-        self._app = app
+    def __init__(self, platform: Platform, settings: HTTPSettings) -> None:
+        self._platform = platform
         self._settings = settings
 
     async def chats(self, query: str = "", limit: int = 50, offset: int = 0) -> list[ChatView]:
         offset = min(max(offset, 0), INT64_MAX)  # past the last row either way
-        found = await self._app.store.list_chats(query, _capped(limit), offset)
+        found = await self._platform.store.list_chats(query, _capped(limit), offset)
         return [self.view(summary) for summary in found]
 
     async def chat(self, chat_key: str) -> ChatView:
@@ -79,7 +78,7 @@ class ChatOps:
         limit = _capped(limit)
         if before is not None:
             before = min(before, INT64_MAX)  # every id is below it either way
-        items = await self._app.store.history_page(chat_key, before, limit + 1)
+        items = await self._platform.store.history_page(chat_key, before, limit + 1)
         more = len(items) > limit
         page = tuple(items[:limit])
         return HistoryPage(page, page[-1].turn_id if more and page else None)
@@ -88,18 +87,18 @@ class ChatOps:
         """Delete every conversation of the chat (``/clear``), audited. Raises UnknownChat."""
         await self._summary(chat_key)
         name = caller.audit_name  # the trail's "who" reads http:ops, not a bare "ops"
-        return await self._app.store.clear_chat(chat_key, name, name)
+        return await self._platform.store.clear_chat(chat_key, name, name)
 
     async def reset(self, chat_key: str, caller: Principal) -> list[str]:
         """Soft-reset every conversation of the chat (``/reset`` in each), each audited;
         returns the conversations reset. Raises :class:`UnknownChat`."""
         await self._summary(chat_key)
         name = caller.audit_name
-        return await self._app.service.reset_chat(chat_key, name, name)
+        return await self._platform.operator.chats.reset_chat(chat_key, name, name)
 
     async def audit(self, chat_key: str) -> list[AuditEntry]:
         """The chat's clears, resets and changes, oldest first (kept after a clear)."""
-        return await self._app.store.audit(_key(chat_key))
+        return await self._platform.store.audit(_key(chat_key))
 
     async def memories(self, chat_key: str, limit: int = 50) -> list[Memory]:
         """The chat's memories, newest first. Raises :class:`MemoryOff`."""
@@ -113,24 +112,24 @@ class ChatOps:
             return False
         name = caller.audit_name
         detail = forget_detail(memory_id)
-        await self._app.store.record_change(chat_key, name, name, AuditAction.FORGET, detail)
+        await self._platform.store.record_change(chat_key, name, name, AuditAction.FORGET, detail)
         return True
 
-    def _memory(self) -> MemoryStore:
-        memories = self._app.memories
+    def _memory(self) -> Memories:
+        memories = self._platform.operator.memories
         if memories is None:
             raise MemoryOff("memory is off (memory.enabled)")
         return memories
 
     async def _summary(self, chat_key: str) -> ChatSummary:
-        summary = await self._app.store.chat_summary(_key(chat_key))
+        summary = await self._platform.store.chat_summary(_key(chat_key))
         if summary is None:
             raise UnknownChat(chat_key)
         return summary
 
     def view(self, summary: ChatSummary) -> ChatView:
         """How the bot treats the chat: its scope and persona (presets, /persona, defaults)."""
-        service = self._app.service
+        service = self._platform.operator.chats
         ctx = _context_of(summary)
         override = service.prefs.system_prompt_override(summary.chat_key)
         token = None
@@ -142,7 +141,7 @@ class ChatOps:
 def ops_for(request: web.Request) -> ChatOps:
     """The operations in the name of this server's bot and ``http:`` settings."""
     context = request.app[CONTEXT]
-    return ChatOps(context.app, context.settings)
+    return ChatOps(context.platform, context.settings)
 
 
 def _key(chat_key: str) -> str:

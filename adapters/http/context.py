@@ -12,7 +12,7 @@ from adapters.http.auth import Auth, Principal
 from adapters.http.settings import HTTPSettings
 
 if TYPE_CHECKING:
-    from bot.app import App
+    from bot.platform.seam import Platform
 
 __all__ = ["CONTEXT", "PRINCIPAL", "HTTPContext", "client_address", "json_error", "see_other"]
 
@@ -21,7 +21,7 @@ __all__ = ["CONTEXT", "PRINCIPAL", "HTTPContext", "client_address", "json_error"
 class HTTPContext:
     """What every route module gets: the running bot, this section, and the auth."""
 
-    app: App
+    platform: Platform
     settings: HTTPSettings
     auth: Auth
 

@@ -180,15 +180,15 @@ async def delete_memory(request: web.Request) -> web.Response:
 
 
 async def usage_page(request: web.Request) -> web.Response:
-    app = request.app[CONTEXT].app
-    report = await admin_ops.usage(app, days=USAGE_DAYS)
+    platform = request.app[CONTEXT].platform
+    report = await admin_ops.usage(platform, days=USAGE_DAYS)
     chart = bar_chart(report.days)
     return render(request, "usage.html", report=report, chart=chart, chat_url=chat_url)
 
 
 async def reminders_page(request: web.Request) -> web.Response:
-    app = request.app[CONTEXT].app
-    listed = admin_ops.reminders(app).reminders
+    platform = request.app[CONTEXT].platform
+    listed = admin_ops.reminders(platform).reminders
     done = request.query.get("done", "")
     return render(
         request,
@@ -203,19 +203,19 @@ async def reminders_page(request: web.Request) -> web.Response:
 async def cancel_reminder(request: web.Request) -> web.Response:
     """Cancel for good through the scheduler, as ``DELETE /api/reminders/{id}`` does: the
     plugin's on-cancel hook forgets its own record."""
-    app = request.app[CONTEXT].app
+    platform = request.app[CONTEXT].platform
     job_id = request.match_info["job_id"]
-    if not await admin_ops.cancel_reminder(app, job_id):
+    if not await admin_ops.cancel_reminder(platform, job_id):
         raise web.HTTPNotFound(text="no such reminder")
     log.info("dashboard reminder %s cancelled caller=%s", job_id, request[PRINCIPAL].audit_name)
     return see_other("/reminders?done=cancelled")
 
 
 async def tools_page(request: web.Request) -> web.Response:
-    app = request.app[CONTEXT].app
+    platform = request.app[CONTEXT].platform
     return render(
         request,
         "tools.html",
-        plugins=admin_ops.plugins(app),
-        mcp=admin_ops.mcp_servers(app),
+        plugins=admin_ops.plugins(platform),
+        mcp=admin_ops.mcp_servers(platform),
     )

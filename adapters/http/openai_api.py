@@ -77,7 +77,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         return exc.response()
     context = request.app[CONTEXT]
     ctx = chat_context(context.settings, principal, asked.user)
-    service = context.app.service
+    service = context.platform.conversation
     log.debug(
         "chat completion caller=%s chat=%s stream=%s",
         principal.audit_name,
@@ -108,7 +108,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             "usage": usage(reply),
         }
     )
-    return await deliver(request, response, service.store, reply.turn_id)
+    return await deliver(request, response, context.platform.store, reply.turn_id)
 
 
 def _refused(exc: Exception) -> APIError:

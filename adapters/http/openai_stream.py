@@ -21,7 +21,7 @@ from aiohttp import web
 
 from adapters.http.openai_errors import from_exception
 from adapters.http.openai_wire import MODEL, completion_id, finish_reason, usage
-from bot.conversation.events import ChatEvent, Done, TextDelta, ToolFinished
+from bot.conversation.events import Done, TextDelta, ToolFinished
 from bot.errors import UserFacingError
 
 __all__ = ["stream_answer"]
@@ -54,7 +54,7 @@ class _Chunks:
 
 
 async def stream_answer(
-    request: web.Request, events: AsyncGenerator[ChatEvent, None], include_usage: bool
+    request: web.Request, events: AsyncGenerator[object, None], include_usage: bool
 ) -> web.StreamResponse:
     """Send the turn ``events`` (from ``ChatService.stream``) as OpenAI's stream does."""
     async with contextlib.aclosing(events) as turn:
@@ -92,8 +92,8 @@ async def stream_answer(
 async def _send(
     response: web.StreamResponse,
     chunks: _Chunks,
-    turn: AsyncGenerator[ChatEvent, None],
-    event: ChatEvent,
+    turn: AsyncGenerator[object, None],
+    event: object,
     include_usage: bool,
 ) -> None:
     """Write the deltas from ``event`` on, through the finish (and usage) chunk."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.http.openai_errors import APIError
-from bot.conversation.events import Reply
+from bot.platform.seam import Answered
 
 __all__ = [
     "MODEL",
@@ -219,12 +219,12 @@ def completion_id() -> str:
     return "chatcmpl-" + "".join(secrets.choice(_ALPHABET) for _ in range(29))
 
 
-def finish_reason(reply: Reply) -> str:
+def finish_reason(reply: Answered) -> str:
     """OpenAI's words: cut at the model's output limit or the bot's reply limit is "length"."""
     return "length" if reply.truncated or reply.capped else "stop"
 
 
-def usage(reply: Reply) -> dict[str, object]:
+def usage(reply: Answered) -> dict[str, object]:
     """The turn's tokens (every model call of it, tool rounds included)."""
     spent = reply.usage
     return {

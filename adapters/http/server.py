@@ -44,7 +44,7 @@ from adapters.http.routes import ROUTES, RouteAdder
 from adapters.http.settings import http_settings
 
 if TYPE_CHECKING:
-    from bot.app import App
+    from bot.platform.seam import Platform
 
 __all__ = ["HTTPAdapter", "build_web_app", "guard"]
 
@@ -140,9 +140,9 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def readyz(request: web.Request) -> web.Response:
     """Ready when the database answers (a load balancer sends chats elsewhere otherwise)."""
-    app = request.app[CONTEXT].app
+    store = request.app[CONTEXT].platform.store
     try:
-        await asyncio.wait_for(app.store.schema_version(), 5)
+        await asyncio.wait_for(store.schema_version(), 5)
     except Exception as exc:  # any failure of the database: not ready
         return web.json_response({"ok": False, "error": type(exc).__name__}, status=503)
     return web.json_response({"ok": True})
@@ -163,18 +163,18 @@ def build_web_app(context: HTTPContext, adders: list[RouteAdder] | None = None) 
 class HTTPAdapter:
     name = "http"
 
-    def __init__(self, app: App) -> None:
-        self.app = app
-        self.settings = http_settings(app.settings)
-        revocations = Revocations(lambda: app.store, hours=self.settings.session_hours)
-        self.context = HTTPContext(app, self.settings, Auth(self.settings, revocations))
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+        self.settings = http_settings(platform.settings)
+        revocations = Revocations(lambda: platform.store, hours=self.settings.session_hours)
+        self.context = HTTPContext(platform, self.settings, Auth(self.settings, revocations))
         self._stopped = asyncio.Event()
         self.port: int | None = None  # the bound port (listen_port 0: the one the OS chose)
         self.ready = asyncio.Event()
 
     async def run(self) -> None:
         # an http chat is answered, never posted to: no reminder may be promised there
-        self.app.outbound.declare_pull_only(self.name)
+        self.platform.outbound.declare_pull_only(self.name)
         runner = web.AppRunner(build_web_app(self.context), access_log=None)
         await runner.setup()
         try:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from adapters.telegram.adapter import TelegramAdapter
     from adapters.telegram.settings import TelegramSettings
-    from bot.app import App
     from bot.config import Settings
     from bot.doctor import Check
+    from bot.platform.seam import Platform
 
 __all__ = ["check_settings", "create_adapter", "diagnose"]
 
@@ -25,10 +25,10 @@ def check_settings(settings: Settings) -> TelegramSettings:
     return telegram_settings(settings)
 
 
-def create_adapter(app: App) -> TelegramAdapter:
+def create_adapter(platform: Platform) -> TelegramAdapter:
     from adapters.telegram.adapter import TelegramAdapter
 
-    return TelegramAdapter(app)
+    return TelegramAdapter(platform)
 
 
 async def diagnose(settings: Settings) -> list[Check]:

@@ -64,10 +64,10 @@ from adapters.telegram.triggers import Action, decide
 from adapters.telegram.updates import SkipUnparsableUpdates
 from adapters.telegram.webhook import WebhookServer
 from adapters.telegram.webhook_mode import WebhookMode
-from bot.app import App
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
 from bot.errors import ConfigError
+from bot.platform.seam import Platform
 from bot.scheduling.inbox import InboxWorker
 from bot.storage import owners
 from bot.storage.deliveries import DeliveryLog
@@ -88,13 +88,13 @@ class TelegramAdapter:
 
     def __init__(
         self,
-        app: App,
+        platform: Platform,
         *,
         settings: TelegramSettings | None = None,
         flood_sleep: Sleep = asyncio.sleep,
     ) -> None:
-        self.app = app
-        self.config = settings or telegram_settings(app.settings)
+        self.platform = platform
+        self.config = settings or telegram_settings(platform.settings)
         if not self.config.enabled:
             raise ConfigError("telegram.enabled is false")
         session = AiohttpSession(api=TelegramAPIServer.from_base(self.config.api_server))
@@ -126,13 +126,13 @@ class TelegramAdapter:
         self.ready = asyncio.Event()  # taking updates: polling, or webhook served and set
         self._inflight: set[asyncio.Task[Any]] = set()
         self.barriers = ChatBarriers()
-        self.deliveries = DeliveryLog(app.store)
-        self.command_handler = TelegramCommands(app, self.bot, self.admins, self.barriers)
+        self.deliveries = DeliveryLog(platform.store)
+        self.command_handler = TelegramCommands(platform, self.bot, self.admins, self.barriers)
         self.edits = EditRouting(self)
         self.replies = TelegramReplies(
-            app, self.bot, self.config, self.retry, self.throttle, self.deliveries
+            platform, self.bot, self.config, self.retry, self.throttle, self.deliveries
         )
-        self.media = TelegramMedia(self.bot, app.settings.llm)  # photos, voice: on demand
+        self.media = TelegramMedia(self.bot, platform.settings.llm)  # photos, voice: on demand
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -142,7 +142,7 @@ class TelegramAdapter:
         await Outbox(self.bot, target).send_markdown(text)
 
     async def run(self) -> None:
-        self.app.outbound.register("telegram", self)
+        self.platform.outbound.register("telegram", self)
         owners.register(self.owner)  # alive: nobody in this process takes its leases over
         try:
             if not await self._start():
@@ -154,7 +154,7 @@ class TelegramAdapter:
         finally:
             if self._inflight:  # replies being written finish, even if polling crashed
                 await asyncio.gather(*self._inflight, return_exceptions=True)
-            self.app.outbound.unregister("telegram", self)
+            self.platform.outbound.unregister("telegram", self)
             owners.unregister(self.owner)
             await self.bot.session.close()
 
@@ -180,7 +180,7 @@ class TelegramAdapter:
                     return False
                 delay = min(delay * 2, _STARTUP_RETRY_MAX)
         await self._diagnose(self.me)
-        commands = self.app.commands
+        commands = self.platform.commands
         if not commands.knows(ASK.name) and ASK.name not in {i.name for i in commands.infos}:
             commands.register(ASK)
         commands.add_help_note(self._help_note)
@@ -201,7 +201,7 @@ class TelegramAdapter:
             self.config.api_server,
         )
         try:
-            chats = configured_chats(self.app.settings)
+            chats = configured_chats(self.platform.settings)
             async with asyncio.timeout(_DIAGNOSE_WAIT):
                 rows = await platform_checks(self.bot, me, self.config, chats)
         except Exception:
@@ -223,7 +223,7 @@ class TelegramAdapter:
     async def _poll(self) -> None:
         assert self.me is not None, "polling starts after getMe"
         lease = PollerLease(
-            self.app.store, self.me.id, self.owner, self.config.poller_lease_seconds
+            self.platform.store, self.me.id, self.owner, self.config.poller_lease_seconds
         )
         await lease.acquire()  # a second poller of this token stops here, saying who polls
         keeping = asyncio.ensure_future(lease.keep(self._stopped.set))
@@ -267,7 +267,7 @@ class TelegramAdapter:
         claims their chat's lane (:mod:`adapters.telegram.webhook_mode`)."""
         assert self.me is not None, "after getMe"
         mode = WebhookMode(
-            self.app.store,
+            self.platform.store,
             self.bot,
             self.dispatcher,
             self.config,
@@ -315,7 +315,7 @@ class TelegramAdapter:
         await self.barriers.wait(message.chat.id)
         assert self.me is not None, "handlers run after getMe"
         incoming = normalise(message, self.me)
-        names = {info.name for info in self.app.commands.infos}
+        names = {info.name for info in self.platform.commands.infos}
         decision = decide(incoming, self.config.trigger_for(message.chat.id), names)
         log.debug(
             "telegram update chat=%s message=%s action=%s",
@@ -328,10 +328,10 @@ class TelegramAdapter:
         elif decision.action is Action.COMMAND:
             await self.command_handler.run(message, incoming, decision)
         elif decision.action is Action.OVERHEAR:
-            await self.app.service.overhear(incoming.ctx, decision.text)
+            await self.platform.conversation.overhear(incoming.ctx, decision.text)
 
     async def _answer(self, message: Message, incoming: Incoming, text: str) -> None:
-        if self.app.tools.has_admin_tools:
+        if self.platform.has_admin_tools():
             ctx = await self.command_handler.with_admin_rights(message, incoming.ctx)
             incoming = replace(incoming, ctx=ctx)
         await self.replies.answer(message, incoming, text, self.media.source(message))
@@ -342,7 +342,9 @@ class TelegramAdapter:
         Telegram sends two service messages for one migration: the second moves nothing.
         """
         async with self.barriers.hold(new_id):
-            moved = await self.app.service.migrate_chat(chat_key(old_id), chat_key(new_id))
+            moved = await self.platform.conversation.migrate_chat(
+                chat_key(old_id), chat_key(new_id)
+            )
             self.admins.forget_chat(old_id)
         if moved:
             log.info(

@@ -16,15 +16,17 @@ from adapters.telegram.normalise import Incoming
 from adapters.telegram.output import Outbox
 from adapters.telegram.reply import notify, reply_target
 from adapters.telegram.triggers import Decision
-from bot.app import App
 from bot.context import ChatContext
+from bot.platform.seam import Platform
 
 log = logging.getLogger(__name__)
 
 
 class TelegramCommands:
-    def __init__(self, app: App, bot: Bot, admins: AdminCache, barriers: ChatBarriers) -> None:
-        self.app = app
+    def __init__(
+        self, platform: Platform, bot: Bot, admins: AdminCache, barriers: ChatBarriers
+    ) -> None:
+        self.platform = platform
         self.bot = bot
         self.admins = admins
         self.barriers = barriers
@@ -44,7 +46,7 @@ class TelegramCommands:
         name = decision.command or "help"
         sender = message.from_user
         if (
-            self.app.commands.needs_admin_status(
+            self.platform.commands.needs_admin_status(
                 name
             )  # admin_only or admin_aware: bot.guardrails.admins
             and not ctx.is_private
@@ -56,10 +58,10 @@ class TelegramCommands:
             # messages of this chat wait, so "/clear" then "@bot ..." stays in that order.
             async with self.barriers.hold(message.chat.id):
                 admin = await self.admins.is_admin(message.chat.id, sender.id)
-                result = await self.app.commands.handle(
+                result = await self.platform.commands.handle(
                     replace(ctx, is_admin=admin), name, decision.text
                 )
         else:
-            result = await self.app.commands.handle(ctx, name, decision.text)
+            result = await self.platform.commands.handle(ctx, name, decision.text)
         if result.notify:
             await notify(Outbox(self.bot, reply_target(message)), result.text)

@@ -36,7 +36,7 @@ from adapters.telegram.triggers import Action, decide
 from bot.storage.coordination import Inbox
 
 if TYPE_CHECKING:
-    from bot.app import App
+    from bot.platform.seam import Platform
 
 __all__ = [
     "ALLOWED_UPDATES",
@@ -111,7 +111,7 @@ async def store_update(
 class RoutingAdapter(Protocol):
     """What edit routing reads of the adapter (its own module: no import cycle)."""
 
-    app: App
+    platform: Platform
     config: TelegramSettings
     me: User | None
     barriers: ChatBarriers
@@ -132,7 +132,7 @@ class EditRouting:
         assert adapter.me is not None, "handlers run after getMe"
         incoming = normalise(message, adapter.me)
         trigger = adapter.config.trigger_for(message.chat.id)
-        names = {info.name for info in adapter.app.commands.infos}
+        names = {info.name for info in adapter.platform.commands.infos}
         decision = decide(incoming, trigger, names)
         ignored = decision.action is Action.IGNORE
         if decision.action is Action.COMMAND or (
@@ -142,7 +142,7 @@ class EditRouting:
             return
         text = incoming.text if ignored else decision.text
         context = not ignored and (incoming.ctx.is_private or trigger.keep_context)
-        outcome = await adapter.app.service.edited(incoming.ctx, text, context=context)
+        outcome = await adapter.platform.conversation.edited(incoming.ctx, text, context=context)
         log.debug(
             "telegram update %s: edit of chat=%s message=%s: %s",
             update_id,

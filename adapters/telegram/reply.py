@@ -23,13 +23,13 @@ from adapters.telegram.output import Outbox, Target, Undeliverable, render_chunk
 from adapters.telegram.recovery import ReplyRecord
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.streaming import StreamingReply, typing_indicator
-from bot.app import App
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
-from bot.conversation.service import Done, Reply
+from bot.conversation.service import Done
 from bot.errors import UserFacingError
 from bot.llm.client import TextDelta
 from bot.platform.media import Attachments
+from bot.platform.seam import Answered, Platform
 from bot.storage.deliveries import DeliveryLog
 
 log = logging.getLogger(__name__)
@@ -42,14 +42,14 @@ _OFF_LOOP_CHARS = 2_000  # rendering costs ~5 ms per 1,000 characters: long ones
 class TelegramReplies:
     def __init__(
         self,
-        app: App,
+        platform: Platform,
         bot: Bot,
         config: TelegramSettings,
         retry: FloodRetry,
         throttle: EditThrottle,
         deliveries: DeliveryLog,
     ) -> None:
-        self.app = app
+        self.platform = platform
         self.bot = bot
         self.config = config
         self.retry = retry
@@ -77,7 +77,7 @@ class TelegramReplies:
             private=incoming.ctx.is_private,
             typing=indicator,
             on_show=record.shown,
-            max_messages=self.app.settings.limits.max_reply_messages,
+            max_messages=self.platform.settings.limits.max_reply_messages,
         )
         settled = False  # the record can go: delivered, told, or nothing left to repair
         try:
@@ -87,7 +87,7 @@ class TelegramReplies:
                 with self.retry.window():
                     await streaming.finish(_shown(reply))
             else:
-                reply = await self.app.service.chat(
+                reply = await self.platform.conversation.chat(
                     incoming.ctx,
                     text,
                     attachments=attachments,
@@ -108,13 +108,13 @@ class TelegramReplies:
         except Undeliverable as exc:
             settled = True  # the chat is gone for us: nothing to repair there
             log.warning("telegram: cannot post in chat=%s: %s", message.chat.id, exc)
-            self.app.outbound.failed("telegram", exc)
+            self.platform.outbound.failed("telegram", exc)
             await record.undelivered(exc)
         except AiogramError as exc:
             # A preview left on screen unmarked is repaired at the next start.
             settled = streaming.marked or not streaming.live.messages
             log.warning("telegram: reply not delivered chat=%s: %s", message.chat.id, exc)
-            self.app.outbound.failed("telegram", exc)
+            self.platform.outbound.failed("telegram", exc)
             await record.undelivered(exc)
         except Exception as exc:
             settled = True
@@ -129,9 +129,9 @@ class TelegramReplies:
 
     async def _stream(
         self, ctx: ChatContext, text: str, attachments: Attachments, streaming: StreamingReply
-    ) -> Reply:
+    ) -> Answered:
         async with contextlib.aclosing(
-            self.app.service.stream(
+            self.platform.conversation.stream(
                 ctx,
                 text,
                 attachments=attachments,
@@ -165,7 +165,7 @@ def reply_target(message: Message) -> Target:
     )
 
 
-def _shown(reply: Reply) -> str:
+def _shown(reply: Answered) -> str:
     return reply.text + _CUT if reply.truncated else reply.text
 
 

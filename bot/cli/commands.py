@@ -311,7 +311,7 @@ async def _serve(settings: Settings, names: list[str]) -> int:
     for name in names:
         check_adapter_settings(name, settings)
     async with App(settings) as app:
-        adapters: list[Adapter] = [factory(app) for factory in factories]
+        adapters: list[Adapter] = [factory(app.platform) for factory in factories]
         loop = asyncio.get_running_loop()
 
         runs = [asyncio.ensure_future(adapter.run()) for adapter in adapters]

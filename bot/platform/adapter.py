@@ -1,9 +1,10 @@
 """The adapter seam, and how an adapter module is found by name.
 
 An adapter module (``adapters.console``, ``adapters.telegram`` ...) exposes
-``create_adapter(app) -> Adapter``, and optionally ``check_settings(settings)`` (its config
-section, validated: ``check-config`` prints it) and ``diagnose(settings)`` (its platform's rows
-for ``python -m bot doctor``). The core never imports one directly: the module path comes from
+``create_adapter(platform) -> Adapter`` (:class:`bot.platform.seam.Platform`: all it gets of
+the bot), and optionally ``check_settings(settings)`` (its config section, validated:
+``check-config`` prints it) and ``diagnose(settings)`` (its platform's rows for
+``python -m bot doctor``). The core never imports one directly: the module path comes from
 the ``adapters:`` map in config, so ``bot`` stays free of platform code. The entry point
 (:mod:`bot.cli.adapters`) creates them; ``doctor`` (:mod:`bot.doctor.adapters`) asks their checks.
 """

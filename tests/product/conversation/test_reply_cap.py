@@ -248,7 +248,7 @@ async def test_console_prints_the_cut_answer_and_the_note(
     fake_llm.script(reply(runaway()))
     out = io.StringIO()
     async with make_app() as app:
-        console = ConsoleAdapter(app, stdin=io.StringIO(), stdout=out)
+        console = ConsoleAdapter(app.platform, stdin=io.StringIO(), stdout=out)
         await console.handle("tell me everything")
         stored = await stored_answer(app, app.service.conversation_key(console.ctx))
     assert out.getvalue().rstrip("\n").endswith(NOTE)

@@ -179,7 +179,7 @@ async def test_sharding_required_is_a_clear_error_and_sharding_fixes_it(
     world(dc)
     second_guild(dc)
     async with make_app(discord=discord_section(dc)) as app:
-        adapter = DiscordAdapter(app)
+        adapter = DiscordAdapter(app.platform)
         try:
             with pytest.raises(ConfigError) as refused:
                 await asyncio.wait_for(adapter.run(), 15)
@@ -199,7 +199,7 @@ async def test_invalid_shard_close_is_a_clear_error(
     dc = fake_discord
     world(dc)
     async with make_app(discord=discord_section(dc, shard_count=1)) as app:
-        adapter = DiscordAdapter(app)
+        adapter = DiscordAdapter(app.platform)
         task = asyncio.ensure_future(adapter.run())
         try:
             await dc.wait_ready(timeout=10, shards=[(0, 1)])

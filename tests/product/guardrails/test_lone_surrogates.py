@@ -204,7 +204,7 @@ async def test_console_line_with_undecodable_bytes_is_answered(
 ) -> None:
     out = io.StringIO()
     async with make_app(llm=BREAKER) as app:
-        console = ConsoleAdapter(app, stdin=io.StringIO(""), stdout=out)
+        console = ConsoleAdapter(app.platform, stdin=io.StringIO(""), stdout=out)
         # Python reads bytes that are not UTF-8 on stdin as surrogates (surrogateescape).
         await console.handle(b"caf\xe9?".decode("utf-8", "surrogateescape"))
         assert "echo: caf\ufffd?" in out.getvalue()

@@ -52,7 +52,7 @@ async def test_stdio_tools_are_offered_and_called_through_the_console(
         plugins=["plugins.calculator"], mcp={"servers": {"demo": stdio_server()}}
     ) as app:
         await ready(app)
-        console = ConsoleAdapter(app, stdin=io.StringIO(), stdout=out)
+        console = ConsoleAdapter(app.platform, stdin=io.StringIO(), stdout=out)
         await console.handle("weather in Oslo and where is the manual?")
     assert "Oslo is clear" in out.getvalue()
     tools = offered(fake_llm, 0)
@@ -304,7 +304,7 @@ async def test_slash_tools_lists_this_chats_tools_and_their_servers(
     out = io.StringIO()
     async with make_app(plugins=["plugins.calculator"], mcp={"servers": servers}) as app:
         await ready(app)
-        console = ConsoleAdapter(app, stdin=io.StringIO(), stdout=out)
+        console = ConsoleAdapter(app.platform, stdin=io.StringIO(), stdout=out)
         await console.handle("/tools")
         member = await app.commands.handle(group(user="7"), "tools")
     text = out.getvalue()

@@ -80,7 +80,7 @@ async def replica(
         memory={"enabled": False},  # long-term memory has nothing to do with who runs an update
     )
     async with App(settings) as app:
-        adapter = TelegramAdapter(app)
+        adapter = TelegramAdapter(app.platform)
         task = asyncio.ensure_future(adapter.run())
         try:
             ready = asyncio.ensure_future(adapter.ready.wait())

@@ -1,0 +1,121 @@
+"""The operator's view of the whole bot, for an admin surface (the HTTP adapter's admin API and
+dashboard): chats' settings, memories, MCP servers, plugins, reminders and metrics.
+
+Each part is a Protocol that the real object (``ChatService``, ``MemoryStore``, ``MCPManager``,
+``PluginManager``) meets structurally: this layer names only what is read, and imports
+nothing above it. A chat-only adapter ignores :attr:`Platform.operator
+<bot.platform.seam.Platform.operator>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from bot.context import ChatContext, Scope
+from bot.metrics import Metrics
+from bot.scheduling.scheduler import Scheduler
+from bot.storage.values import Memory
+
+__all__ = ["ChatAdmin", "Memories", "Operator"]
+
+
+class Persona(Protocol):
+    @property
+    def text(self) -> str: ...
+    @property
+    def source(self) -> StrEnum: ...  # chat (/persona), preset, default
+
+
+class Overrides(Protocol):
+    def system_prompt_override(self, chat_key: str) -> str | None: ...
+
+
+class ChatAdmin(Protocol):
+    """How the bot treats a chat, and a reset in an operator's name (``ChatService``)."""
+
+    @property
+    def prefs(self) -> Overrides: ...
+    def scope_for(self, ctx: ChatContext) -> Scope: ...
+    def persona(self, ctx: ChatContext) -> Persona: ...
+    async def reset_chat(self, chat_key: str, by_user: str, by_name: str) -> list[str]: ...
+
+
+class Memories(Protocol):
+    """Reading and deleting stored memories (``MemoryStore``)."""
+
+    async def list(
+        self, chat_key: str, user_id: str | None = None, limit: int = 50
+    ) -> list[Memory]: ...
+    async def delete(self, memory_id: int, *, chat_key: str, user_id: str | None) -> bool: ...
+
+
+class Skipped(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class ServerStatus(Protocol):
+    """One MCP server's state (``bot.mcp.status.ServerStatus``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def transport(self) -> str: ...
+    @property
+    def state(self) -> StrEnum: ...
+    @property
+    def tools(self) -> Sequence[str]: ...
+    @property
+    def skipped(self) -> Sequence[Skipped]: ...
+    @property
+    def error(self) -> str: ...
+    @property
+    def retry_in(self) -> float | None: ...
+    @property
+    def restarts(self) -> int: ...
+
+
+class MCPServers(Protocol):
+    def statuses(self) -> Sequence[ServerStatus]: ...
+
+
+class Plugin(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def module(self) -> str: ...
+    @property
+    def tools(self) -> Sequence[str]: ...
+    @property
+    def commands(self) -> Sequence[str]: ...
+    @property
+    def job_kinds(self) -> Sequence[str]: ...
+
+
+class LoadedPlugin(Protocol):
+    @property
+    def plugin(self) -> Plugin: ...
+
+
+class Plugins(Protocol):
+    """What loaded and what failed (``PluginManager``)."""
+
+    @property
+    def loaded(self) -> Sequence[LoadedPlugin]: ...
+    @property
+    def failed(self) -> Mapping[str, str]: ...  # module -> error
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    chats: ChatAdmin
+    metrics: Metrics  # GET /metrics
+    memories: Memories | None  # None: memory is off
+    mcp: MCPServers | None  # None: no MCP servers configured
+    plugins: Plugins | None
+    scheduler: Scheduler | None  # reminders

@@ -1,0 +1,125 @@
+"""The one object an adapter is given: :class:`Platform`, what a chat platform needs from the
+bot and nothing more (the whole app stays out of reach).
+
+It holds the conversation's entry points (:class:`Conversation`), the chat commands
+(:class:`ChatCommands`), the outbound registry (:class:`~bot.platform.delivery.Outbound`), the
+store (delivery records, the webhook inbox, leases), the settings the adapter reads its own
+section from, and the operator's view (:class:`~bot.platform.operator.Operator`) that an
+admin surface such as the HTTP adapter uses. Each member is a Protocol the real object meets
+structurally, so this layer imports nothing above it. ``App.platform`` builds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.config import Settings
+from bot.context import ChatContext
+from bot.platform.commands import CommandInfo, CommandResult
+from bot.platform.delivery import Outbound
+from bot.platform.media import Attachments
+from bot.platform.operator import Operator
+from bot.storage import Storage
+from bot.storage.values import Usage
+
+__all__ = ["Answered", "ChatCommands", "Conversation", "HelpNote", "Platform", "SplitReply"]
+
+SplitReply = Callable[[str], Awaitable[Sequence[str]]]  # a reply -> the messages it takes
+HelpNote = Callable[[ChatContext, bool], str | None]  # (ctx, is admin) -> a line for /help
+
+
+class Answered(Protocol):
+    """A stored answer (the conversation's ``Reply``): what an adapter shows of it."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def turn_id(self) -> int: ...
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def truncated(self) -> bool: ...  # stopped at the model's output limit
+    @property
+    def capped(self) -> bool: ...  # cut at the bot's own reply limit
+
+
+class Conversation(Protocol):
+    """The conversation's entry points (``ChatService``): a message in, an answer out."""
+
+    async def chat(
+        self,
+        ctx: ChatContext,
+        text: str,
+        *,
+        attachments: Attachments = (),
+        split: SplitReply | None = None,
+        on_admitted: Callable[[], object] | None = None,
+    ) -> Answered:
+        """Answer one message (rate, access and budget refusals raise UserFacingError)."""
+        ...
+
+    def stream(
+        self,
+        ctx: ChatContext,
+        text: str,
+        *,
+        attachments: Attachments = (),
+        split: SplitReply | None = None,
+        on_admitted: Callable[[], object] | None = None,
+    ) -> AsyncGenerator[object, None]:
+        """The same turn as events (``bot.conversation.events``), ending with ``Done``."""
+        ...
+
+    async def overhear(self, ctx: ChatContext, text: str) -> bool:
+        """Keep a group message not addressed to the bot as context."""
+        ...
+
+    async def edited(self, ctx: ChatContext, text: str, *, context: bool = True) -> str:
+        """A message was edited: an ``EditOutcome`` says what became of it."""
+        ...
+
+    async def migrate_chat(self, old_chat_key: str, new_chat_key: str) -> int:
+        """The platform moved a chat to a new id (a Telegram group became a supergroup)."""
+        ...
+
+
+class ChatCommands(Protocol):
+    """The chat commands (``bot.conversation.commands.Commands``)."""
+
+    @property
+    def infos(self) -> Sequence[CommandInfo]:
+        """Every command, for the platform's command menu."""
+        ...
+
+    def knows(self, name: str) -> bool:
+        """Whether /name has a handler (else the adapter answers it, as Telegram's /ask)."""
+        ...
+
+    def register(self, info: CommandInfo) -> None:
+        """Add a command the adapter answers itself to /help and the menus."""
+        ...
+
+    def needs_admin_status(self, name: str) -> bool:
+        """Whether the adapter must look up the caller's admin rights for /name."""
+        ...
+
+    async def handle(self, ctx: ChatContext, name: str, args: str = "") -> CommandResult: ...
+
+    def add_help_note(self, note: HelpNote) -> None:
+        """What /help should also say on this platform."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Platform:
+    """What an adapter is created with (``create_adapter(platform)``)."""
+
+    settings: Settings  # the adapter validates its own section: bot.config.platform_settings
+    conversation: Conversation
+    commands: ChatCommands
+    outbound: Outbound  # register to take messages the bot starts (reminders)
+    store: Storage  # delivery records, the webhook inbox, poller leases
+    has_admin_tools: Callable[[], bool]  # look up a sender's admin rights before a turn?
+    operator: Operator  # the operator's view of the whole bot (an admin API, a dashboard)
