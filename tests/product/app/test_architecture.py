@@ -81,3 +81,14 @@ def test_the_page_names_every_folder_and_top_level_module() -> None:
     assert set(layers()) >= {path.parent.name for path in (ROOT / "bot").glob("*/__init__.py")} | {
         path.stem for path in (ROOT / "bot").glob("*.py") if path.name != "__init__.py"
     }
+
+
+def test_no_adapter_imports_the_app() -> None:
+    """Adapters are given ``bot.platform.seam.Platform``; the whole app stays out of reach."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in sorted((ROOT / "adapters").rglob("*.py"))
+        for line, module in imports(path)
+        if module == "bot.app" or module.startswith("bot.app.")
+    ]
+    assert not wrong, "adapters import bot.app:\n" + "\n".join(wrong)
