@@ -1,12 +1,15 @@
 """One owner of the lifecycle: ``async with App(settings)`` opens the store, the LLM client and
-the service, and closes them in reverse order. Adapters receive :attr:`App.platform`, the
-narrow seam (:mod:`bot.platform.seam`), never the app itself.
+the service; each open is paired with its close on one ``AsyncExitStack`` (as Starlette's
+lifespan does), so they close in reverse order, each even when another close fails. Adapters
+receive :attr:`App.platform`, the narrow seam (:mod:`bot.platform.seam`), never the app itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -86,6 +89,7 @@ class App:
         self._summary_llm: LLMClient | None = None
         self.plugins: PluginManager | None = None
         self._platform: Platform | None = None
+        self._closes = AsyncExitStack()
 
     @property
     def store(self) -> Storage:
@@ -132,24 +136,30 @@ class App:
         check_llm_settings(self.settings)
         self._store = open_storage(self.settings)
         await self._store.open()
+        self._on_close("_store", self._store.close)
         try:
             # replicas share limits and breakers through the database; one process keeps its own
             shared = self._store if self._store.replicas else None
             self._llm = LLMClient(
                 self.settings.llm, sleep=self._retry_sleep, shared=shared, metrics=self.metrics
             )
+            self._on_close("_llm", self._llm.close)
             memory = self._memory
             if self.settings.memory.enabled:
                 if self.settings.memory.embeddings.model is not None:
                     self._embedder = Embedder(
                         self.settings.memory.embeddings, self.settings.llm, sleep=self._retry_sleep
                     )
+                    self._on_close("_embedder", self._embedder.close)
                 self.memories = MemoryStore(
                     self._store, self._embedder, share_private=self.settings.memory.share_private
                 )
+                # its background embedding stops before the embedder closes
+                self._closes.push_async_callback(self.memories.aclose)
                 await self.memories.sync_turns()  # index messages written before an upgrade
                 if self._embedder is not None:  # in the background: a slow endpoint won't block
                     self._backfill = asyncio.create_task(self._backfill_vectors(self.memories))
+                    self._closes.push_async_callback(self._stop_backfill)
                 memory = memory or StoredMemory(
                     self.memories,
                     self.settings.memory,
@@ -165,7 +175,9 @@ class App:
                     summary_llm = self._summary_llm = LLMClient(
                         own, sleep=self._retry_sleep, shared=shared, metrics=self.metrics
                     )
+                    self._on_close("_summary_llm", summary_llm.close)
                 self.compactor = Compactor(self.settings, self._store, summary_llm, self.memories)
+                self._on_close("compactor", self.compactor.aclose)
             self._service = ChatService(
                 self.settings,
                 self._store,
@@ -180,6 +192,7 @@ class App:
             await self._service.start()
             self._commands = Commands(self._service)
             self.scheduler = self._open_scheduler(self._store)
+            self._on_close("scheduler", self.scheduler.shutdown)
             self.plugins = PluginManager(
                 self.tools,
                 self._commands,
@@ -189,6 +202,7 @@ class App:
                 memories=self.memories,
                 conversation_of=self._service.conversation_key,
             )
+            self._on_close("plugins", self.plugins.teardown_all)
             # Plugins register their job handlers before the scheduler starts: a job that fell
             # due while the bot was down runs at start, and must find its handler.
             await self.plugins.load_all(
@@ -227,6 +241,7 @@ class App:
 
         self.mcp = MCPManager(self.settings, self.tools, servers_for=self._presets.mcp_servers)
         self.mcp.start()
+        self._on_close("mcp", self.mcp.aclose)  # its servers stop (stdio children are ended)
 
     def _mcp_statuses(self, ctx: ChatContext) -> list[ServerStatus]:
         return self.mcp.statuses(ctx) if self.mcp is not None else []
@@ -283,35 +298,27 @@ class App:
             if filled:
                 log.info("memory vectors backfilled count=%d", filled)
 
-    async def aclose(self) -> None:
-        self._platform = None
+    def _on_close(self, name: str, close: Callable[[], Awaitable[object]]) -> None:
+        """Pair the part just opened (the attribute ``name``) with its close; forgotten once
+        closed."""
+
+        async def closing() -> None:
+            try:
+                await close()
+            finally:
+                setattr(self, name, None)
+
+        self._closes.push_async_callback(closing)
+
+    async def _stop_backfill(self) -> None:
         if self._backfill is not None:
             self._backfill.cancel()
             await asyncio.gather(self._backfill, return_exceptions=True)
             self._backfill = None
-        if self.memories is not None:  # its background embedding, before the embedder closes
-            await self.memories.aclose()
-        if self.compactor is not None:
-            await self.compactor.aclose()
-            self.compactor = None
-        if self._summary_llm is not None:
-            await self._summary_llm.close()
-            self._summary_llm = None
-        if self.mcp is not None:  # its servers stop with the bot (stdio children are ended)
-            await self.mcp.aclose()
-            self.mcp = None
-        if self.plugins is not None:
-            await self.plugins.teardown_all()
-            self.plugins = None
-        if self.scheduler is not None:
-            await self.scheduler.shutdown()
-            self.scheduler = None
-        if self._llm is not None:
-            await self._llm.close()
-            self._llm = None
-        if self._embedder is not None:
-            await self._embedder.close()
-            self._embedder = None
-        if self._store is not None:
-            await self._store.close()
-            self._store = None
+
+    async def aclose(self) -> None:
+        """Close what is open, last opened first (the plugins before the scheduler they use,
+        the store last)."""
+        self._platform = None
+        closes, self._closes = self._closes, AsyncExitStack()
+        await closes.aclose()
