@@ -26,11 +26,11 @@ receive messages; never leaves the Telegram adapter) and ``plugins.calculator.Ca
 ``bot.mcp.connection.ServerUnavailableError`` (a call to an MCP server that is restarting;
 the tool's answer to the model says so, it never leaves the MCP manager),
 ``adapters.http.auth.TooManyFailures`` (a client past its wrong-token limit: a 429 from the
-HTTP guard) and ``adapters.http.openai_errors.APIError`` (an answer of the chat endpoint in
+HTTP guard) and ``adapters.http.openai.errors.APIError`` (an answer of the chat endpoint in
 OpenAI's error shape; the HTTP adapter turns it into the response). The admin API's
-``adapters.http.chat_ops.UnknownChat``, ``adapters.http.chat_ops.MemoryOff`` (404) and
-``adapters.http.params.BadParameter`` (400) become its answers, never leaving the adapter;
-``adapters.http.openai_once.ClientGoneError`` (a client that hung up before its answer) stops
+``adapters.http.admin.chat_ops.UnknownChat``, ``adapters.http.admin.chat_ops.MemoryOff`` (404) and
+``adapters.http.admin.params.BadParameter`` (400) become its answers, never leaving the adapter;
+``adapters.http.openai.once.ClientGoneError`` (a client that hung up before its answer) stops
 the turn and is answered with nothing.
 ``tests/product/app/test_errors.py`` checks
 that every ``ParlourError`` subclass is drawn here under its real parent.

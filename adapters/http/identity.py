@@ -6,7 +6,7 @@ name a conversation or an admin on its own:
 * **Conversations.** The chat id is ``<namespace>:<user>``: the namespace is the calling
   token's name (or the shared one ``http.namespaces`` gives it), so token ``partner`` sending
   ``"user": "cust-1"`` reaches ``http:partner:cust-1`` and never ``website``'s ``cust-1``. A user
-  may not contain ``:`` (:mod:`adapters.http.openai_wire`), so the split is unambiguous, and
+  may not contain ``:`` (:mod:`adapters.http.openai.wire`), so the split is unambiguous, and
   keys stored before namespaces (``http:<user>``, no second colon) can never be reached by
   accident. ``http.legacy_namespace`` hands those old keys to one namespace explicitly.
 * **Admins.** A caller is a bot admin only when its token is listed in

@@ -6,8 +6,13 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from adapters.http import admin_api, admin_chats, dashboard, login, openai_api, openapi
+from adapters.http.admin import api as admin_api
+from adapters.http.admin import chats as admin_chats
+from adapters.http.admin import openapi
 from adapters.http.context import HTTPContext
+from adapters.http.dashboard import login
+from adapters.http.dashboard import pages as dashboard
+from adapters.http.openai import api as openai_api
 
 __all__ = ["ROUTES", "RouteAdder"]
 

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-import adapters.http.openai_once as openai_once
+import adapters.http.openai.once as openai_once
 from bot.testing.fake_llm import FakeLLM, held, reply
 from tests.conftest import AppFactory
 from tests.http_harness import ADMIN_TOKEN, CHAT_TOKEN, Served, serve_http

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.http.login import _next
+from adapters.http.dashboard.login import _next
 from adapters.http.server import build_web_app
 from tests.conftest import AppFactory
 from tests.http_harness import ADMIN_TOKEN, CHAT_TOKEN, serve_http

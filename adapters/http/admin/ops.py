@@ -1,6 +1,6 @@
 """What the admin API and the dashboard both show: usage series, plugins, MCP servers, reminders.
 
-One function per question, returning the response models of :mod:`adapters.http.schemas`, so a
+One function per question, returning the response models of :mod:`adapters.http.admin.schemas`, so a
 page and its JSON twin never disagree. Nothing here knows a plugin's internals: reminders are
 the scheduler's jobs of :data:`bot.scheduling.scheduler.REMINDERS_KIND`.
 """
@@ -11,7 +11,7 @@ import time
 from collections import defaultdict
 from datetime import UTC, date, timedelta
 
-from adapters.http.schemas import (
+from adapters.http.admin.schemas import (
     MCPList,
     MCPServer,
     PluginFailure,

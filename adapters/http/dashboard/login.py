@@ -14,7 +14,7 @@ from aiohttp import web
 
 from adapters.http.auth import COOKIE, TooManyFailures
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, client_address, see_other
-from adapters.http.pages import STATIC_DIR, render
+from adapters.http.dashboard.render import STATIC_DIR, render
 
 __all__ = ["add_routes"]
 

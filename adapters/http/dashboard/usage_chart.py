@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from adapters.http.schemas import UsageDay
+from adapters.http.admin.schemas import UsageDay
 
 __all__ = ["Bar", "Chart", "bar_chart"]
 
@@ -69,7 +69,7 @@ def _short(n: int) -> str:
 
 
 def bar_chart(days: Sequence[UsageDay]) -> Chart:
-    """The days of :func:`adapters.http.admin_ops.usage`, oldest first."""
+    """The days of :func:`adapters.http.admin.ops.usage`, oldest first."""
     peak = max((day.total_tokens for day in days), default=0)
     top = _scale(max(peak, 1))
     base: float = HEIGHT - BOTTOM

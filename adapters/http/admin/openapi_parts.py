@@ -1,4 +1,4 @@
-"""The small builders the OpenAPI document is written with (:mod:`adapters.http.openapi`):
+"""The small builders the OpenAPI document is written with (:mod:`adapters.http.admin.openapi`):
 references, responses, parameters, and an admin operation with its usual errors."""
 
 from __future__ import annotations

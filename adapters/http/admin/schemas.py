@@ -1,5 +1,6 @@
 """The admin API's response bodies: pydantic models, so the OpenAPI document is built from the
-very classes the handlers serialise (:mod:`adapters.http.openapi`) and cannot drift from them."""
+very classes the handlers serialise (:mod:`adapters.http.admin.openapi`) and cannot drift from
+them."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``GET /api/openapi.json``: the OpenAPI 3.1 document of every API route.
 
 Response bodies come from the pydantic models the handlers serialise
-(:mod:`adapters.http.schemas`) and from the storage's own value classes (a chat, a history
+(:mod:`adapters.http.admin.schemas`) and from the storage's own value classes (a chat, a history
 item), so the document follows the code; ``tests/product/http/test_http_admin_api.py`` checks
 that every route under ``/api``, ``/v1`` and ``/metrics`` the server has is described here.
 """
@@ -12,9 +12,8 @@ from functools import cache
 
 from aiohttp import web
 
-from adapters.http import schemas
-from adapters.http.context import HTTPContext
-from adapters.http.openapi_parts import (
+from adapters.http.admin import schemas
+from adapters.http.admin.openapi_parts import (
     API_ERRORS,
     CHAT_ERRORS,
     CHAT_KEY,
@@ -29,7 +28,8 @@ from adapters.http.openapi_parts import (
     query,
     ref,
 )
-from adapters.http.openapi_shapes import SHAPES
+from adapters.http.admin.openapi_shapes import SHAPES
+from adapters.http.context import HTTPContext
 
 __all__ = ["add_routes", "document"]
 
@@ -52,7 +52,7 @@ async def serve(request: web.Request) -> web.Response:
 
 
 def _chat_routes() -> JSON:
-    """The chat store's routes (:mod:`adapters.http.admin_chats`)."""
+    """The chat store's routes (:mod:`adapters.http.admin.chats`)."""
     not_found = {"404": error("no such chat")}
     listed = {
         "type": "object",

@@ -1,9 +1,9 @@
-"""The JSON the admin API's chat routes write (:mod:`adapters.http.admin_chats`: ``chat_json``,
+"""The JSON the admin API's chat routes write (:mod:`adapters.http.admin.chats`: ``chat_json``,
 ``item_json``, ``audit_json``, ``memory_json``), described for the OpenAPI document."""
 
 from __future__ import annotations
 
-from adapters.http.openapi_parts import JSON
+from adapters.http.admin.openapi_parts import JSON
 
 __all__ = ["SHAPES"]
 
@@ -13,7 +13,7 @@ _STR, _INT, _TIME = (
     {"type": "string", "format": "date-time", "description": "ISO 8601, UTC"},
 )
 _NULLABLE = {"type": ["string", "null"]}
-# What adapters.http.admin_chats writes (chat_json, item_json, audit_json, memory_json).
+# What adapters.http.admin.chats writes (chat_json, item_json, audit_json, memory_json).
 SHAPES: dict[str, JSON] = {
     "ChatSummary": {
         "chat_key": _STR,

@@ -19,8 +19,8 @@ from collections.abc import AsyncGenerator
 
 from aiohttp import web
 
-from adapters.http.openai_errors import from_exception
-from adapters.http.openai_wire import MODEL, completion_id, finish_reason, usage
+from adapters.http.openai.errors import from_exception
+from adapters.http.openai.wire import MODEL, completion_id, finish_reason, usage
 from bot.conversation.events import Done, TextDelta, ToolFinished
 from bot.errors import UserFacingError
 

@@ -16,7 +16,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.http.openai_errors import APIError
+from adapters.http.openai.errors import APIError
 from bot.platform.seam import Answered
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The admin API's usage, plugins, MCP, reminders and metrics routes (JSON; admin token or the
 dashboard's session, decided by path in :mod:`adapters.http.server`).
 
-Handlers parse and check the query, ask :mod:`adapters.http.admin_ops` (which the dashboard's
+Handlers parse and check the query, ask :mod:`adapters.http.admin.ops` (which the dashboard's
 pages share) and serialise its models. Bad input is a 400 in the API's error shape; nothing is
 written by a refused request.
 """
@@ -13,10 +13,10 @@ import logging
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from adapters.http import admin_ops
+from adapters.http.admin import ops as admin_ops
+from adapters.http.admin.params import is_key
+from adapters.http.admin.schemas import Body
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, json_error
-from adapters.http.params import is_key
-from adapters.http.schemas import Body
 
 __all__ = ["add_routes"]
 

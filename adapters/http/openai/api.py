@@ -6,9 +6,9 @@ message to the bot's engine, from the person named by the ``user`` field (else t
 the calling token's namespace (:mod:`adapters.http.identity`).
 The bot keeps the history, so only the newest user message of ``messages`` is read; access,
 limits, budgets, memory and tools apply exactly as on any other platform. ``stream: true``
-answers in server-sent events (:mod:`adapters.http.openai_stream`), else the turn is watched and
-stored as what the client got (:mod:`adapters.http.openai_once`); refusals come in OpenAI's
-error shape (:mod:`adapters.http.openai_errors`). The guard in :mod:`adapters.http.server`
+answers in server-sent events (:mod:`adapters.http.openai.stream`), else the turn is watched and
+stored as what the client got (:mod:`adapters.http.openai.once`); refusals come in OpenAI's
+error shape (:mod:`adapters.http.openai.errors`). The guard in :mod:`adapters.http.server`
 has already checked the chat or admin token.
 """
 
@@ -21,10 +21,10 @@ from aiohttp import web
 
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext
 from adapters.http.identity import PLATFORM, chat_context
-from adapters.http.openai_errors import APIError, from_exception
-from adapters.http.openai_once import ClientGoneError, deliver, gone_response, while_connected
-from adapters.http.openai_stream import stream_answer
-from adapters.http.openai_wire import (
+from adapters.http.openai.errors import APIError, from_exception
+from adapters.http.openai.once import ClientGoneError, deliver, gone_response, while_connected
+from adapters.http.openai.stream import stream_answer
+from adapters.http.openai.wire import (
     MODEL,
     USER_HEADER,
     completion_id,

@@ -1,13 +1,13 @@
 """The dashboard's pages: chats, a chat (history, clear, reset, audit), usage, memories,
 reminders, plugins and MCP servers.
 
-Server-rendered (:mod:`adapters.http.pages`), so every page works without JavaScript; the one
-script only asks for confirmation before a destructive form is sent. State changes are POST
-forms carrying the CSRF field (the guard checks it) and answer with a redirect, so a reload
-never repeats them. The data and the changes are the admin API's own
-(:mod:`adapters.http.chat_ops`, :mod:`adapters.http.admin_ops`), so a page and its JSON twin
-never disagree. A chat key, memory id or reminder id no database can hold is a 404, a
-``before`` that is not a row id a 400 (:mod:`adapters.http.params`).
+Server-rendered (:mod:`adapters.http.dashboard.render`), so every page works without JavaScript; the
+one script only asks for confirmation before a destructive form is sent. State changes are POST
+forms carrying the CSRF field (the guard checks it) and answer with a redirect, so a reload never
+repeats them. The data and the changes are the admin API's own (:mod:`adapters.http.admin.chat_ops`,
+:mod:`adapters.http.admin.ops`), so a page and its JSON twin never disagree. A chat key, memory id
+or reminder id no database can hold is a 404, a ``before`` that is not a row id a 400
+(:mod:`adapters.http.admin.params`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from adapters.http import admin_ops
-from adapters.http.chat_ops import MemoryOff, UnknownChat, ops_for
+from adapters.http.admin import ops as admin_ops
+from adapters.http.admin.chat_ops import MemoryOff, UnknownChat, ops_for
+from adapters.http.admin.params import BadParameter, is_key, positive_id, query_int
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, see_other
+from adapters.http.dashboard.render import render
+from adapters.http.dashboard.usage_chart import bar_chart
 from adapters.http.identity import actor_of
-from adapters.http.pages import render
-from adapters.http.params import BadParameter, is_key, positive_id, query_int
-from adapters.http.usage_chart import bar_chart
 from bot.storage.values import ClearResult
 
 __all__ = ["add_routes"]

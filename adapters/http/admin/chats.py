@@ -1,11 +1,11 @@
 """The admin API's chat routes (JSON): the chats, one chat, its history pages, clear, reset,
-its audit trail and its memories. The work is :mod:`adapters.http.chat_ops`'s (the dashboard
+its audit trail and its memories. The work is :mod:`adapters.http.admin.chat_ops`'s (the dashboard
 calls the same); this module only reads parameters and writes JSON.
 
 A chat key holds ``:`` (``telegram:-1001234``): send it URL-encoded in the path or as is.
 Times are ISO 8601 in UTC. Bad parameters are a 400 (a number past signed 64-bit too), an
 unknown chat or memory a 404 (a key with a character no key has too), both as
-``{"error": {"message", "code"}}``; :mod:`adapters.http.params` reads them.
+``{"error": {"message", "code"}}``; :mod:`adapters.http.admin.params` reads them.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.http.chat_ops import ChatOps, ChatView, MemoryOff, UnknownChat, ops_for
+from adapters.http.admin.chat_ops import ChatOps, ChatView, MemoryOff, UnknownChat, ops_for
+from adapters.http.admin.params import BadParameter, is_key, positive_id, query_int
 from adapters.http.context import PRINCIPAL, HTTPContext, json_error
 from adapters.http.identity import actor_of
-from adapters.http.params import BadParameter, is_key, positive_id, query_int
 from bot.storage.directory import HistoryItem
 from bot.storage.values import AuditEntry, Memory
 

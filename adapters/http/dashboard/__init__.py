@@ -1,0 +1,5 @@
+"""The admin dashboard (server-rendered pages, a session cookie): :mod:`.pages` (chats, a chat,
+usage, memories, reminders, tools), :mod:`.login` (``/login``, ``/logout``), :mod:`.render`
+(Jinja2, autoescaped, and the static files), :mod:`.usage_chart`; ``templates/`` and ``static/``
+ship in this package.
+"""
