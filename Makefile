@@ -38,6 +38,11 @@ E2E_SUITES := tests/product/conversation tests/product/telegram tests/product/di
 TEST_JOBS ?= 4
 PARALLEL := -n $(TEST_JOBS) --dist worksteal
 
+# Each worker imports the ~560 project and test modules: compiled once and kept (__pycache__,
+# pytest's rewritten asserts), not again in every worker on every run, even where the
+# environment sets PYTHONDONTWRITEBYTECODE.
+test: export PYTHONDONTWRITEBYTECODE =
+
 ## test: the whole test suite (end-to-end suites on PostgreSQL too when PARLOUR_TEST_PG_URL is set)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PARALLEL) --durations=25
