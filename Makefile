@@ -31,12 +31,24 @@ chat: $(STAMP)
 E2E_SUITES := tests/product/conversation tests/product/telegram tests/product/discord \
 	tests/product/memory tests/product/plugins tests/product/guardrails tests/product/llm
 
+# Tests run in parallel (pytest-xdist): every fake binds a free port, every test has its own
+# tmp_path and PostgreSQL schema. Most of a test's time is waiting on loopback I/O, so there are
+# more workers than cores. `make test TEST_JOBS=0` runs in one process; so does a plain
+# `python -m pytest path::test`.
+TEST_JOBS ?= 4
+PARALLEL := -n $(TEST_JOBS) --dist worksteal
+
+# Each worker imports the ~560 project and test modules: compiled once and kept (__pycache__,
+# pytest's rewritten asserts), not again in every worker on every run, even where the
+# environment sets PYTHONDONTWRITEBYTECODE.
+test: export PYTHONDONTWRITEBYTECODE =
+
 ## test: the whole test suite (end-to-end suites on PostgreSQL too when PARLOUR_TEST_PG_URL is set)
 test: $(STAMP)
-	$(BIN)/python -m pytest --durations=25
+	$(BIN)/python -m pytest $(PARALLEL) --durations=25
 	@if [ -n "$$PARLOUR_TEST_PG_URL" ]; then \
 	  echo "end-to-end suites again, on PostgreSQL (PARLOUR_TEST_PG_URL)"; \
-	  PARLOUR_TEST_STORAGE=postgres $(BIN)/python -m pytest -m "not slow" $(E2E_SUITES); \
+	  PARLOUR_TEST_STORAGE=postgres $(BIN)/python -m pytest $(PARALLEL) -m "not slow" $(E2E_SUITES); \
 	else echo "PostgreSQL suites skipped: set PARLOUR_TEST_PG_URL=postgresql://postgres@127.0.0.1:5432/test"; fi
 
 ## lint: format check, ruff and mypy

@@ -5,6 +5,9 @@
 skipped and the session says once how to run them. Each test gets ``?schema=<fresh name>``: the
 store creates the schema on open, and the session drops every schema it made at the end.
 
+Under pytest-xdist (``make test``) each worker is a session of its own: its own ``RUN_PREFIX``,
+and at its end it drops only its own schemas, never one another worker is using.
+
 ``PARLOUR_TEST_STORAGE=postgres`` runs the end-to-end suites (every test built on
 ``tests.conftest.make_settings``) on PostgreSQL instead of SQLite.
 """

@@ -1,7 +1,8 @@
 """``check-config`` prints only what validated, and no secret however it was misplaced.
 
-Every case runs the real CLI in a subprocess. ``run_cli`` already fails a test whose output holds
-an OpenAI-, Telegram- or Discord-shaped token; each test also names its own values.
+Every case runs the CLI's ``main`` as ``python -m bot`` would (in-process: tests.cli_harness).
+``run_cli`` already fails a test whose output holds an OpenAI-, Telegram- or Discord-shaped token;
+each test also names its own values.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
-"""The command line as a user runs it: real subprocesses, the fake LLM on 127.0.0.1."""
+"""The command line as a user runs it, the fake LLM on 127.0.0.1: ``main(argv)`` in-process, and
+a real process where the test is about processes."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from bot.testing.fake_llm import FakeLLM, error
+from tests.cli_harness import run_main, run_process
 from tests.secret_scan import find_secrets
 
 SECRET = "sk-cli-secret-9f8e7d6c5b4a3210"
@@ -31,23 +31,24 @@ def write_config(tmp_path: Path, text: str = "") -> None:
 async def run_cli(
     *args: str, env: dict[str, str], stdin: str = "", cwd: Path | None = None
 ) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=cwd,
+    """``python -m bot ARGS`` as ``main(ARGS)`` in this process (:mod:`tests.cli_harness`)."""
+    return no_secrets(args, await run_main(*args, env=env, stdin=stdin, cwd=cwd))
+
+
+async def run_cli_process(
+    *args: str, env: dict[str, str], stdin: str = "", cwd: Path | None = None, program: str = ""
+) -> tuple[int, str, str]:
+    """A real ``python -m bot ARGS`` process: for what only a process shows."""
+    return no_secrets(
+        args, await run_process(*args, env=env, stdin=stdin, cwd=cwd, program=program)
     )
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=60)
-    assert proc.returncode is not None
-    # Whatever a command prints or logs, the key and any token stay masked.
-    leaks = find_secrets((out + err).decode(errors="replace"), [SECRET])
+
+
+def no_secrets(args: tuple[str, ...], result: tuple[int, str, str]) -> tuple[int, str, str]:
+    """Whatever a command prints or logs, the key and any token stay masked."""
+    leaks = find_secrets(result[1] + result[2], [SECRET])
     assert not leaks, f"secrets in the output of {args}: {leaks}"
-    return proc.returncode, out.decode(), err.decode()
+    return result
 
 
 async def test_without_a_key_says_what_to_set(tmp_path: Path) -> None:
@@ -63,12 +64,12 @@ async def test_without_a_key_says_what_to_set(tmp_path: Path) -> None:
 async def test_piped_chat_remembers_across_processes(fake_llm: FakeLLM, tmp_path: Path) -> None:
     write_config(tmp_path)
     env = env_for(tmp_path, OPENAI_BASE_URL=fake_llm.base_url, OPENAI_API_KEY=SECRET)
-    code, out, err = await run_cli(env=env, stdin="hello there\n/history\n")
+    code, out, err = await run_cli_process(env=env, stdin="hello there\n/history\n")
     assert code == 0, err
     assert "echo: hello there" in out
     assert "Turns stored: 1" in out
 
-    code, out, err = await run_cli("chat", env=env, stdin="second process\n")
+    code, out, err = await run_cli_process("chat", env=env, stdin="second process\n")
     assert code == 0, err
     messages = fake_llm.requests[-1].json["messages"]
     assert [m["content"] for m in messages[1:]] == [

@@ -8,7 +8,6 @@ names typos in a disabled section and unknown plugins; a new database logs one m
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bot.testing.fake_llm import FakeLLM
-from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
+from tests.product.app.test_cli import SECRET, env_for, run_cli, run_cli_process, write_config
 
 PARLOUR = Path(sys.executable).with_name("parlour")  # the console script pip installs
 
@@ -63,20 +62,9 @@ def project(tmp_path: Path) -> Path:
 async def launch(
     launcher: str, *args: str, env: dict[str, str], cwd: Path, stdin: str = ""
 ) -> tuple[int, str, str]:
-    if launcher == "python -m bot":
-        return await run_cli(*args, env=env, stdin=stdin, cwd=cwd)
-    proc = await asyncio.create_subprocess_exec(
-        str(PARLOUR),
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=60)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    """A real process under either launcher: what is importable from where is the point."""
+    program = "" if launcher == "python -m bot" else str(PARLOUR)
+    return await run_cli_process(*args, env=env, stdin=stdin, cwd=cwd, program=program)
 
 
 LAUNCHERS = ["python -m bot", "parlour"]

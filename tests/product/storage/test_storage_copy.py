@@ -27,6 +27,7 @@ from bot.storage.portable import PortableStore, Row, Table, key_of
 from bot.storage.values import AuditAction, ChatPreferences, MemoryScope, NewTurn, Usage
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
 from tests.product.app.test_cli import run_cli as shared_run_cli
+from tests.product.app.test_cli import run_cli_process
 
 GROUP, GROUP_CONV = "telegram:-100", "telegram:-100"
 PRIVATE, PRIVATE_CONV = "telegram:7", "telegram:7"
@@ -316,25 +317,28 @@ async def test_a_postgresql_source_without_tables_is_refused_and_not_created(
     assert exists == 0
 
 
-async def run_cli(*args: str, cwd: Path) -> tuple[int, str, str]:
+async def run_cli(*args: str, cwd: Path, process: bool = False) -> tuple[int, str, str]:
     """``python -m bot`` in ``cwd`` without the caller's OpenAI or Parlour settings (the shared
-    runner, which also fails on any secret in the output)."""
+    runner, which also fails on any secret in the output); in-process unless ``process``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PARLOUR_"))}
-    return await shared_run_cli(*args, env=env, cwd=cwd)
+    runner = run_cli_process if process else shared_run_cli
+    return await runner(*args, env=env, cwd=cwd)
 
 
 async def test_the_command_copies_prints_counts_and_refuses_a_second_run(
     seeded: StorageURL, tmp_path: Path
 ) -> None:
     source, target = f"sqlite:///{seeded.path}", f"sqlite:///{tmp_path / 'cli.db'}"
-    code, out, err = await run_cli("storage", "copy", source, target, cwd=tmp_path)
+    # Processes of their own: the seed's pending turn belongs to a live process (this one), so
+    # each copy leaves it pending and logs nothing; in-process it would be this pid's own.
+    code, out, err = await run_cli("storage", "copy", source, target, cwd=tmp_path, process=True)
     assert (code, err) == (0, "")  # stderr is no terminal here: no progress bar
     rows = await dump(seeded)
     for name, table_rows in rows.items():
         assert re.search(rf"^{name} +{len(table_rows):,} copied, 0 already there$", out, re.M)
     assert f"copied {sum(map(len, rows.values())):,} rows from" in out
 
-    code, out, err = await run_cli("storage", "copy", source, target, cwd=tmp_path)
+    code, out, err = await run_cli("storage", "copy", source, target, cwd=tmp_path, process=True)
     assert code == 1 and out == ""
     assert err.startswith("error: target sqlite:///") and "--force" in err
     assert len(err.splitlines()) == 1
