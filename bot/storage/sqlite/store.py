@@ -38,7 +38,7 @@ class SQLiteStore(SQLStore):
         self.owner = owners.new_owner()  # this instance, on every turn it begins
         self._compose(self._seam, self._windows, self.owner, _rescope)
         self.turns = SQLiteTurns(self._db, self._windows, self.owner, cache_windows)
-        self.memories = SQLiteMemories(self._db)
+        self.memories = SQLiteMemories(self._seam)
         self.coordination = SQLiteCoordination(self._db)
 
     @property
