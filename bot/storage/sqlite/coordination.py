@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
+from bot.storage.sql.coordination import CoordinationRows
 from bot.storage.sqlite.connection import Database
-from bot.storage.sqlite.seam import NOW
+from bot.storage.sqlite.seam import NOW, SQLiteSeam
 
 __all__ = ["SQLiteCoordination"]
 
@@ -66,22 +67,13 @@ RETURNING failures, open_until, max(open_until - {NOW}, 0.0)
 """
 
 
-class SQLiteCoordination:
+class SQLiteCoordination(CoordinationRows):
+    """:class:`CoordinationRows` plus SQLite's claims, amends, buckets, flights and breakers
+    (named parameters, on the writer)."""
+
     def __init__(self, db: Database) -> None:
+        super().__init__(SQLiteSeam(db))
         self._db = db
-
-    # -- inbox ------------------------------------------------------------------------------
-
-    async def inbox_put(
-        self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
-    ) -> bool:
-        rows = await self._write(
-            "INSERT INTO inbox (source, update_id, lane, payload, subject, created_at)"
-            f" VALUES (?, ?, ?, ?, ?, {NOW})"
-            " ON CONFLICT (source, update_id) DO NOTHING RETURNING id",
-            (source, update_id, lane, payload, subject),
-        )
-        return bool(rows)
 
     async def inbox_amend(
         self, source: str, update_id: int, lane: str, subject: str, payload: str, amended: str
@@ -124,68 +116,6 @@ class SQLiteCoordination:
         ]
         return sorted(items, key=lambda item: item.id)  # RETURNING keeps no order
 
-    async def inbox_renew(self, owner: str, lease_seconds: float) -> int:
-        rows = await self._write(
-            f"UPDATE inbox SET lease_until = {NOW} + ? WHERE owner = ? AND done_at IS NULL"
-            " AND lease_until IS NOT NULL RETURNING id",
-            (lease_seconds, owner),
-        )
-        return len(rows)
-
-    async def inbox_done(self, item_id: int, owner: str, error: str | None = None) -> bool:
-        rows = await self._write(
-            f"UPDATE inbox SET done_at = {NOW}, lease_until = NULL, error = ?"
-            " WHERE id = ? AND owner = ? AND done_at IS NULL AND lease_until IS NOT NULL"
-            " RETURNING id",
-            (error, item_id, owner),
-        )
-        return bool(rows)
-
-    async def inbox_release(self, owner: str) -> int:
-        rows = await self._write(
-            "UPDATE inbox SET lease_until = NULL WHERE owner = ? AND done_at IS NULL"
-            " AND lease_until IS NOT NULL RETURNING id",
-            (owner,),
-        )
-        return len(rows)
-
-    async def inbox_pending(self, source: str) -> int:
-        rows = await self._db.reader.execute_fetchall(
-            "SELECT count(*) FROM inbox WHERE source = ? AND done_at IS NULL", (source,)
-        )
-        return int(next(iter(rows))[0])
-
-    async def inbox_prune(self, older_than_seconds: float) -> int:
-        rows = await self._write(
-            f"DELETE FROM inbox WHERE done_at IS NOT NULL AND done_at < {NOW} - ? RETURNING id",
-            (older_than_seconds,),
-        )
-        return len(rows)
-
-    # -- leases -----------------------------------------------------------------------------
-
-    async def acquire_lease(self, name: str, owner: str, seconds: float) -> bool:
-        rows = await self._write(
-            f"INSERT INTO leases (name, owner, until) VALUES (?, ?, {NOW} + ?)"
-            " ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until"
-            f" WHERE leases.owner = excluded.owner OR leases.until <= {NOW} RETURNING owner",
-            (name, owner, seconds),
-        )
-        return bool(rows)
-
-    async def release_lease(self, name: str, owner: str) -> None:
-        await self._write("DELETE FROM leases WHERE name = ? AND owner = ?", (name, owner))
-
-    async def lease_holder(self, name: str) -> str | None:
-        rows = list(
-            await self._db.reader.execute_fetchall(
-                f"SELECT owner FROM leases WHERE name = ? AND until > {NOW}", (name,)
-            )
-        )
-        return str(rows[0][0]) if rows else None
-
-    # -- shared limits ----------------------------------------------------------------------
-
     async def take_token(self, key: str, per_minute: float, burst: int) -> RateDecision:
         per_second = per_minute / 60.0
         params = {"key": key, "burst": max(1, burst), "per_second": per_second}
@@ -197,37 +127,10 @@ class SQLiteCoordination:
         ((refusals,),) = await self._write(_CLAIM_FLIGHT, params)
         return refusals == 0, refusals == 1
 
-    async def release_flight(self, key: str, owner: str) -> None:
-        await self._write("DELETE FROM flights WHERE key = ? AND owner = ?", (key, owner))
-
     async def breaker_failure(self, name: str, threshold: int, open_seconds: float) -> BreakerState:
         params = {"name": name, "threshold": threshold, "open_seconds": open_seconds}
         ((failures, open_until, open_for),) = await self._write(_FAIL, params)
         return BreakerState(int(failures), float(open_until), float(open_for))
-
-    async def breaker_success(self, name: str) -> None:
-        await self._write("DELETE FROM breakers WHERE name = ?", (name,))
-
-    async def breaker_state(self, name: str) -> BreakerState:
-        rows = list(
-            await self._db.reader.execute_fetchall(
-                f"SELECT failures, open_until, max(open_until - {NOW}, 0.0) FROM breakers"
-                " WHERE name = ?",
-                (name,),
-            )
-        )
-        if not rows:
-            return BreakerState(0, 0.0)
-        failures, open_until, open_for = rows[0]
-        return BreakerState(int(failures), float(open_until), float(open_for))
-
-    async def prune_limits(self) -> int:
-        async with self._db.transaction() as conn:
-            buckets = await conn.execute(
-                f"DELETE FROM rate_buckets WHERE tokens + ({NOW} - updated) * per_second >= burst"
-            )
-            flights = await conn.execute(f"DELETE FROM flights WHERE until <= {NOW}")
-            return max(0, buckets.rowcount) + max(0, flights.rowcount)
 
     async def _write(self, sql: str, params: Any) -> list[Any]:
         """One statement on the writer, its RETURNING rows read before it commits."""
