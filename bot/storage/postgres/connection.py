@@ -82,7 +82,7 @@ class Database:
 
     def __init__(self, dsn: str, schema: str | None = None) -> None:
         self._url = StorageURL("postgresql", dsn=dsn, schema=schema)
-        self._dsn, self.pool_size = _pool_size(dsn)
+        self.dsn, self.pool_size = _pool_size(dsn)  # the DSN libpq reads (no pool_size)
         self._schema = schema
         self._current_schema = schema or "public"  # as the server resolves it, once open
         self._pool: asyncpg.Pool | None = None
@@ -112,7 +112,7 @@ class Database:
         settings = {"search_path": f'"{self._schema}", public'} if self._schema else {}
         try:
             self._pool = await asyncpg.create_pool(
-                self._dsn,
+                self.dsn,
                 min_size=1,
                 max_size=self.pool_size,
                 timeout=_CONNECT_TIMEOUT,

@@ -29,18 +29,18 @@ class PostgresStore(SQLStore):
     """
 
     def __init__(self, dsn: str, *, schema: str | None = None, cache_windows: bool = True) -> None:
-        self._db = Database(dsn, schema)
-        self._seam = PostgresSeam(self._db)
+        self.database = Database(dsn, schema)
+        self.seam = PostgresSeam(self.database)
         self.cache_windows = cache_windows
         self.owner = owners.new_owner()  # this instance, on every turn it begins
-        self._compose(self._seam, NoWindows(), self.owner, _nothing_to_rescope)
-        self.turns = PostgresTurns(self._db, self.owner)
-        self.memories = PostgresMemories(self._db)
-        self.coordination = PostgresCoordination(self._db)
+        self._compose(self.seam, NoWindows(), self.owner, _nothing_to_rescope)
+        self.turns = PostgresTurns(self.database, self.owner)
+        self.memories = PostgresMemories(self.database)
+        self.coordination = PostgresCoordination(self.database)
 
     @property
     def schema(self) -> str:
-        return self._db.schema
+        return self.database.schema
 
     @property
     def replicas(self) -> bool:
@@ -50,10 +50,10 @@ class PostgresStore(SQLStore):
     @property
     def url(self) -> str:
         """The database, password masked."""
-        return self._db.shown
+        return self.database.shown
 
     async def schema_version(self) -> str:
-        rows = await self._seam.fetch("SELECT component, version FROM parlour_schema")
+        rows = await self.seam.fetch("SELECT component, version FROM parlour_schema")
         versions = {str(name): int(version) for name, version in rows}
         order = [name for name, _ in self._components()]  # core first, as migrated
         return ", ".join(f"{name} v{versions[name]}" for name in order if name in versions)
@@ -68,8 +68,8 @@ class PostgresStore(SQLStore):
     async def open(self) -> None:
         owners.register(self.owner)
         try:
-            await self._db.open(self._components())
-            await close_interrupted(self._seam)
+            await self.database.open(self._components())
+            await close_interrupted(self.seam)
         except BaseException:
             await self.close()
             raise
@@ -80,4 +80,4 @@ class PostgresStore(SQLStore):
 
     async def close(self) -> None:
         owners.unregister(self.owner)
-        await self._db.close()
+        await self.database.close()

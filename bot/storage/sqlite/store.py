@@ -31,19 +31,19 @@ class SQLiteStore(SQLStore):
     (or :func:`bot.storage.open_storage`)."""
 
     def __init__(self, path: str | Path, *, cache_windows: bool = True) -> None:
-        self._db = Database(path)
-        self._seam = SQLiteSeam(self._db)
+        self.database = Database(path)
+        self.seam = SQLiteSeam(self.database)
         self.cache_windows = cache_windows
-        self._windows = WindowCache()
+        self.windows = WindowCache()
         self.owner = owners.new_owner()  # this instance, on every turn it begins
-        self._compose(self._seam, self._windows, self.owner, _rescope)
-        self.turns = SQLiteTurns(self._db, self._windows, self.owner, cache_windows)
-        self.memories = SQLiteMemories(self._seam)
-        self.coordination = SQLiteCoordination(self._db)
+        self._compose(self.seam, self.windows, self.owner, _rescope)
+        self.turns = SQLiteTurns(self.database, self.windows, self.owner, cache_windows)
+        self.memories = SQLiteMemories(self.seam)
+        self.coordination = SQLiteCoordination(self.database)
 
     @property
     def path(self) -> Path:
-        return self._db.path
+        return self.database.path
 
     @property
     def replicas(self) -> bool:
@@ -52,10 +52,10 @@ class SQLiteStore(SQLStore):
 
     @property
     def url(self) -> str:
-        return sqlite_url(self._db.path)
+        return sqlite_url(self.database.path)
 
     async def schema_version(self) -> str:
-        rows = await self._db.reader.execute_fetchall("PRAGMA user_version")
+        rows = await self.database.reader.execute_fetchall("PRAGMA user_version")
         return f"v{int(next(iter(rows))[0])}"
 
     async def __aenter__(self) -> SQLiteStore:
@@ -68,8 +68,8 @@ class SQLiteStore(SQLStore):
     async def open(self) -> None:
         owners.register(self.owner)
         try:
-            await self._db.open()
-            await close_interrupted(self._seam)
+            await self.database.open()
+            await close_interrupted(self.seam)
         except sqlite3.DatabaseError as exc:
             await self.close()
             raise StoreError(f"cannot open history database {self.path}: {exc}") from exc
@@ -79,5 +79,5 @@ class SQLiteStore(SQLStore):
 
     async def close(self) -> None:
         owners.unregister(self.owner)
-        self._windows.clear()
-        await self._db.close()
+        self.windows.clear()
+        await self.database.close()
