@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
-from bot.storage.postgres.connection import Database
-from bot.storage.postgres.seam import PostgresSeam
+from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.sql.coordination import CoordinationRows
 
 __all__ = ["PostgresCoordination"]

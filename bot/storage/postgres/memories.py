@@ -27,9 +27,8 @@ from typing import ClassVar
 from bot.errors import StoreError
 from bot.storage.audience import Audience
 from bot.storage.memories import FoundTurn, NewMemory, storable_memory
-from bot.storage.postgres.connection import Database
+from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.postgres.memory_schema import MEMORY_SEARCH_COMPONENT
-from bot.storage.postgres.seam import PostgresSeam
 from bot.storage.postgres.search_bm25 import MEMORY_SEARCH_SQL, TURN_SEARCH_SQL
 from bot.storage.postgres.search_index import (
     FOLD_AFTER,

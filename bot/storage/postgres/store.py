@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from bot.storage import owners
-from bot.storage.postgres.connection import Database
+from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.postgres.coordination import PostgresCoordination
 from bot.storage.postgres.memories import PostgresMemories
 from bot.storage.postgres.migrations import Component, components_of
-from bot.storage.postgres.seam import PostgresSeam
 from bot.storage.postgres.turns import PostgresTurns
 from bot.storage.sql.maintenance import close_interrupted
 from bot.storage.sql.seam import NoWindows, Tx

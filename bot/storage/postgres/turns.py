@@ -19,8 +19,7 @@ end to end at 10^6 and 10^7 rows (docs/scaling.md), next to seconds for the mode
 
 from __future__ import annotations
 
-from bot.storage.postgres.connection import Database
-from bot.storage.postgres.seam import PostgresDialect, PostgresSeam
+from bot.storage.postgres.connection import Database, PostgresDialect, PostgresSeam
 from bot.storage.sql.history import TURN_ORDER_LOCK
 from bot.storage.sql.seam import NoWindows
 from bot.storage.sql.summaries import LAST_ID, TURN_COLUMNS, stored_turn

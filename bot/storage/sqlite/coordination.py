@@ -12,8 +12,7 @@ from typing import Any
 
 from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
 from bot.storage.sql.coordination import CoordinationRows
-from bot.storage.sqlite.connection import Database
-from bot.storage.sqlite.seam import NOW, SQLiteSeam
+from bot.storage.sqlite.connection import NOW, Database, SQLiteSeam
 
 __all__ = ["SQLiteCoordination"]
 

@@ -11,11 +11,10 @@ from bot.storage import owners
 from bot.storage.sql.maintenance import close_interrupted
 from bot.storage.sql.seam import Tx
 from bot.storage.sql.store import SQLStore
-from bot.storage.sqlite.connection import Database
+from bot.storage.sqlite.connection import Database, SQLiteSeam
 from bot.storage.sqlite.coordination import SQLiteCoordination
 from bot.storage.sqlite.memories import SQLiteMemories
 from bot.storage.sqlite.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
-from bot.storage.sqlite.seam import SQLiteSeam
 from bot.storage.sqlite.turns import SQLiteTurns
 from bot.storage.sqlite.window_cache import WindowCache
 

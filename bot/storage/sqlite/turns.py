@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from bot.storage.answers import turn_messages
 from bot.storage.sql.turns import INSERT_TURN, TurnRows
-from bot.storage.sqlite.connection import Database
-from bot.storage.sqlite.seam import SQLiteSeam
+from bot.storage.sqlite.connection import Database, SQLiteSeam
 from bot.storage.sqlite.window_cache import WindowCache
 from bot.storage.values import NewTurn, StoredTurn, TurnStatus
 

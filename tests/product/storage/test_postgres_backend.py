@@ -24,8 +24,8 @@ from bot.config.storage_url import parse_storage_url
 from bot.errors import StoreError
 from bot.storage import open_storage_url
 from bot.storage.postgres import PostgresStore
+from bot.storage.postgres.connection import PostgresDialect
 from bot.storage.postgres.migrations import CORE_STEPS
-from bot.storage.postgres.seam import PostgresDialect
 from bot.storage.postgres.turns import LAST_ID, window_page
 from bot.storage.sql.history import EXPORT_PAGE, export_sql
 from bot.storage.sql.summaries import BETWEEN_PAGE, between_sql
