@@ -8,7 +8,6 @@ from bot.storage.postgres.coordination import PostgresCoordination
 from bot.storage.postgres.memories import PostgresMemories
 from bot.storage.postgres.migrations import Component, components_of
 from bot.storage.postgres.turns import PostgresTurns
-from bot.storage.sql.maintenance import close_interrupted
 from bot.storage.sql.seam import NoWindows, Tx
 from bot.storage.sql.store import SQLStore
 
@@ -28,11 +27,10 @@ class PostgresStore(SQLStore):
     """
 
     def __init__(self, dsn: str, *, schema: str | None = None, cache_windows: bool = True) -> None:
-        self.database = Database(dsn, schema)
-        self.seam = PostgresSeam(self.database)
-        self.cache_windows = cache_windows
-        self.owner = owners.new_owner()  # this instance, on every turn it begins
-        self._compose(self.seam, NoWindows(), self.owner, _nothing_to_rescope)
+        self.database, self.cache_windows = Database(dsn, schema), cache_windows
+        self._compose(
+            PostgresSeam(self.database), NoWindows(), owners.new_owner(), _nothing_to_rescope
+        )
         self.turns = PostgresTurns(self.database, self.owner)
         self.memories = PostgresMemories(self.database)
         self.coordination = PostgresCoordination(self.database)
@@ -57,26 +55,12 @@ class PostgresStore(SQLStore):
         order = [name for name, _ in self._components()]  # core first, as migrated
         return ", ".join(f"{name} v{versions[name]}" for name in order if name in versions)
 
-    async def __aenter__(self) -> PostgresStore:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def open(self) -> None:
-        owners.register(self.owner)
-        try:
-            await self.database.open(self._components())
-            await close_interrupted(self.seam)
-        except BaseException:
-            await self.close()
-            raise
+    async def _connect(self) -> None:
+        await self.database.open(self._components())
 
     def _components(self) -> list[Component]:
         """The core, the parts' own (coordination, memory search), then any a subclass adds."""
         return components_of(PostgresCoordination, PostgresMemories, *reversed(type(self).__mro__))
 
-    async def close(self) -> None:
-        owners.unregister(self.owner)
+    async def _disconnect(self) -> None:
         await self.database.close()

@@ -8,7 +8,6 @@ from pathlib import Path
 from bot.config.storage_url import sqlite_url
 from bot.errors import StoreError
 from bot.storage import owners
-from bot.storage.sql.maintenance import close_interrupted
 from bot.storage.sql.seam import Tx
 from bot.storage.sql.store import SQLStore
 from bot.storage.sqlite.connection import Database, SQLiteSeam
@@ -30,12 +29,9 @@ class SQLiteStore(SQLStore):
     (or :func:`bot.storage.open_storage`)."""
 
     def __init__(self, path: str | Path, *, cache_windows: bool = True) -> None:
-        self.database = Database(path)
-        self.seam = SQLiteSeam(self.database)
+        self.database, self.windows = Database(path), WindowCache()
         self.cache_windows = cache_windows
-        self.windows = WindowCache()
-        self.owner = owners.new_owner()  # this instance, on every turn it begins
-        self._compose(self.seam, self.windows, self.owner, _rescope)
+        self._compose(SQLiteSeam(self.database), self.windows, owners.new_owner(), _rescope)
         self.turns = SQLiteTurns(self.database, self.windows, self.owner, cache_windows)
         self.memories = SQLiteMemories(self.seam)
         self.coordination = SQLiteCoordination(self.database)
@@ -57,26 +53,15 @@ class SQLiteStore(SQLStore):
         rows = await self.database.reader.execute_fetchall("PRAGMA user_version")
         return f"v{int(next(iter(rows))[0])}"
 
-    async def __aenter__(self) -> SQLiteStore:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def open(self) -> None:
-        owners.register(self.owner)
         try:
-            await self.database.open()
-            await close_interrupted(self.seam)
-        except sqlite3.DatabaseError as exc:
-            await self.close()
+            await super().open()
+        except sqlite3.DatabaseError as exc:  # closed already
             raise StoreError(f"cannot open history database {self.path}: {exc}") from exc
-        except BaseException:
-            await self.close()
-            raise
 
-    async def close(self) -> None:
-        owners.unregister(self.owner)
+    async def _connect(self) -> None:
+        await self.database.open()
+
+    async def _disconnect(self) -> None:
         self.windows.clear()
         await self.database.close()
