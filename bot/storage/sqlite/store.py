@@ -34,7 +34,7 @@ class SQLiteStore(SQLStore):
         self._compose(SQLiteSeam(self.database), self.windows, owners.new_owner(), _rescope)
         self.turns = SQLiteTurns(self.database, self.windows, self.owner, cache_windows)
         self.memories = SQLiteMemories(self.seam)
-        self.coordination = SQLiteCoordination(self.database)
+        self.coordination = SQLiteCoordination(self.seam)
 
     @property
     def path(self) -> Path:
