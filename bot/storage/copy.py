@@ -232,7 +232,7 @@ async def _connection(url: StorageURL) -> AsyncIterator[asyncpg.Connection]:
     assert url.dsn is not None
     database = Database(url.dsn, url.schema)
     try:
-        conn = await asyncpg.connect(database._dsn, timeout=10)  # without our pool_size
+        conn = await asyncpg.connect(database.dsn, timeout=10)
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         raise StoreError(database.explain(exc)) from None
     try:

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    pass
+from bot.storage.sql.seam import Database
 
-__all__ = ["TABLES", "PortableStore", "Row", "Table", "key_of"]
+__all__ = ["TABLES", "PortableRows", "PortableStore", "Row", "Table", "key_of"]
 
 Row = tuple[object, ...]
 
@@ -131,6 +130,29 @@ class PortableStore(Protocol):
     async def write(self, table: Table, rows: Sequence[Row]) -> int: ...
 
     async def finish(self) -> None: ...
+
+
+class PortableRows:
+    """What both backends' :class:`PortableStore` do alike: list, count and read rows."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def tables(self) -> Sequence[Table]:
+        return TABLES
+
+    async def count(self, table: Table) -> int:
+        return int((await self.db.fetch(f"SELECT count(*) FROM {table.name}"))[0][0])
+
+    async def read(self, table: Table, after: Row | None, limit: int) -> list[Row]:
+        columns, key, args = ", ".join(table.columns), ", ".join(table.key), (*(after or ()), limit)
+        where = ""
+        if after is not None:
+            where = f" WHERE ({key}) > ({', '.join(f'${i}' for i in range(1, len(after) + 1))})"
+        rows = await self.db.fetch(
+            f"SELECT {columns} FROM {table.name}{where} ORDER BY {key} LIMIT ${len(args)}", *args
+        )
+        return [tuple(row) for row in rows]
 
 
 def key_of(table: Table, row: Row) -> Row:

@@ -4,17 +4,13 @@ pool, shared by any number of replicas.
 =================  ============================================================================
 module             what lives there
 =================  ============================================================================
-``store``          :class:`PostgresStore`, assembled from the parts below; open and close
-``connection``     the pool, ``acquire()`` / ``transaction()``, the schema, friendly errors
-``migrations``     the versioned schema per component (``parlour_schema``), the runner
-``locks``          advisory lock keys, one per purpose and schema
-``part``           what every part shares (the database)
-``turns``          turns (in arrival order), the context window, overheard chatter
-``history``        resets, clears and their audit, stats, export, chat settings
-``ledger``         the usage ledger and plugin key-value data
-``summaries``      compaction's rolling summaries
-``deliveries``     delivery records
-``maintenance``    retention, interrupted turns, chat migration
+``store``          :class:`PostgresStore`, assembled from the shared parts and those below
+``connection``     the pool, transactions, friendly errors; the seam and its dialect
+``migrations``     the versioned schema per component (``parlour_schema``), advisory lock keys
+``turns``          beginning a turn in arrival order, the paged window walk
+``memories``       ``tsvector`` indexing, BM25 search (``search_*``, ``memory_schema``), vectors
+``coordination``   inbox claims and amends, token buckets, flights, breaker failures
+``portable``       raw rows in and out (``python -m bot storage copy``)
 =================  ============================================================================
 
 Operator notes (what the server needs, ``?schema=``, ``?pool_size=``): docs/scaling.md.

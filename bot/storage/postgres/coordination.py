@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
-from bot.storage.postgres.connection import Database
+from bot.storage.postgres.connection import Database, PostgresSeam
+from bot.storage.sql.coordination import CoordinationRows
 
 __all__ = ["PostgresCoordination"]
 
@@ -158,28 +159,15 @@ RETURNING failures, open_until, GREATEST(open_until - {_NOW}, 0.0)
 """
 
 
-class PostgresCoordination:
+class PostgresCoordination(CoordinationRows):
+    """:class:`CoordinationRows` plus PostgreSQL's claims, amends, buckets, flights and
+    breakers (each one statement on the pool)."""
+
     SCHEMA: ClassVar[tuple[str, tuple[str, ...]]] = ("coordination", _STEPS)
 
     def __init__(self, db: Database) -> None:
+        super().__init__(PostgresSeam(db))
         self._db = db
-
-    # -- inbox ------------------------------------------------------------------------------
-
-    async def inbox_put(
-        self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
-    ) -> bool:
-        found = await self._db.pool.fetchval(
-            f"{_CLOCK} INSERT INTO inbox (source, update_id, lane, payload, subject, created_at)"
-            " SELECT $1, $2, $3, $4, $5, now FROM clock"
-            " ON CONFLICT (source, update_id) DO NOTHING RETURNING id",
-            source,
-            update_id,
-            lane,
-            payload,
-            subject,
-        )
-        return found is not None
 
     async def inbox_amend(
         self, source: str, update_id: int, lane: str, subject: str, payload: str, amended: str
@@ -200,77 +188,6 @@ class PostgresCoordination:
         items = [InboxItem(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
         return sorted(items, key=lambda item: item.id)  # RETURNING keeps no order
 
-    async def inbox_renew(self, owner: str, lease_seconds: float) -> int:
-        rows = await self._db.pool.fetch(
-            f"{_CLOCK} UPDATE inbox SET lease_until = {_NOW} + $2::float8"
-            " WHERE owner = $1 AND done_at IS NULL AND lease_until IS NOT NULL RETURNING id",
-            owner,
-            lease_seconds,
-        )
-        return len(rows)
-
-    async def inbox_done(self, item_id: int, owner: str, error: str | None = None) -> bool:
-        found = await self._db.pool.fetchval(
-            f"{_CLOCK} UPDATE inbox SET done_at = {_NOW}, lease_until = NULL, error = $3"
-            " WHERE id = $1 AND owner = $2 AND done_at IS NULL AND lease_until IS NOT NULL"
-            " RETURNING id",
-            item_id,
-            owner,
-            error,
-        )
-        return found is not None
-
-    async def inbox_release(self, owner: str) -> int:
-        rows = await self._db.pool.fetch(
-            "UPDATE inbox SET lease_until = NULL WHERE owner = $1 AND done_at IS NULL"
-            " AND lease_until IS NOT NULL RETURNING id",
-            owner,
-        )
-        return len(rows)
-
-    async def inbox_pending(self, source: str) -> int:
-        count = await self._db.pool.fetchval(
-            "SELECT count(*) FROM inbox WHERE source = $1 AND done_at IS NULL", source
-        )
-        return int(count)
-
-    async def inbox_prune(self, older_than_seconds: float) -> int:
-        status = await self._db.pool.execute(
-            f"{_CLOCK} DELETE FROM inbox WHERE done_at IS NOT NULL"
-            f" AND done_at < {_NOW} - $1::float8",
-            older_than_seconds,
-        )
-        return _count(status)
-
-    # -- leases -----------------------------------------------------------------------------
-
-    async def acquire_lease(self, name: str, owner: str, seconds: float) -> bool:
-        found = await self._db.pool.fetchval(
-            f"{_CLOCK} INSERT INTO leases AS l (name, owner, until)"
-            " SELECT $1, $2, now + $3::float8 FROM clock"
-            " ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until"
-            f" WHERE l.owner = excluded.owner OR l.until <= {_NOW} RETURNING owner",
-            name,
-            owner,
-            seconds,
-        )
-        return found is not None
-
-    async def release_lease(self, name: str, owner: str) -> None:
-        await self._db.pool.execute(
-            "DELETE FROM leases WHERE name = $1 AND owner = $2", name, owner
-        )
-
-    async def lease_holder(self, name: str) -> str | None:
-        found = await self._db.pool.fetchval(
-            "SELECT owner FROM leases WHERE name = $1"
-            " AND until > extract(epoch FROM clock_timestamp())::float8",
-            name,
-        )
-        return None if found is None else str(found)
-
-    # -- shared limits ----------------------------------------------------------------------
-
     async def take_token(self, key: str, per_minute: float, burst: int) -> RateDecision:
         per_second = per_minute / 60.0
         row = await self._db.pool.fetchrow(_TAKE, key, per_second, max(1, burst))
@@ -281,38 +198,7 @@ class PostgresCoordination:
         refusals = int(await self._db.pool.fetchval(_CLAIM_FLIGHT, key, owner, seconds))
         return refusals == 0, refusals == 1
 
-    async def release_flight(self, key: str, owner: str) -> None:
-        await self._db.pool.execute("DELETE FROM flights WHERE key = $1 AND owner = $2", key, owner)
-
     async def breaker_failure(self, name: str, threshold: int, open_seconds: float) -> BreakerState:
         row = await self._db.pool.fetchrow(_FAIL, name, threshold, open_seconds)
         assert row is not None, "an upsert returns its row"
         return BreakerState(int(row[0]), float(row[1]), float(row[2]))
-
-    async def breaker_success(self, name: str) -> None:
-        await self._db.pool.execute("DELETE FROM breakers WHERE name = $1", name)
-
-    async def breaker_state(self, name: str) -> BreakerState:
-        row = await self._db.pool.fetchrow(
-            "SELECT failures, open_until,"
-            " GREATEST(open_until - extract(epoch FROM clock_timestamp())::float8, 0.0)"
-            " FROM breakers WHERE name = $1",
-            name,
-        )
-        if row is None:
-            return BreakerState(0, 0.0)
-        return BreakerState(int(row[0]), float(row[1]), float(row[2]))
-
-    async def prune_limits(self) -> int:
-        async with self._db.transaction() as conn:
-            buckets = await conn.execute(
-                f"{_CLOCK} DELETE FROM rate_buckets"
-                f" WHERE tokens + ({_NOW} - updated) * per_second >= burst"
-            )
-            flights = await conn.execute(f"{_CLOCK} DELETE FROM flights WHERE until <= {_NOW}")
-        return _count(buckets) + _count(flights)
-
-
-def _count(status: str) -> int:
-    """Rows a command touched, from asyncpg's status line (``DELETE 3``)."""
-    return int(status.rsplit(" ", 1)[-1])

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bot.errors import StoreError
 from bot.storage.audience import Audience
-from bot.storage.bounds import fits_int64
 from bot.storage.memories import FoundTurn, NewMemory, storable_memory
-from bot.storage.postgres.connection import Database
+from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.postgres.memory_schema import MEMORY_SEARCH_COMPONENT
 from bot.storage.postgres.search_bm25 import MEMORY_SEARCH_SQL, TURN_SEARCH_SQL
 from bot.storage.postgres.search_index import (
@@ -41,11 +40,10 @@ from bot.storage.postgres.search_index import (
     search_text,
 )
 from bot.storage.search_text import pack_vector, unpack_vector
-from bot.storage.values import Memory, MemoryScope
+from bot.storage.sql.memories import COLUMNS, MemoryRows, audience_args, found_turn, memory_of
+from bot.storage.values import Memory
 
 __all__ = ["PostgresMemories"]
-
-_COLUMNS = "m.id, m.chat_key, m.conv_key, m.user_id, m.user_name, m.scope, m.text, m.created_at"
 
 # One statement: the memory, its index entry, its share of the totals and its vector.
 _ADD = """
@@ -81,14 +79,9 @@ ON CONFLICT (memory_id) DO UPDATE
     SET model = excluded.model, dims = excluded.dims, vector = excluded.vector
 """
 
-_UNEMBEDDED = """
-SELECT m.id, m.text FROM memories AS m LEFT JOIN memory_vectors AS v ON v.memory_id = m.id
-WHERE m.id > $1 AND (v.memory_id IS NULL OR v.model <> $2) ORDER BY m.id LIMIT $3
-"""
-
 # The audience's newest memories with a vector of this model and size: the rule's three
 # branches, each newest first on its own index and cut at $7, then merged.
-_VECTOR_BRANCH = f"""(SELECT {_COLUMNS}, v.vector FROM memories AS m
+_VECTOR_BRANCH = f"""(SELECT {COLUMNS}, v.vector FROM memories AS m
     JOIN memory_vectors AS v ON v.memory_id = m.id AND v.model = $5 AND v.dims = $6
     WHERE {{rule}} ORDER BY m.id DESC LIMIT $7)"""
 _VECTORS = (
@@ -106,22 +99,6 @@ _VECTORS = (
 )
 
 
-_TURN_COLUMNS = "t.id, t.user_id, t.user_name, t.user_text, t.created_at"
-_AFTER_RESET = "t.id > coalesce((SELECT after_turn_id FROM resets WHERE conv_key = $1), 0)"
-
-# The conversation's newest turns first, on turns_by_conversation; each vector by primary key.
-_TURN_VECTORS = f"""
-SELECT {_TURN_COLUMNS}, v.vector FROM turns AS t JOIN turn_vectors AS v ON v.turn_id = t.id
-WHERE t.conv_key = $1 AND t.id < $2 AND {_AFTER_RESET} AND v.model = $3 AND v.dims = $4
-ORDER BY t.id DESC LIMIT $5
-"""
-
-_UNEMBEDDED_TURNS = f"""
-SELECT t.id, t.user_text FROM turns AS t LEFT JOIN turn_vectors AS v ON v.turn_id = t.id
-WHERE t.conv_key = $1 AND t.id > $4 AND {_AFTER_RESET} AND (v.turn_id IS NULL OR v.model <> $2)
-ORDER BY t.id DESC LIMIT $3
-"""
-
 # FOR KEY SHARE, as for memories: a turn being deleted meanwhile gets no vector.
 _PUT_TURN_VECTORS = """
 INSERT INTO turn_vectors (turn_id, model, dims, vector)
@@ -134,38 +111,14 @@ ON CONFLICT (turn_id) DO UPDATE
 """
 
 
-def _found_turn(row: Any, score: float = 0.0) -> FoundTurn:
-    return FoundTurn(int(row[0]), str(row[1]), str(row[2]), str(row[3]), float(row[4]), score)
-
-
-def _memory(row: Any, score: float = 0.0) -> Memory:
-    return Memory(
-        int(row[0]),
-        str(row[1]),
-        str(row[2]),
-        str(row[3]),
-        str(row[4]),
-        MemoryScope(row[5]),
-        str(row[6]),
-        float(row[7]),
-        score,
-    )
-
-
-def _audience_args(audience: Audience) -> tuple[str, str, str, str | None]:
-    prefix = audience.platform_prefix if audience.share_private else None
-    return audience.conversation_key, audience.chat_key, audience.user_id, prefix
-
-
-class PostgresMemories:
-    """:class:`~bot.storage.memories.MemoryRecords`, ``MemorySearch`` and ``MemoryVectors``."""
+class PostgresMemories(MemoryRows):
+    """:class:`MemoryRows` plus ``tsvector`` indexing, BM25 search and batch vector writes."""
 
     def __init__(self, db: Database) -> None:
+        super().__init__(PostgresSeam(db))
         self._db = db
 
     SCHEMA: ClassVar[tuple[str, tuple[str, ...]]] = MEMORY_SEARCH_COMPONENT
-
-    # -- records ---------------------------------------------------------------------------
 
     async def add_memory(
         self,
@@ -193,50 +146,6 @@ class PostgresMemories:
             now,
         )  # fmt: skip
 
-    async def delete_memory(self, memory_id: int, *, chat_key: str, user_id: str | None) -> bool:
-        if not fits_int64(memory_id):  # no row has it (and the driver would raise)
-            return False
-        async with self._db.acquire() as conn:  # its vector cascades, its index is its row
-            status = await conn.execute(
-                "DELETE FROM memories WHERE id = $1 AND chat_key = $2"
-                " AND ($3::text IS NULL OR user_id = $3::text)",
-                memory_id,
-                chat_key,
-                user_id,
-            )
-        return _count(status) > 0
-
-    async def list_memories(
-        self, chat_key: str, user_id: str | None = None, limit: int = 50
-    ) -> list[Memory]:
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(
-                f"SELECT {_COLUMNS} FROM memories AS m WHERE m.chat_key = $1"
-                " AND ($2::text IS NULL OR m.user_id = $2::text) ORDER BY m.id DESC LIMIT $3",
-                chat_key,
-                user_id,
-                max(limit, 0),
-            )
-        return [_memory(row) for row in rows]
-
-    async def clear_memories(self, chat_key: str) -> int:
-        async with self._db.acquire() as conn:
-            status = await conn.execute("DELETE FROM memories WHERE chat_key = $1", chat_key)
-        return _count(status)
-
-    async def move_memories(self, old_chat_key: str, new_chat_key: str) -> int:
-        async with self._db.acquire() as conn:  # the index reads these columns: nothing else
-            status = await conn.execute(
-                "UPDATE memories SET chat_key = $1, conv_key = $1 || substr(conv_key, $3)"
-                " WHERE chat_key = $2",
-                new_chat_key,
-                old_chat_key,
-                len(old_chat_key) + 1,
-            )
-        return _count(status)
-
-    # -- full-text search ------------------------------------------------------------------
-
     async def search_memories(
         self, audience: Audience, query: str, *, limit: int, min_score: float
     ) -> list[Memory]:
@@ -244,11 +153,10 @@ class PostgresMemories:
         if not terms or limit <= 0:
             return []
         await catch_up(self._db, MEMORIES, 1000)  # rows another writer inserted, if any
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(
-                MEMORY_SEARCH_SQL, terms, *_audience_args(audience), min_score, limit
-            )
-        return [_memory(row, float(row[-1])) for row in rows]
+        rows = await self.db.fetch(
+            MEMORY_SEARCH_SQL, terms, *audience_args(audience), min_score, limit
+        )
+        return [memory_of(row, float(row[-1])) for row in rows]
 
     async def search_turns(
         self,
@@ -263,33 +171,24 @@ class PostgresMemories:
         if not terms or limit <= 0:
             return []
         await self.index_turns()
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(
-                TURN_SEARCH_SQL, terms, conversation_key, before_turn_id, min_score, limit
-            )
-        return [_found_turn(row, float(row[-1])) for row in rows]
+        rows = await self.db.fetch(
+            TURN_SEARCH_SQL, terms, conversation_key, before_turn_id, min_score, limit
+        )
+        return [found_turn(row, float(row[-1])) for row in rows]
 
     async def index_turns(self, batch: int = 1000) -> int:
         """Index the turns nobody has indexed yet; returns how many this call indexed.
         Indexers take turns (an advisory lock), so no turn is indexed twice."""
         return await catch_up(self._db, TURNS, batch)
 
-    # -- vectors ---------------------------------------------------------------------------
-
     async def put_vectors(self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
         await self._put_vectors(_PUT_VECTORS, model, vectors)  # memory ids
-
-    async def unembedded(self, model: str, after_id: int, limit: int) -> list[tuple[int, str]]:
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(_UNEMBEDDED, after_id, model, max(limit, 0))
-        return [(int(row[0]), str(row[1])) for row in rows]
 
     async def memory_vectors(
         self, audience: Audience, model: str, dims: int, limit: int
     ) -> list[tuple[Memory, Sequence[float]]]:
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(_VECTORS, *_audience_args(audience), model, dims, max(limit, 0))
-        return [(_memory(row), unpack_vector(bytes(row[-1]))) for row in rows]
+        rows = await self.db.fetch(_VECTORS, *audience_args(audience), model, dims, max(limit, 0))
+        return [(memory_of(row), unpack_vector(bytes(row[-1]))) for row in rows]
 
     async def put_turn_vectors(
         self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
@@ -303,37 +202,10 @@ class PostgresMemories:
         latest = dict(vectors)
         if not latest:
             return
-        async with self._db.acquire() as conn:
-            await conn.execute(
-                sql,
-                model,
-                list(latest),
-                [len(vector) for vector in latest.values()],
-                [pack_vector(vector) for vector in latest.values()],
-            )
-
-    async def unembedded_turns(
-        self, conversation_key: str, model: str, *, after_turn_id: int, limit: int
-    ) -> list[tuple[int, str]]:
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(
-                _UNEMBEDDED_TURNS, conversation_key, model, max(limit, 0), after_turn_id
-            )
-        return [(int(row[0]), str(row[1])) for row in rows]
-
-    async def turn_vectors(
-        self, conversation_key: str, model: str, dims: int, *, before_turn_id: int, limit: int
-    ) -> list[tuple[FoundTurn, Sequence[float]]]:
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(
-                _TURN_VECTORS, conversation_key, before_turn_id, model, dims, max(limit, 0)
-            )
-        return [(_found_turn(row), unpack_vector(bytes(row[-1]))) for row in rows]
-
-
-def _count(status: str) -> int:
-    """The row count of a command tag such as ``DELETE 3`` or ``UPDATE 0``."""
-    try:
-        return int(status.rsplit(" ", 1)[-1])
-    except ValueError:
-        return 0
+        await self.db.execute(
+            sql,
+            model,
+            list(latest),
+            [len(vector) for vector in latest.values()],
+            [pack_vector(vector) for vector in latest.values()],
+        )

@@ -20,17 +20,18 @@ bots in other schemas of the same database are not held up.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 
 import asyncpg
 
 from bot.errors import StoreError
-from bot.storage.postgres.locks import advisory_key
 
 __all__ = [
     "CORE",
     "Component",
+    "advisory_key",
     "components_of",
     "create_schema",
     "migrate",
@@ -280,7 +281,7 @@ CORE_STEPS: tuple[str, ...] = (
 
 CORE: Component = ("core", CORE_STEPS)
 
-MIGRATE_LOCK = "migrate"  # the purpose of the advisory lock every step takes (locks.py)
+MIGRATE_LOCK = "migrate"  # the purpose of the advisory lock every step takes (advisory_key)
 
 
 def components_of(*parts: type) -> list[Component]:
@@ -355,3 +356,11 @@ async def _migrate_component(
             )
             applied.append(number + 1)
     return applied
+
+
+def advisory_key(schema: str, purpose: str) -> int:
+    """A ``pg_advisory_*lock(bigint)`` key for ``purpose`` in ``schema``, the same in every
+    process and Python version: one per purpose *and schema*, since several bots may share a
+    database (each in its own schema) and must never wait for one another."""
+    digest = hashlib.blake2b(f"parlour:{schema}:{purpose}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.storage.portable import TABLES, Row, Table
+from bot.storage.portable import PortableRows, Row, Table
 from bot.storage.postgres.search_index import MEMORIES, TURNS, catch_up
 from bot.storage.postgres.store import PostgresStore
 
@@ -23,32 +23,12 @@ __all__ = ["PostgresPortable"]
 _INDEX_BATCH = 1000  # rows per indexing transaction
 
 
-class PostgresPortable:
+class PostgresPortable(PortableRows):
     """:class:`~bot.storage.portable.PortableStore` over an open :class:`PostgresStore`."""
 
     def __init__(self, store: PostgresStore) -> None:
-        self._store = store
-        self._db = store._db  # the backend's own package: its pool is ours to use
-
-    def tables(self) -> Sequence[Table]:
-        return TABLES
-
-    async def count(self, table: Table) -> int:
-        async with self._db.acquire() as conn:
-            return int(await conn.fetchval(f"SELECT count(*) FROM {table.name}"))
-
-    async def read(self, table: Table, after: Row | None, limit: int) -> list[Row]:
-        columns, key = ", ".join(table.columns), ", ".join(table.key)
-        where, args = "", list(after or ())
-        if after is not None:
-            where = f" WHERE ({key}) > ({', '.join(f'${i + 1}' for i in range(len(after)))})"
-        args.append(limit)
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(
-                f"SELECT {columns} FROM {table.name}{where} ORDER BY {key} LIMIT ${len(args)}",
-                *args,
-            )
-        return [tuple(row.values()) for row in rows]
+        super().__init__(store.seam)
+        self._db = store.database
 
     async def write(self, table: Table, rows: Sequence[Row]) -> int:
         if not rows:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from bot.storage import owners
-from bot.storage.postgres.connection import Database
+from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.postgres.coordination import PostgresCoordination
 from bot.storage.postgres.memories import PostgresMemories
 from bot.storage.postgres.migrations import Component, components_of
-from bot.storage.postgres.seam import PostgresSeam
 from bot.storage.postgres.turns import PostgresTurns
-from bot.storage.sql.maintenance import close_interrupted
 from bot.storage.sql.seam import NoWindows, Tx
 from bot.storage.sql.store import SQLStore
 
@@ -29,18 +27,17 @@ class PostgresStore(SQLStore):
     """
 
     def __init__(self, dsn: str, *, schema: str | None = None, cache_windows: bool = True) -> None:
-        self._db = Database(dsn, schema)
-        self._seam = PostgresSeam(self._db)
-        self.cache_windows = cache_windows
-        self.owner = owners.new_owner()  # this instance, on every turn it begins
-        self._compose(self._seam, NoWindows(), self.owner, _nothing_to_rescope)
-        self.turns = PostgresTurns(self._db, self.owner)
-        self.memories = PostgresMemories(self._db)
-        self.coordination = PostgresCoordination(self._db)
+        self.database, self.cache_windows = Database(dsn, schema), cache_windows
+        self._compose(
+            PostgresSeam(self.database), NoWindows(), owners.new_owner(), _nothing_to_rescope
+        )
+        self.turns = PostgresTurns(self.database, self.owner)
+        self.memories = PostgresMemories(self.database)
+        self.coordination = PostgresCoordination(self.database)
 
     @property
     def schema(self) -> str:
-        return self._db.schema
+        return self.database.schema
 
     @property
     def replicas(self) -> bool:
@@ -50,34 +47,20 @@ class PostgresStore(SQLStore):
     @property
     def url(self) -> str:
         """The database, password masked."""
-        return self._db.shown
+        return self.database.shown
 
     async def schema_version(self) -> str:
-        rows = await self._seam.fetch("SELECT component, version FROM parlour_schema")
+        rows = await self.seam.fetch("SELECT component, version FROM parlour_schema")
         versions = {str(name): int(version) for name, version in rows}
         order = [name for name, _ in self._components()]  # core first, as migrated
         return ", ".join(f"{name} v{versions[name]}" for name in order if name in versions)
 
-    async def __aenter__(self) -> PostgresStore:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def open(self) -> None:
-        owners.register(self.owner)
-        try:
-            await self._db.open(self._components())
-            await close_interrupted(self._seam)
-        except BaseException:
-            await self.close()
-            raise
+    async def _connect(self) -> None:
+        await self.database.open(self._components())
 
     def _components(self) -> list[Component]:
         """The core, the parts' own (coordination, memory search), then any a subclass adds."""
         return components_of(PostgresCoordination, PostgresMemories, *reversed(type(self).__mro__))
 
-    async def close(self) -> None:
-        owners.unregister(self.owner)
-        await self._db.close()
+    async def _disconnect(self) -> None:
+        await self.database.close()

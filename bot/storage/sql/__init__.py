@@ -15,10 +15,14 @@ module             what lives there
 ``deliveries``     delivery records
 ``overheard``      group chatter kept as context
 ``maintenance``    retention, interrupted turns, chat migration
+``turns``          completing, failing and marking turns; beginning one after overheard chatter
+``memories``       memory records, unembedded rows, turn vectors (search stays per backend)
+``coordination``   inbox, leases and limits that are one statement on the database's clock
 =================  ============================================================================
 
 SQL here is written with PostgreSQL's ``$1`` placeholders; the SQLite backend reads them as
 SQLite's ``?1`` (:func:`bot.storage.sqlite.connection.sqlite_sql`). What really differs stays
 per backend, each in one named place: the turn-order lock (:meth:`Tx.lock`), the window cache
-(:class:`Windows`), full-text scoring, migrations and coordination (``bot.storage.<backend>``).
+(:class:`Windows`), full-text scoring, migrations, and the coordination statements each database
+does its own way (``bot.storage.<backend>``, subclasses of the parts here).
 """

@@ -10,7 +10,7 @@ tuples, asyncpg's records): unpack them, or index them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
@@ -96,6 +96,10 @@ class Database(Protocol):
 class Windows(Protocol):
     """The recent windows a backend keeps in memory (SQLite), told what our writes changed."""
 
+    def completed(self, turn_id: int, answer: Sequence[Mapping[str, Any]]) -> None: ...
+
+    def failed(self, turn_id: int) -> None: ...
+
     def forget(self, key: str) -> None: ...
 
     def forget_chat(self, chat_key: str) -> None: ...
@@ -105,6 +109,12 @@ class Windows(Protocol):
 
 class NoWindows:
     """A backend that keeps no windows in memory (PostgreSQL: replicas write at any time)."""
+
+    def completed(self, turn_id: int, answer: Sequence[Mapping[str, Any]]) -> None:
+        pass
+
+    def failed(self, turn_id: int) -> None:
+        pass
 
     def forget(self, key: str) -> None:
         pass

@@ -8,8 +8,9 @@ differs: the connection, migrations, turns and the window, search, coordination.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, Self
 
+from bot.storage import owners
 from bot.storage.coordination import Inbox, Leases, SharedLimits
 from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors
 from bot.storage.sql.audit import Audit
@@ -18,7 +19,7 @@ from bot.storage.sql.directory import Directory
 from bot.storage.sql.erasure import Eraser
 from bot.storage.sql.history import History
 from bot.storage.sql.ledger import PluginData, UsageBook
-from bot.storage.sql.maintenance import ChatMoved, Upkeep
+from bot.storage.sql.maintenance import ChatMoved, Upkeep, close_interrupted
 from bot.storage.sql.overheard import OverheardRows
 from bot.storage.sql.seam import Database, Windows, via
 from bot.storage.sql.summaries import SummaryRows
@@ -40,6 +41,8 @@ class SQLStore:
     turns: Turns
     memories: Memories
     coordination: Coordination
+    seam: Database
+    owner: str  # this instance, on every turn it begins (bot.storage.owners)
 
     history: History
     audits: Audit
@@ -52,7 +55,33 @@ class SQLStore:
     overheard: OverheardRows
     upkeep: Upkeep
 
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Connect (and migrate), then close the turns a dead process left pending."""
+        owners.register(self.owner)
+        try:
+            await self._connect()
+            await close_interrupted(self.seam)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        owners.unregister(self.owner)
+        await self._disconnect()
+
+    async def _connect(self) -> None: ...  # the backend's own
+
+    async def _disconnect(self) -> None: ...
+
     def _compose(self, db: Database, windows: Windows, owner: str, chat_moved: ChatMoved) -> None:
+        self.seam, self.owner = db, owner
         self.history = History(db, windows)
         self.audits = Audit(db)
         self.directory = Directory(db)

@@ -8,25 +8,23 @@ still for the length of a statement, so every use of :data:`NOW` in one statemen
 
 from __future__ import annotations
 
-from typing import Any
-
 from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
-from bot.storage.sqlite.connection import Database
-from bot.storage.sqlite.seam import NOW
+from bot.storage.sql.coordination import CoordinationRows
+from bot.storage.sqlite.connection import NOW
 
 __all__ = ["SQLiteCoordination"]
 
 _CLAIM = f"""
-UPDATE inbox SET owner = :owner, lease_until = {NOW} + :seconds, attempts = attempts + 1
+UPDATE inbox SET owner = $2, lease_until = {NOW} + $3, attempts = attempts + 1
 WHERE id IN (
     SELECT head.id FROM inbox AS head
-    WHERE head.source = :source AND head.done_at IS NULL
+    WHERE head.source = $1 AND head.done_at IS NULL
         AND (head.lease_until IS NULL OR head.lease_until <= {NOW})
         AND NOT EXISTS (
             SELECT 1 FROM inbox AS earlier
             WHERE earlier.source = head.source AND earlier.lane = head.lane
                 AND earlier.done_at IS NULL AND earlier.update_id < head.update_id)
-    ORDER BY head.id LIMIT :limit)
+    ORDER BY head.id LIMIT $4)
 RETURNING id, source, update_id, lane, payload, attempts
 """
 
@@ -36,7 +34,7 @@ _REFILLED = (
 )
 _TAKE = f"""
 INSERT INTO rate_buckets (key, tokens, updated, per_second, burst, refusals)
-VALUES (:key, :burst - 1.0, {NOW}, :per_second, :burst, 0)
+VALUES ($1, $3 - 1.0, {NOW}, $2, $3, 0)
 ON CONFLICT (key) DO UPDATE SET
     tokens = CASE WHEN {_REFILLED} >= 1.0 THEN {_REFILLED} - 1.0 ELSE {_REFILLED} END,
     refusals = CASE WHEN {_REFILLED} >= 1.0 THEN 0 ELSE rate_buckets.refusals + 1 END,
@@ -46,7 +44,7 @@ RETURNING tokens, refusals
 
 _EXPIRED = f"flights.until <= {NOW}"
 _CLAIM_FLIGHT = f"""
-INSERT INTO flights (key, owner, until, refusals) VALUES (:key, :owner, {NOW} + :seconds, 0)
+INSERT INTO flights (key, owner, until, refusals) VALUES ($1, $2, {NOW} + $3, 0)
 ON CONFLICT (key) DO UPDATE SET
     owner = CASE WHEN {_EXPIRED} THEN excluded.owner ELSE flights.owner END,
     until = CASE WHEN {_EXPIRED} THEN excluded.until ELSE flights.until END,
@@ -54,60 +52,47 @@ ON CONFLICT (key) DO UPDATE SET
 RETURNING refusals
 """
 
-_REACHED = "breakers.failures + 1 >= :threshold"
+_REACHED = "breakers.failures + 1 >= $2"
 _FAIL = f"""
 INSERT INTO breakers (name, failures, open_until)
-VALUES (:name, CASE WHEN 1 >= :threshold THEN 0 ELSE 1 END,
-    CASE WHEN 1 >= :threshold THEN {NOW} + :open_seconds ELSE 0.0 END)
+VALUES ($1, CASE WHEN 1 >= $2 THEN 0 ELSE 1 END,
+    CASE WHEN 1 >= $2 THEN {NOW} + $3 ELSE 0.0 END)
 ON CONFLICT (name) DO UPDATE SET
     failures = CASE WHEN {_REACHED} THEN 0 ELSE breakers.failures + 1 END,
-    open_until = CASE WHEN {_REACHED} THEN {NOW} + :open_seconds ELSE breakers.open_until END
+    open_until = CASE WHEN {_REACHED} THEN {NOW} + $3 ELSE breakers.open_until END
 RETURNING failures, open_until, max(open_until - {NOW}, 0.0)
 """
 
 
-class SQLiteCoordination:
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    # -- inbox ------------------------------------------------------------------------------
-
-    async def inbox_put(
-        self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
-    ) -> bool:
-        rows = await self._write(
-            "INSERT INTO inbox (source, update_id, lane, payload, subject, created_at)"
-            f" VALUES (?, ?, ?, ?, ?, {NOW})"
-            " ON CONFLICT (source, update_id) DO NOTHING RETURNING id",
-            (source, update_id, lane, payload, subject),
-        )
-        return bool(rows)
+class SQLiteCoordination(CoordinationRows):
+    """:class:`CoordinationRows` plus SQLite's claims, amends, buckets, flights and breakers."""
 
     async def inbox_amend(
         self, source: str, update_id: int, lane: str, subject: str, payload: str, amended: str
     ) -> bool:
-        async with self._db.transaction() as conn:  # the write lock: no claim in between
-            rows = await conn.execute_fetchall(
-                "UPDATE inbox SET payload = :amended WHERE id = ("
-                " SELECT id FROM inbox WHERE source = :source AND lane = :lane"
-                " AND subject = :subject AND done_at IS NULL AND lease_until IS NULL"
+        async with self.db.transaction() as tx:  # the write lock: no claim in between
+            rows = await tx.fetch(
+                "UPDATE inbox SET payload = $1 WHERE id = ("
+                " SELECT id FROM inbox WHERE source = $2 AND lane = $3"
+                " AND subject = $4 AND done_at IS NULL AND lease_until IS NULL"
                 " ORDER BY update_id DESC LIMIT 1)"
-                " AND NOT EXISTS (SELECT 1 FROM inbox WHERE source = :source"
-                " AND update_id = :update_id) RETURNING id",
-                {
-                    "amended": amended,
-                    "source": source,
-                    "lane": lane,
-                    "subject": subject,
-                    "update_id": update_id,
-                },
+                " AND NOT EXISTS (SELECT 1 FROM inbox WHERE source = $2"
+                " AND update_id = $5) RETURNING id",
+                amended,
+                source,
+                lane,
+                subject,
+                update_id,
             )
-            if not list(rows):
+            if not rows:
                 return False
-            await conn.execute(
+            await tx.execute(
                 "INSERT INTO inbox (source, update_id, lane, payload, created_at, done_at)"
-                f" VALUES (?, ?, ?, ?, {NOW}, {NOW})",
-                (source, update_id, lane, payload),
+                f" VALUES ($1, $2, $3, $4, {NOW}, {NOW})",
+                source,
+                update_id,
+                lane,
+                payload,
             )
         return True
 
@@ -116,120 +101,24 @@ class SQLiteCoordination:
     ) -> list[InboxItem]:
         if limit <= 0:
             return []
-        params = {"owner": owner, "seconds": lease_seconds, "source": source, "limit": limit}
-        rows = await self._write(_CLAIM, params)
+        rows = await self.db.write(_CLAIM, source, owner, lease_seconds, limit)
         items = [
             InboxItem(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), int(r[5]))
             for r in rows
         ]
         return sorted(items, key=lambda item: item.id)  # RETURNING keeps no order
 
-    async def inbox_renew(self, owner: str, lease_seconds: float) -> int:
-        rows = await self._write(
-            f"UPDATE inbox SET lease_until = {NOW} + ? WHERE owner = ? AND done_at IS NULL"
-            " AND lease_until IS NOT NULL RETURNING id",
-            (lease_seconds, owner),
-        )
-        return len(rows)
-
-    async def inbox_done(self, item_id: int, owner: str, error: str | None = None) -> bool:
-        rows = await self._write(
-            f"UPDATE inbox SET done_at = {NOW}, lease_until = NULL, error = ?"
-            " WHERE id = ? AND owner = ? AND done_at IS NULL AND lease_until IS NOT NULL"
-            " RETURNING id",
-            (error, item_id, owner),
-        )
-        return bool(rows)
-
-    async def inbox_release(self, owner: str) -> int:
-        rows = await self._write(
-            "UPDATE inbox SET lease_until = NULL WHERE owner = ? AND done_at IS NULL"
-            " AND lease_until IS NOT NULL RETURNING id",
-            (owner,),
-        )
-        return len(rows)
-
-    async def inbox_pending(self, source: str) -> int:
-        rows = await self._db.reader.execute_fetchall(
-            "SELECT count(*) FROM inbox WHERE source = ? AND done_at IS NULL", (source,)
-        )
-        return int(next(iter(rows))[0])
-
-    async def inbox_prune(self, older_than_seconds: float) -> int:
-        rows = await self._write(
-            f"DELETE FROM inbox WHERE done_at IS NOT NULL AND done_at < {NOW} - ? RETURNING id",
-            (older_than_seconds,),
-        )
-        return len(rows)
-
-    # -- leases -----------------------------------------------------------------------------
-
-    async def acquire_lease(self, name: str, owner: str, seconds: float) -> bool:
-        rows = await self._write(
-            f"INSERT INTO leases (name, owner, until) VALUES (?, ?, {NOW} + ?)"
-            " ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until"
-            f" WHERE leases.owner = excluded.owner OR leases.until <= {NOW} RETURNING owner",
-            (name, owner, seconds),
-        )
-        return bool(rows)
-
-    async def release_lease(self, name: str, owner: str) -> None:
-        await self._write("DELETE FROM leases WHERE name = ? AND owner = ?", (name, owner))
-
-    async def lease_holder(self, name: str) -> str | None:
-        rows = list(
-            await self._db.reader.execute_fetchall(
-                f"SELECT owner FROM leases WHERE name = ? AND until > {NOW}", (name,)
-            )
-        )
-        return str(rows[0][0]) if rows else None
-
-    # -- shared limits ----------------------------------------------------------------------
-
     async def take_token(self, key: str, per_minute: float, burst: int) -> RateDecision:
         per_second = per_minute / 60.0
-        params = {"key": key, "burst": max(1, burst), "per_second": per_second}
-        ((tokens, refusals),) = await self._write(_TAKE, params)
+        ((tokens, refusals),) = await self.db.write(_TAKE, key, per_second, max(1, burst))
         return bucket_decision(float(tokens), int(refusals), per_second)
 
     async def claim_flight(self, key: str, owner: str, seconds: float) -> tuple[bool, bool]:
-        params = {"key": key, "owner": owner, "seconds": seconds}
-        ((refusals,),) = await self._write(_CLAIM_FLIGHT, params)
+        ((refusals,),) = await self.db.write(_CLAIM_FLIGHT, key, owner, seconds)
         return refusals == 0, refusals == 1
 
-    async def release_flight(self, key: str, owner: str) -> None:
-        await self._write("DELETE FROM flights WHERE key = ? AND owner = ?", (key, owner))
-
     async def breaker_failure(self, name: str, threshold: int, open_seconds: float) -> BreakerState:
-        params = {"name": name, "threshold": threshold, "open_seconds": open_seconds}
-        ((failures, open_until, open_for),) = await self._write(_FAIL, params)
-        return BreakerState(int(failures), float(open_until), float(open_for))
-
-    async def breaker_success(self, name: str) -> None:
-        await self._write("DELETE FROM breakers WHERE name = ?", (name,))
-
-    async def breaker_state(self, name: str) -> BreakerState:
-        rows = list(
-            await self._db.reader.execute_fetchall(
-                f"SELECT failures, open_until, max(open_until - {NOW}, 0.0) FROM breakers"
-                " WHERE name = ?",
-                (name,),
-            )
+        ((failures, open_until, open_for),) = await self.db.write(
+            _FAIL, name, threshold, open_seconds
         )
-        if not rows:
-            return BreakerState(0, 0.0)
-        failures, open_until, open_for = rows[0]
         return BreakerState(int(failures), float(open_until), float(open_for))
-
-    async def prune_limits(self) -> int:
-        async with self._db.transaction() as conn:
-            buckets = await conn.execute(
-                f"DELETE FROM rate_buckets WHERE tokens + ({NOW} - updated) * per_second >= burst"
-            )
-            flights = await conn.execute(f"DELETE FROM flights WHERE until <= {NOW}")
-            return max(0, buckets.rowcount) + max(0, flights.rowcount)
-
-    async def _write(self, sql: str, params: Any) -> list[Any]:
-        """One statement on the writer, its RETURNING rows read before it commits."""
-        async with self._db.writing() as conn:
-            return list(await conn.execute_fetchall(sql, params))

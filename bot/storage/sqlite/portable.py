@@ -15,7 +15,7 @@ from typing import cast
 
 import aiosqlite
 
-from bot.storage.portable import TABLES, Row, Table
+from bot.storage.portable import PortableRows, Row, Table
 from bot.storage.search_text import search_form
 from bot.storage.sqlite.scopes import index_scope, scope_token
 from bot.storage.sqlite.store import SQLiteStore
@@ -49,30 +49,12 @@ def _index_rows(table: Table, rows: Sequence[Row]) -> tuple[str, list[tuple[obje
     return None
 
 
-class SQLitePortable:
+class SQLitePortable(PortableRows):
     """:class:`~bot.storage.portable.PortableStore` over an open :class:`SQLiteStore`."""
 
     def __init__(self, store: SQLiteStore) -> None:
-        self._store = store
-        self._db = store._db  # the backend's own package: its connections are ours to use
-
-    def tables(self) -> Sequence[Table]:
-        return TABLES
-
-    async def count(self, table: Table) -> int:
-        rows = await self._db.reader.execute_fetchall(f"SELECT count(*) FROM {table.name}")
-        return int(next(iter(rows))[0])
-
-    async def read(self, table: Table, after: Row | None, limit: int) -> list[Row]:
-        columns, key = ", ".join(table.columns), ", ".join(table.key)
-        where = ""
-        if after is not None:
-            where = f" WHERE ({key}) > ({', '.join('?' * len(after))})"
-        rows = await self._db.reader.execute_fetchall(
-            f"SELECT {columns} FROM {table.name}{where} ORDER BY {key} LIMIT ?",
-            (*(after or ()), limit),
-        )
-        return [tuple(row) for row in rows]
+        super().__init__(store.seam)
+        self._store, self._db = store, store.database
 
     async def write(self, table: Table, rows: Sequence[Row]) -> int:
         if not rows:
@@ -94,7 +76,7 @@ class SQLitePortable:
 
     async def finish(self) -> None:
         # Rows arrived behind the store's back: no window it cached may be served from memory.
-        self._store._windows.clear()
+        self._store.windows.clear()
         await self._store.index_turns()  # none left when every turn came through write()
 
     @staticmethod

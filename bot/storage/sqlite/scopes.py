@@ -16,7 +16,6 @@ __all__ = [
     "MEMORY_SCOPE_SQL",
     "RESCOPE_MEMORIES",
     "RESCOPE_TURNS",
-    "audience_args",
     "audience_tokens",
     "index_scope",
     "scope_token",
@@ -60,12 +59,6 @@ def audience_tokens(audience: Audience) -> list[str]:
     if audience.share_private:
         tokens.append(scope_token("p", audience.platform_prefix + audience.user_id))
     return tokens
-
-
-def audience_args(audience: Audience) -> tuple[str, str, str, str | None]:
-    """Parameters ?2..?5 of :data:`IN_AUDIENCE`."""
-    prefix = audience.platform_prefix if audience.share_private else None
-    return audience.conversation_key, audience.chat_key, audience.user_id, prefix
 
 
 # The rule in SQL, over ``memories AS m``. ?2 conversation, ?3 chat, ?4 user, ?5 "platform:" when

@@ -8,14 +8,12 @@ from pathlib import Path
 from bot.config.storage_url import sqlite_url
 from bot.errors import StoreError
 from bot.storage import owners
-from bot.storage.sql.maintenance import close_interrupted
 from bot.storage.sql.seam import Tx
 from bot.storage.sql.store import SQLStore
-from bot.storage.sqlite.connection import Database
+from bot.storage.sqlite.connection import Database, SQLiteSeam
 from bot.storage.sqlite.coordination import SQLiteCoordination
 from bot.storage.sqlite.memories import SQLiteMemories
 from bot.storage.sqlite.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
-from bot.storage.sqlite.seam import SQLiteSeam
 from bot.storage.sqlite.turns import SQLiteTurns
 from bot.storage.sqlite.window_cache import WindowCache
 
@@ -31,19 +29,16 @@ class SQLiteStore(SQLStore):
     (or :func:`bot.storage.open_storage`)."""
 
     def __init__(self, path: str | Path, *, cache_windows: bool = True) -> None:
-        self._db = Database(path)
-        self._seam = SQLiteSeam(self._db)
+        self.database, self.windows = Database(path), WindowCache()
         self.cache_windows = cache_windows
-        self._windows = WindowCache()
-        self.owner = owners.new_owner()  # this instance, on every turn it begins
-        self._compose(self._seam, self._windows, self.owner, _rescope)
-        self.turns = SQLiteTurns(self._db, self._windows, self.owner, cache_windows)
-        self.memories = SQLiteMemories(self._db)
-        self.coordination = SQLiteCoordination(self._db)
+        self._compose(SQLiteSeam(self.database), self.windows, owners.new_owner(), _rescope)
+        self.turns = SQLiteTurns(self.database, self.windows, self.owner, cache_windows)
+        self.memories = SQLiteMemories(self.seam)
+        self.coordination = SQLiteCoordination(self.seam)
 
     @property
     def path(self) -> Path:
-        return self._db.path
+        return self.database.path
 
     @property
     def replicas(self) -> bool:
@@ -52,32 +47,21 @@ class SQLiteStore(SQLStore):
 
     @property
     def url(self) -> str:
-        return sqlite_url(self._db.path)
+        return sqlite_url(self.database.path)
 
     async def schema_version(self) -> str:
-        rows = await self._db.reader.execute_fetchall("PRAGMA user_version")
+        rows = await self.database.reader.execute_fetchall("PRAGMA user_version")
         return f"v{int(next(iter(rows))[0])}"
 
-    async def __aenter__(self) -> SQLiteStore:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def open(self) -> None:
-        owners.register(self.owner)
         try:
-            await self._db.open()
-            await close_interrupted(self._seam)
-        except sqlite3.DatabaseError as exc:
-            await self.close()
+            await super().open()
+        except sqlite3.DatabaseError as exc:  # closed already
             raise StoreError(f"cannot open history database {self.path}: {exc}") from exc
-        except BaseException:
-            await self.close()
-            raise
 
-    async def close(self) -> None:
-        owners.unregister(self.owner)
-        self._windows.clear()
-        await self._db.close()
+    async def _connect(self) -> None:
+        await self.database.open()
+
+    async def _disconnect(self) -> None:
+        self.windows.clear()
+        await self.database.close()

@@ -9,15 +9,11 @@ kept in memory (:mod:`bot.storage.sqlite.window_cache`).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from bot.errors import StoreError
-from bot.storage.answers import answer_json, api_messages, turn_messages
-from bot.storage.sqlite.connection import Database
+from bot.storage.answers import turn_messages
+from bot.storage.sql.turns import INSERT_TURN, TurnRows
+from bot.storage.sqlite.connection import Database, SQLiteSeam
 from bot.storage.sqlite.window_cache import WindowCache
-from bot.storage.values import NO_USAGE, NewTurn, StoredTurn, TurnStatus, Usage
+from bot.storage.values import NewTurn, StoredTurn, TurnStatus
 
 # The newest N turns after the last reset, with the overheard context rows among them (those do
 # not count toward N). Walks the (conv_key, id) index backwards: O(window), whatever the size.
@@ -37,102 +33,23 @@ WHERE conv_key = ?3 AND id >= (SELECT id FROM oldest) AND id > (SELECT id FROM a
 ORDER BY id DESC
 """
 
-_INSERT_TURN = (
-    "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
-    " user_text, status, created_at, owner) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)"
-)
 
+class SQLiteTurns(TurnRows):
+    """:class:`TurnRows` plus the window cache: a new turn joins its cached window, and a
+    window is read from the cache while no other process has written."""
 
-class SQLiteTurns:
     def __init__(self, db: Database, windows: WindowCache, owner: str, cache_windows: bool) -> None:
-        self._db, self._windows, self.owner, self.cache_windows = db, windows, owner, cache_windows
+        super().__init__(SQLiteSeam(db), windows, owner)
+        self._db, self._windows, self.cache_windows = db, windows, cache_windows
 
     async def begin_turn(self, turn: NewTurn) -> int:
         if turn.overheard:
-            return await self._begin_with_overheard(turn)
-        async with self._db.writing() as conn:
-            row = await conn.execute_insert(_INSERT_TURN, (*_turn_row(turn), self.owner))
-        if row is None:
-            raise StoreError("the database returned no id for a new turn")
-        turn_id = int(row[0])
+            return await self.begin_with_overheard(turn)
+        turn_id = self.new_id(await self.db.write(INSERT_TURN, *self.turn_row(turn), self.owner))
         user = {"role": "user", "content": turn.text}
         stored = StoredTurn(turn_id, turn.user_id, turn.user_name, TurnStatus.PENDING, (user,))
         self._windows.began(turn.conversation_key, stored)
         return turn_id
-
-    async def _begin_with_overheard(self, turn: NewTurn) -> int:
-        """Move the chosen overheard messages in as context rows, then the user's turn."""
-        marks = ",".join("?" * len(turn.overheard))
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
-                " user_text, status, created_at, completed_at) SELECT conv_key, chat_key, user_id,"
-                " user_name, platform_message_id, text, 'context', created_at, created_at"
-                f" FROM overheard WHERE conv_key = ? AND id IN ({marks}) ORDER BY id",
-                (turn.conversation_key, *turn.overheard),
-            )
-            # The rest is older than the chosen ones or superseded: the turn answers the chatter.
-            await conn.execute(
-                "DELETE FROM overheard WHERE conv_key = ? AND id <= ?",
-                (turn.conversation_key, max(turn.overheard)),
-            )
-            row = await conn.execute_insert(_INSERT_TURN, (*_turn_row(turn), self.owner))
-        if row is None:
-            raise StoreError("the database returned no id for a new turn")
-        self._windows.forget(turn.conversation_key)
-        return int(row[0])
-
-    async def complete_turn(
-        self, turn_id: int, messages: Sequence[Mapping[str, Any]], usage: Usage, model: str
-    ) -> None:
-        # The whole answer lands in one UPDATE: atomic without a multi-statement transaction.
-        # Trigger turns_usage books the tokens in the same statement.
-        plain = api_messages(messages)
-        answer = answer_json(plain)
-        async with self._db.writing() as conn:
-            await conn.execute(
-                "UPDATE turns SET status = 'answered', answer = ?, model = ?, prompt_tokens = ?,"
-                " completion_tokens = ?, cached_tokens = ?, completed_at = ? WHERE id = ?",
-                (
-                    answer,
-                    model,
-                    usage.prompt_tokens,
-                    usage.completion_tokens,
-                    usage.cached_tokens,
-                    time.time(),
-                    turn_id,
-                ),
-            )
-        self._windows.completed(turn_id, plain)
-
-    async def fail_turn(self, turn_id: int, reason: str, usage: Usage = NO_USAGE) -> None:
-        async with self._db.writing() as conn:
-            await conn.execute(
-                "UPDATE turns SET status = 'unanswered', error = ?, completed_at = ?,"
-                " prompt_tokens = ?, completion_tokens = ?, cached_tokens = ?"
-                " WHERE id = ? AND status = 'pending'",
-                (
-                    reason[:500],
-                    time.time(),
-                    usage.prompt_tokens,
-                    usage.completion_tokens,
-                    usage.cached_tokens,
-                    turn_id,
-                ),
-            )
-        self._windows.failed(turn_id)
-
-    async def mark_undelivered(self, turn_id: int, reason: str) -> bool:
-        async with self._db.writing() as conn:
-            rows = await conn.execute_fetchall(
-                "UPDATE turns SET status = 'undelivered', error = ? WHERE id = ?"
-                " AND status = 'answered' RETURNING conv_key",
-                (reason[:500], turn_id),
-            )
-        marked = [str(key) for (key,) in rows]
-        for key in marked:
-            self._windows.forget(key)
-        return bool(marked)
 
     async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:
         epoch = self._windows.epoch
@@ -165,15 +82,3 @@ class SQLiteTurns:
                 epoch=epoch,
             )
         return list(turns)
-
-
-def _turn_row(turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float]:
-    return (
-        turn.conversation_key,
-        turn.chat_key,
-        turn.user_id,
-        turn.user_name,
-        turn.platform_message_id,
-        turn.text,
-        time.time(),
-    )

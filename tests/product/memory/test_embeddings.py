@@ -235,7 +235,7 @@ async def test_backfill_covers_old_memories_and_a_new_model(
 
 
 async def _vector_count(store: SQLiteStore) -> int:
-    rows = await store._db.reader.execute_fetchall("SELECT count(*) FROM memory_vectors")
+    rows = await store.database.reader.execute_fetchall("SELECT count(*) FROM memory_vectors")
     return int(next(iter(rows))[0])
 
 

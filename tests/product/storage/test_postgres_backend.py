@@ -24,8 +24,8 @@ from bot.config.storage_url import parse_storage_url
 from bot.errors import StoreError
 from bot.storage import open_storage_url
 from bot.storage.postgres import PostgresStore
+from bot.storage.postgres.connection import PostgresDialect
 from bot.storage.postgres.migrations import CORE_STEPS
-from bot.storage.postgres.seam import PostgresDialect
 from bot.storage.postgres.turns import LAST_ID, window_page
 from bot.storage.sql.history import EXPORT_PAGE, export_sql
 from bot.storage.sql.summaries import BETWEEN_PAGE, between_sql
@@ -150,7 +150,7 @@ async def test_turn_ids_become_visible_in_the_order_they_were_handed_out(url: st
         done = asyncio.Event()
 
         async def watch() -> None:
-            async with reader._db.acquire() as conn:
+            async with reader.database.acquire() as conn:
                 while not done.is_set():
                     row = await conn.fetchrow("SELECT count(*), coalesce(max(id), 0) FROM turns")
                     assert row is not None
@@ -255,13 +255,16 @@ class _ProbedStore(_Probe, PostgresStore):
 async def test_a_schema_newer_than_the_code_is_refused(url: str) -> None:
     parsed = parse_storage_url(url)
     assert parsed.dsn is not None
-    async with _ProbedStore(parsed.dsn, schema=parsed.schema) as store, store._db.acquire() as conn:
+    async with (
+        _ProbedStore(parsed.dsn, schema=parsed.schema) as store,
+        store.database.acquire() as conn,
+    ):
         await conn.execute("UPDATE parlour_schema SET version = 7 WHERE component = 'probe'")
     with pytest.raises(StoreError, match=r"probe schema version 7, newer than .* \(1\)"):
         async with _ProbedStore(parsed.dsn, schema=parsed.schema):
             pass
     # The core alone does not know "probe": that component is not asked about.
-    async with store_at(url) as store, store._db.acquire() as conn:
+    async with store_at(url) as store, store.database.acquire() as conn:
         await conn.execute(
             "UPDATE parlour_schema SET version = $1 WHERE component = 'core'",
             len(CORE_STEPS) + 1,
@@ -335,10 +338,10 @@ async def test_the_pool_holds_at_most_pool_size_connections_in_the_schema(url: s
     async with store:
         ids = await asyncio.gather(*(store.begin_turn(turn(f"tg:{i}")) for i in range(40)))
         paths = await asyncio.gather(
-            *(store._db.pool.fetchval("SHOW search_path") for _ in range(10))
+            *(store.database.pool.fetchval("SHOW search_path") for _ in range(10))
         )
-        assert store._db.pool.get_max_size() == 2
-        assert store._db.pool.get_size() <= 2
+        assert store.database.pool.get_max_size() == 2
+        assert store.database.pool.get_size() <= 2
         conn = await raw(url)
         try:
             server_side = await conn.fetchval(
@@ -357,7 +360,7 @@ async def test_the_pool_holds_at_most_pool_size_connections_in_the_schema(url: s
 async def test_connections_the_server_dropped_are_replaced(store: PostgresStore, url: str) -> None:
     """A server restart or failover closes every pooled connection: the next calls reconnect."""
     await asyncio.gather(*(store.begin_turn(turn()) for _ in range(5)))
-    pool = store._db.pool
+    pool = store.database.pool
     held = [await pool.acquire() for _ in range(pool.get_size())]  # every open connection
     gone = asyncio.Event()
     closed: list[object] = []
@@ -396,7 +399,7 @@ async def test_conversation_reads_walk_the_conversation_not_the_history(
         export_sql(PostgresDialect()): (("tg:quiet", 0, LAST_ID), EXPORT_PAGE),
         between_sql(PostgresDialect()): (("tg:quiet", 0, LAST_ID), BETWEEN_PAGE),
     }
-    async with store._db.acquire() as conn:
+    async with store.database.acquire() as conn:
         await conn.execute(
             "INSERT INTO turns (conv_key, chat_key, user_id, user_text, status, answer,"
             " created_at) SELECT k, k, 'u', 'q' || n, 'answered', '[]', n FROM"

@@ -176,7 +176,7 @@ async def test_searches_use_the_fts_index_and_primary_keys(store: SQLiteStore) -
         SEARCH_TURNS_SQL: ('"x"', 5, "k", 1.0, 5),
     }
     for sql, args in plans.items():
-        rows = await store._db.reader.execute_fetchall("EXPLAIN QUERY PLAN " + sql, args)
+        rows = await store.database.reader.execute_fetchall("EXPLAIN QUERY PLAN " + sql, args)
         details = [str(row[3]) for row in rows]
         scans = [d for d in details if d.startswith("SCAN")]
         assert len(scans) == 1 and "VIRTUAL TABLE INDEX 0:M" in scans[0], details

@@ -1,0 +1,119 @@
+"""The inbox, leases and shared limits both backends run alike (:mod:`bot.storage.coordination`).
+
+Every method here is one statement (``prune_limits``: two, in one transaction), atomic on its
+own; times are the database's (:attr:`Dialect.now`), read once per statement. What each
+database does its own way stays in ``bot.storage.<backend>.coordination``, a subclass: claiming
+lane heads, amending an update, the token bucket, flights and breaker failures.
+"""
+
+from __future__ import annotations
+
+from bot.storage.coordination import BreakerState
+from bot.storage.sql.seam import Database, fetchval
+
+__all__ = ["CoordinationRows"]
+
+
+class CoordinationRows:
+    def __init__(self, db: Database) -> None:
+        self.db, self.now = db, db.dialect.now
+
+    async def inbox_put(
+        self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
+    ) -> bool:
+        rows = await self.db.write(
+            "INSERT INTO inbox (source, update_id, lane, payload, subject, created_at)"
+            f" VALUES ($1, $2, $3, $4, $5, {self.now})"
+            " ON CONFLICT (source, update_id) DO NOTHING RETURNING id",
+            source,
+            update_id,
+            lane,
+            payload,
+            subject,
+        )
+        return bool(rows)
+
+    async def inbox_renew(self, owner: str, lease_seconds: float) -> int:
+        return await self.db.execute(
+            f"UPDATE inbox SET lease_until = {self.now} + $2"
+            " WHERE owner = $1 AND done_at IS NULL AND lease_until IS NOT NULL",
+            owner,
+            float(lease_seconds),
+        )
+
+    async def inbox_done(self, item_id: int, owner: str, error: str | None = None) -> bool:
+        return bool(
+            await self.db.execute(
+                f"UPDATE inbox SET done_at = {self.now}, lease_until = NULL, error = $3"
+                " WHERE id = $1 AND owner = $2 AND done_at IS NULL AND lease_until IS NOT NULL",
+                item_id,
+                owner,
+                error,
+            )
+        )
+
+    async def inbox_release(self, owner: str) -> int:
+        return await self.db.execute(
+            "UPDATE inbox SET lease_until = NULL WHERE owner = $1 AND done_at IS NULL"
+            " AND lease_until IS NOT NULL",
+            owner,
+        )
+
+    async def inbox_pending(self, source: str) -> int:
+        sql = "SELECT count(*) FROM inbox WHERE source = $1 AND done_at IS NULL"
+        return int(await fetchval(self.db, sql, source))
+
+    async def inbox_prune(self, older_than_seconds: float) -> int:
+        return await self.db.execute(
+            f"DELETE FROM inbox WHERE done_at IS NOT NULL AND done_at < {self.now} - $1",
+            float(older_than_seconds),
+        )
+
+    async def acquire_lease(self, name: str, owner: str, seconds: float) -> bool:
+        # One instant for the new lease and the old one's expiry (the clock CTE).
+        rows = await self.db.write(
+            f"WITH clock AS (SELECT {self.now} AS now)"
+            " INSERT INTO leases AS l (name, owner, until)"
+            " SELECT $1, $2, now + $3 FROM clock WHERE true"
+            " ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until"
+            " WHERE l.owner = excluded.owner OR l.until <= (SELECT now FROM clock)"
+            " RETURNING owner",
+            name,
+            owner,
+            float(seconds),
+        )
+        return bool(rows)
+
+    async def release_lease(self, name: str, owner: str) -> None:
+        await self.db.execute("DELETE FROM leases WHERE name = $1 AND owner = $2", name, owner)
+
+    async def lease_holder(self, name: str) -> str | None:
+        sql = f"SELECT owner FROM leases WHERE name = $1 AND until > {self.now}"
+        found = await fetchval(self.db, sql, name)
+        return None if found is None else str(found)
+
+    async def release_flight(self, key: str, owner: str) -> None:
+        await self.db.execute("DELETE FROM flights WHERE key = $1 AND owner = $2", key, owner)
+
+    async def breaker_success(self, name: str) -> None:
+        await self.db.execute("DELETE FROM breakers WHERE name = $1", name)
+
+    async def breaker_state(self, name: str) -> BreakerState:
+        rows = await self.db.fetch(
+            f"SELECT failures, open_until, {self.now} FROM breakers WHERE name = $1", name
+        )
+        if not rows:
+            return BreakerState(0, 0.0)
+        failures, open_until, now = rows[0]
+        return BreakerState(
+            int(failures), float(open_until), max(float(open_until) - float(now), 0.0)
+        )
+
+    async def prune_limits(self) -> int:
+        async with self.db.transaction() as tx:
+            buckets = await tx.execute(
+                "DELETE FROM rate_buckets"
+                f" WHERE tokens + ({self.now} - updated) * per_second >= burst"
+            )
+            flights = await tx.execute(f"DELETE FROM flights WHERE until <= {self.now}")
+        return buckets + flights
