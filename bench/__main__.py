@@ -1,21 +1,21 @@
 """``python -m bench``: Parlour's performance table (``make bench``).
 
-Sections: 1. per-turn cost of ``ChatService.chat`` against the bare SDK round trip (with the fake
-in this process, then in its own: ``python -m bench.floor``, which also profiles); 2. a burst of
-1,000 conversations at once, and ordering under load; 3. window load time against stored size;
-4. peak RSS; 5. the Telegram path (rendering a long reply, a burst of chats through the real
-adapter and the fake Bot API); 6. long-term memory (facts recalled after 200 turns, prompt size
-across a conversation, search time at 10^5 memories); 7. RSS after 10^3 / 10^4 / 10^5 distinct
-chats; 8. 1,000 conversations across two replicas on one PostgreSQL database; 9. how much of
-each prompt a provider's prefix cache can reuse over long console conversations (alone:
-``python -m bench.prompt_cache``); 10. MCP tools: start, call latency over stdio and HTTP,
-crash to tools back (alone: ``python -m bench.mcp``); 11. the HTTP API: a turn through the
-OpenAI-compatible endpoint against one made directly, the chats list (alone:
-``python -m bench.http_api``). Sections 1, 3 and 7 run on SQLite and, given a server
-(``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too; section 8 needs one. Targets
-are printed next to the figures; nothing asserts.
-``--quick`` skips the 10^6- and 10^7-message databases and the 10^5-chat run, ``--skip-memory``
-section 6, ``--skip-prompt-cache`` section 9. Progress goes to stderr only when it is a terminal.
+Sections: 1. per-turn cost of ``ChatService.chat`` against the bare SDK round trip (with the fake in
+this process, then in its own: ``python -m bench.floor``, which also profiles); 2. a burst of 1,000
+conversations at once, and ordering under load; 3. window load time against stored size; 4. peak
+RSS; 5. the Telegram path (rendering a long reply, a burst of chats through the real adapter and the
+fake Bot API); 6. long-term memory (facts recalled after 200 turns, prompt size across a
+conversation, search time at 10^5 memories); 7. RSS after 10^3 / 10^4 / 10^5 distinct chats; 8.
+1,000 conversations across two replicas on one PostgreSQL database; 9. how much of each prompt a
+provider's prefix cache can reuse over long console conversations (alone: ``python -m
+bench.prompt_cache``); 10. MCP tools: start, call latency over stdio and HTTP, crash to tools back
+(alone: ``python -m bench.mcp``); 11. the HTTP API: a turn through the OpenAI-compatible endpoint
+against one made directly, the chats list (alone: ``python -m bench.http_api``). Sections 1, 3 and 7
+run on SQLite and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too;
+section 8 needs one. Targets are printed next to the figures; nothing asserts. ``--quick`` skips the
+10^6- and 10^7-message databases and the 10^5-chat run, ``--skip-memory`` section 6,
+``--skip-prompt-cache`` section 9, ``--skip-mcp`` section 10, ``--skip-http`` section 11. Progress
+goes to stderr only when it is a terminal.
 """
 
 from __future__ import annotations
@@ -119,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--skip-prompt-cache", action="store_true", help="skip section 9 (about 10 s)"
     )
     parser.add_argument("--skip-mcp", action="store_true", help="skip section 10 (about 15 s)")
+    parser.add_argument("--skip-http", action="store_true", help="skip section 11 (the HTTP API)")
     parser.add_argument(
         "--pg-url",
         default=os.environ.get(PG_URL_ENV) or None,
