@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import yaml
@@ -140,19 +140,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return doctor(args.config, as_json=args.json, llm_timeout=args.timeout)
     redactor = Redactor()
-    try:
+
+    def work() -> int:
         settings = load_settings(args.config)
         redactor.add(secret_values(settings))
         configure_logging(_log_level(args, settings), redactor)
         return asyncio.run(_dispatch(args, settings, redactor))
-    except ConfigError as exc:
-        print(f"error: {redactor(str(exc))}", file=sys.stderr)  # noqa: T201
-        return 2
-    except (ParlourError, OSError) as exc:
-        print(f"error: {redactor(str(exc))}", file=sys.stderr)  # noqa: T201
-        return 1
-    except KeyboardInterrupt:
-        return 130
+
+    return _reporting(work, redactor)
 
 
 def _storage(args: argparse.Namespace) -> int:
@@ -163,12 +158,21 @@ def _storage(args: argparse.Namespace) -> int:
         sys.stderr.write("\nerror: say which: `storage copy SRC_URL DST_URL`\n")
         return 2
     redactor = Redactor()
-    try:
+
+    def work() -> int:
         source = parse_copy_url(args.source, "source")
         target = parse_copy_url(args.target, "target")
         redactor.add([p for p in (source.password(), target.password()) if p])
         configure_logging("WARNING", redactor)
         return asyncio.run(_storage_copy(args, source, target))
+
+    return _reporting(work, redactor)
+
+
+def _reporting(work: Callable[[], int], redactor: Redactor) -> int:
+    """``work()``'s exit status; a failure is one redacted line and its status (config 2)."""
+    try:
+        return work()
     except ConfigError as exc:
         print(f"error: {redactor(str(exc))}", file=sys.stderr)  # noqa: T201
         return 2

@@ -15,6 +15,7 @@ from typing import Any
 from bot.errors import StoreError
 from bot.storage.answers import answer_json, api_messages
 from bot.storage.sql.history import TURN_ORDER_LOCK
+from bot.storage.sql.overheard import turn_row
 from bot.storage.sql.seam import Database, Row, Windows
 from bot.storage.values import NO_USAGE, NewTurn, Usage
 
@@ -32,16 +33,7 @@ class TurnRows:
         self.db, self.windows, self.owner = db, windows, owner
 
     def turn_row(self, turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float]:
-        text = self.db.dialect.text
-        return (
-            turn.conversation_key,
-            turn.chat_key,
-            turn.user_id,
-            text(turn.user_name),
-            turn.platform_message_id,
-            text(turn.text),
-            time.time(),
-        )
+        return turn_row(turn, self.db)
 
     @staticmethod
     def new_id(rows: list[Row]) -> int:
