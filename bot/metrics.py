@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 if TYPE_CHECKING:
-    from bot.storage.values import Usage
+    from bot.values import Usage
 
 __all__ = ["Metrics", "error_kind", "turn_outcome"]
 

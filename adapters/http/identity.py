@@ -22,7 +22,7 @@ from enum import StrEnum
 from adapters.http.auth import Principal
 from adapters.http.settings import RESERVED_NAME, HTTPSettings
 from bot.context import ChatContext, ChatType
-from bot.storage.values import AuditEntry
+from bot.values import AuditEntry
 
 __all__ = [
     "PLATFORM",

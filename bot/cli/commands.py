@@ -34,6 +34,7 @@ from bot.cli.adapters import load_adapter
 from bot.cli.history import add_history_parser, history_command
 from bot.cli.history import usage_error as history_usage_error
 from bot.cli.progress import TerminalProgress, counts_table
+from bot.cli.storage_copy import DEFAULT_BATCH, copy_storage, parse_copy_url
 from bot.cli.subcommands import SubCommands
 from bot.config import Settings, load_settings, secret_values
 from bot.config.storage_url import StorageURL
@@ -45,7 +46,6 @@ from bot.guardrails.redact import Redactor, configure_logging
 from bot.guardrails.usage import cached_share, usage_table
 from bot.platform.adapter import Adapter
 from bot.storage import missing_storage, open_storage
-from bot.storage.copy import DEFAULT_BATCH, copy_storage, parse_copy_url
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0  # seconds in-flight replies get after SIGTERM/SIGINT before cancellation

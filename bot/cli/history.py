@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from bot.cli.subcommands import SubCommands
 from bot.guardrails.redact import Redactor
 from bot.storage import Storage
-from bot.storage.values import AuditEntry, UserDeletion
+from bot.values import AuditEntry, UserDeletion
 
 __all__ = ["COMMANDS", "add_history_parser", "history_command"]
 

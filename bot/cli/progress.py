@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
-from bot.storage.copy import CopyReport
+from bot.cli.storage_copy import CopyReport
 
 __all__ = ["TerminalProgress", "counts_table"]
 
@@ -20,7 +20,7 @@ _EVERY = 0.1  # seconds between redraws: a redraw per batch would slow a fast co
 
 
 class TerminalProgress:
-    """:class:`bot.storage.copy.CopyProgress` drawn on ``stream`` (a terminal)."""
+    """:class:`bot.cli.storage_copy.CopyProgress` drawn on ``stream`` (a terminal)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream

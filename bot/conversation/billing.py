@@ -17,7 +17,7 @@ from typing import Any
 from bot.conversation.reply_cap import REPLY_LIMIT, Cut
 from bot.llm.client import Completion
 from bot.llm.tokens import TokenCounter
-from bot.storage.values import Usage
+from bot.values import Usage
 
 log = logging.getLogger(__name__)
 

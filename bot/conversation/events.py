@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from bot.context import Scope
 from bot.conversation.reply_cap import REPLY_LIMIT
 from bot.llm.client import TextDelta, ToolCall
-from bot.storage.values import Usage
+from bot.values import Usage
 
 __all__ = [
     "ChatEvent",

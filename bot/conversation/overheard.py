@@ -15,8 +15,8 @@ import time
 from bot.config import HistorySettings
 from bot.context import ChatContext
 from bot.storage.overheard import OverheardStore
-from bot.storage.values import NewTurn, Overheard
 from bot.text import clean_text
+from bot.values import NewTurn, Overheard
 
 __all__ = ["Overhearing"]
 

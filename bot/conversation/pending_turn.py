@@ -16,7 +16,7 @@ from typing import Any
 from bot.context import ChatContext
 from bot.conversation.store import HistoryStore
 from bot.guardrails.budgets import Budgets
-from bot.storage.values import NewTurn, Overheard, Usage
+from bot.values import NewTurn, Overheard, Usage
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 from bot.config import ChatSettings
 from bot.context import Scope
 from bot.storage.chat_settings import ChatSettingsStore
-from bot.storage.values import ChatPreferences
+from bot.values import ChatPreferences
 
 __all__ = ["Preferences"]
 

@@ -36,7 +36,7 @@ from bot.prompt.assembly import (
 from bot.prompt.window import Placement, recall_boundary, window_for
 from bot.storage.prompt_windows import PromptWindows
 from bot.storage.turns import Turns
-from bot.storage.values import Overheard, StoredTurn, WindowMark
+from bot.values import Overheard, StoredTurn, WindowMark
 
 __all__ = ["PromptBuilder", "PromptSources"]
 

@@ -50,7 +50,7 @@ from bot.storage.coordination import SharedLimits
 from bot.storage.directory import ChatDirectory
 from bot.storage.overheard import OverheardStore
 from bot.storage.prompt_windows import PromptWindows
-from bot.storage.values import AuditAction, ClearResult
+from bot.values import AuditAction, ClearResult
 
 __all__ = [
     "ChatEvent",

@@ -21,7 +21,7 @@ from bot.context import ChatContext
 from bot.errors import UserFacingError
 from bot.guardrails.access import AccessPolicy
 from bot.storage.usage import UsageLedger
-from bot.storage.values import Usage
+from bot.values import Usage
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import groupby
 
-from bot.storage.values import BOT_USER, DailyUsage, Usage
+from bot.values import BOT_USER, DailyUsage, Usage
 
 _HEADER = ("day", "chat", "user", "turns", "prompt", "cached", "completion", "total")
 

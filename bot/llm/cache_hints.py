@@ -11,7 +11,7 @@ only hides the ids from a casual reader). 32 hex digits (128 bits) keep it well 
 turn of each misses the cache once.
 
 **The count.** Providers report the input tokens their cache served (billed at a discount) in
-different fields; :func:`usage_of` reads them into :class:`~bot.storage.values.Usage`.
+different fields; :func:`usage_of` reads them into :class:`~bot.values.Usage`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import hmac
 
 from openai.types import CompletionUsage
 
-from bot.storage.values import Usage
+from bot.values import Usage
 
 __all__ = ["HINT_CHARS", "cache_hint", "usage_of"]
 

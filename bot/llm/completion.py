@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot.storage.values import Usage
+from bot.values import Usage
 
 __all__ = ["Completion", "StreamItem", "TextDelta", "ToolCall"]
 

@@ -20,7 +20,7 @@ from bot.errors import LLMUnavailableError
 from bot.llm.cache_hints import usage_of
 from bot.llm.completion import Completion, StreamItem, TextDelta, ToolCall
 from bot.llm.retry import classify
-from bot.storage.values import Usage
+from bot.values import Usage
 
 __all__ = ["assemble_stream"]
 

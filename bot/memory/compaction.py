@@ -27,7 +27,7 @@ from bot.storage.resets import Resets
 from bot.storage.summaries import Summaries
 from bot.storage.turns import TurnArchive, Turns
 from bot.storage.usage import UsageLedger
-from bot.storage.values import BOT_USER, StoredTurn, Summary
+from bot.values import BOT_USER, StoredTurn, Summary
 
 if TYPE_CHECKING:
     from bot.memory.store import MemoryStore

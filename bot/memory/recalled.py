@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 from bot.prompt.safety import one_line_json
 from bot.storage.memories import FoundTurn
-from bot.storage.values import Memory
+from bot.values import Memory
 
 __all__ = [
     "MERGE_GAP",

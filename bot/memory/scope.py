@@ -2,6 +2,6 @@
 long-term memory. It lives in :mod:`bot.storage.audience`, where the backends apply it."""
 
 from bot.storage.audience import Audience
-from bot.storage.values import MemoryScope
+from bot.values import MemoryScope
 
 __all__ = ["Audience", "MemoryScope"]

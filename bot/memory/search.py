@@ -27,7 +27,7 @@ from bot.storage.search_text import (
     search_form,
     unpack_vector,
 )
-from bot.storage.values import Memory
+from bot.values import Memory
 
 __all__ = [
     "MAX_QUERY_TERMS",

@@ -55,7 +55,7 @@ from bot.storage.memories import (
     MemoryVectors,
     NewMemory,
 )
-from bot.storage.values import Memory, MemoryScope
+from bot.values import Memory, MemoryScope
 
 __all__ = [
     "Audience",

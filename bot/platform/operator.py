@@ -17,7 +17,7 @@ from typing import Protocol
 from bot.context import ChatContext, Scope
 from bot.metrics import Metrics
 from bot.scheduling.scheduler import Scheduler
-from bot.storage.values import Memory
+from bot.values import Memory
 
 __all__ = ["ChatAdmin", "Memories", "Operator"]
 

@@ -22,7 +22,7 @@ from bot.platform.delivery import Outbound
 from bot.platform.media import Attachments
 from bot.platform.operator import Operator
 from bot.storage import Storage
-from bot.storage.values import Usage
+from bot.values import Usage
 
 __all__ = ["Answered", "ChatCommands", "Conversation", "HelpNote", "Platform", "SplitReply"]
 

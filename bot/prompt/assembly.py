@@ -35,7 +35,7 @@ from bot.errors import ContextTooLongError
 from bot.llm.tokens import TokenCounter
 from bot.llm.trim import trim_history
 from bot.prompt.safety import quoted_summary, recalled_message, with_speaker
-from bot.storage.values import Overheard, StoredTurn
+from bot.values import Overheard, StoredTurn
 
 __all__ = [
     "Prompt",

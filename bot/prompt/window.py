@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bot.storage.values import StoredTurn, TurnStatus, WindowMark
+from bot.values import StoredTurn, TurnStatus, WindowMark
 
 __all__ = ["Placement", "cut_window", "place_window", "recall_boundary", "spans", "window_for"]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.context import ChatContext
-from bot.storage.values import MemoryScope
+from bot.values import MemoryScope
 
 __all__ = ["Audience", "MemoryScope"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.storage.values import AuditAction, AuditEntry
+from bot.values import AuditAction, AuditEntry
 
 __all__ = ["CHANGES", "AuditTrail", "check_change", "clear_detail", "forget_detail"]
 

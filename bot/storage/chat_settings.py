@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.storage.values import ChatPreferences
+from bot.values import ChatPreferences
 
 __all__ = ["ChatSettingsStore"]
 

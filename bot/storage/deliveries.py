@@ -17,7 +17,7 @@ from typing import Protocol
 
 from bot.storage import owners
 from bot.storage.turns import Turns
-from bot.storage.values import Delivery
+from bot.values import Delivery
 
 __all__ = ["MAX_SHOWN_CHARS", "Deliveries", "DeliveryLog"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.storage.values import TurnStatus
+from bot.values import TurnStatus
 
 __all__ = ["ChatDirectory", "ChatEntry", "ChatSummary", "HistoryItem", "summary_of"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Protocol
 
-from bot.storage.values import UserDeletion
+from bot.values import UserDeletion
 
 __all__ = ["Erasure", "sent_by"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from bot.storage.bounds import storable_text
-from bot.storage.values import Memory, MemoryScope
+from bot.values import Memory, MemoryScope
 
 if TYPE_CHECKING:
     from bot.storage.audience import Audience

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.storage.values import NewTurn, Overheard
+from bot.values import NewTurn, Overheard
 
 __all__ = ["OverheardStore"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.storage.values import WindowMark
+from bot.values import WindowMark
 
 __all__ = ["PromptWindows", "WindowMark"]
 

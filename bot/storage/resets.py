@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from bot.storage.values import ClearResult
+from bot.values import ClearResult
 
 __all__ = ["Resets"]
 

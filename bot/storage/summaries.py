@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.storage.values import StoredTurn, Summary
+from bot.values import StoredTurn, Summary
 
 __all__ = ["Summaries"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Protocol
 
-from bot.storage.values import NO_USAGE, HistoryStats, NewTurn, StoredTurn, Usage
+from bot.values import NO_USAGE, HistoryStats, NewTurn, StoredTurn, Usage
 
 __all__ = ["TurnArchive", "Turns"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.storage.values import DailyUsage, Usage
+from bot.values import DailyUsage, Usage
 
 __all__ = ["UsageLedger"]
 
@@ -26,7 +26,7 @@ class UsageLedger(Protocol):
       and moved along with the other figures; it is not extra spending, so the ``tokens``
       sums leave it out.
     - ``book_usage`` adds tokens spent outside a turn (the bot's summaries, user
-      :data:`~bot.storage.values.BOT_USER`) to today's row, ``turns`` unchanged.
+      :data:`~bot.values.BOT_USER`) to today's row, ``turns`` unchanged.
     - Chat keys start with ``platform:``; user ids are per platform.
     """
 

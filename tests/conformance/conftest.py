@@ -18,7 +18,7 @@ import pytest
 
 from bot.config import settings_from_mapping
 from bot.storage import Storage, open_storage
-from bot.storage.values import NewTurn, Usage
+from bot.values import NewTurn, Usage
 from tests import postgres_support
 
 # backend name -> its ``storage:`` config section for one test's empty database

@@ -7,7 +7,7 @@ import pytest
 
 from bot.storage import Storage
 from bot.storage.audit import clear_detail, forget_detail
-from bot.storage.values import AuditAction, AuditEntry
+from bot.values import AuditAction, AuditEntry
 from tests.conformance.conftest import answered
 
 

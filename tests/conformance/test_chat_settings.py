@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.context import Scope
 from bot.storage import Storage
-from bot.storage.values import ChatPreferences
+from bot.values import ChatPreferences
 from tests.conformance.conftest import Backend, answered
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.storage import Storage
 from bot.storage.directory import ChatEntry
-from bot.storage.values import TurnStatus, Usage
+from bot.values import TurnStatus, Usage
 from tests.conformance.conftest import answered, turn
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from bot.storage import Storage
-from bot.storage.values import TurnStatus
+from bot.values import TurnStatus
 from tests.conformance.conftest import answered, turn
 
 

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 from bot.storage import Storage
-from bot.storage.values import NewTurn, Usage
+from bot.values import NewTurn, Usage
 from tests.conformance.conftest import answered, turn
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.storage import Storage
-from bot.storage.values import Summary, TurnStatus, Usage, WindowMark
+from bot.values import Summary, TurnStatus, Usage, WindowMark
 from tests.conformance.conftest import answered, turn
 
 

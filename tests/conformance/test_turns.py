@@ -6,7 +6,7 @@ import asyncio
 import time
 
 from bot.storage import Storage
-from bot.storage.values import TurnStatus, Usage
+from bot.values import TurnStatus, Usage
 from tests.conformance.conftest import Backend, answered, turn
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.guardrails.budgets import utc_day
 from bot.storage import Storage
-from bot.storage.values import BOT_USER, TurnStatus, Usage
+from bot.values import BOT_USER, TurnStatus, Usage
 from tests.conformance.conftest import Backend, answered, turn
 
 

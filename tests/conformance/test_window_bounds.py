@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.storage.sqlite import window_cache
-from bot.storage.values import TurnStatus
+from bot.values import TurnStatus
 from tests.conformance.conftest import Backend, answered, turn
 
 CONVERSATIONS = 7

@@ -21,7 +21,7 @@ from bot.context import ChatContext, ChatType, Scope
 from bot.storage.audit import forget_detail
 from bot.storage.bounds import INT64_MAX, is_key
 from bot.storage.directory import ChatSummary, HistoryItem
-from bot.storage.values import AuditAction, AuditEntry, ClearResult, Memory
+from bot.values import AuditAction, AuditEntry, ClearResult, Memory
 
 if TYPE_CHECKING:
     from bot.platform.operator import Memories, Persona

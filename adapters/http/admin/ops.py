@@ -31,7 +31,7 @@ from bot.guardrails.budgets import utc_day
 from bot.platform.seam import Platform
 from bot.scheduling.scheduler import REMINDERS_KIND, ScheduledJob
 from bot.storage.bounds import is_key
-from bot.storage.values import DailyUsage
+from bot.values import DailyUsage
 
 __all__ = [
     "MAX_DAYS",

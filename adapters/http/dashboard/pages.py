@@ -25,7 +25,7 @@ from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, see_other
 from adapters.http.dashboard.render import render
 from adapters.http.dashboard.usage_chart import bar_chart
 from adapters.http.identity import actor_of
-from bot.storage.values import ClearResult
+from bot.values import ClearResult
 
 __all__ = ["add_routes"]
 

@@ -41,7 +41,7 @@ from bot.storage.postgres.search_index import (
 )
 from bot.storage.search_text import pack_vector, unpack_vector
 from bot.storage.sql.memories import COLUMNS, MemoryRows, audience_args, found_turn, memory_of
-from bot.storage.values import Memory
+from bot.values import Memory
 
 __all__ = ["PostgresMemories"]
 

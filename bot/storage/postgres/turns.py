@@ -24,7 +24,7 @@ from bot.storage.sql.history import TURN_ORDER_LOCK
 from bot.storage.sql.seam import NoWindows
 from bot.storage.sql.summaries import LAST_ID, TURN_COLUMNS, stored_turn
 from bot.storage.sql.turns import TurnRows
-from bot.storage.values import NewTurn, StoredTurn, TurnStatus
+from bot.values import NewTurn, StoredTurn, TurnStatus
 
 __all__ = ["LAST_ID", "PostgresTurns", "window_page"]
 

@@ -7,7 +7,7 @@ import time
 
 from bot.storage.audit import check_change, clear_detail
 from bot.storage.sql.seam import Database
-from bot.storage.values import AuditAction, AuditEntry
+from bot.values import AuditAction, AuditEntry
 
 # Clears first among entries of the same moment (kind 0), then by id within each table.
 _AUDIT_SQL = """

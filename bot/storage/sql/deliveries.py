@@ -6,7 +6,7 @@ import time
 
 from bot.storage.deliveries import MAX_SHOWN_CHARS
 from bot.storage.sql.seam import Database
-from bot.storage.values import Delivery
+from bot.values import Delivery
 
 _COLUMNS = (
     "id, owner, platform, chat_key, chat_id, thread_id, reply_to, message_id, shown, turn_id,"

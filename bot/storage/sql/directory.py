@@ -13,7 +13,7 @@ import time
 from bot.storage.answers import final_text
 from bot.storage.directory import ChatEntry, ChatSummary, HistoryItem, summary_of
 from bot.storage.sql.seam import Database
-from bot.storage.values import TurnStatus
+from bot.values import TurnStatus
 
 # {where}: filters the turns (one chat) or nothing; {q}, {limit}, {offset}: placeholders after it.
 _CHATS_SQL = """

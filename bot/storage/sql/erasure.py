@@ -10,7 +10,7 @@ import logging
 
 from bot.storage.erasure import sent_by
 from bot.storage.sql.seam import Database, Tx, Windows
-from bot.storage.values import UserDeletion
+from bot.values import UserDeletion
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from bot.context import Scope
 from bot.storage.answers import turn_messages
 from bot.storage.sql.seam import Database, Dialect, Windows, fetchval
 from bot.storage.sql.summaries import LAST_ID
-from bot.storage.values import ChatPreferences, ClearResult, HistoryStats
+from bot.values import ChatPreferences, ClearResult, HistoryStats
 
 log = logging.getLogger(__name__)
 

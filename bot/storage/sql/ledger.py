@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from bot.storage.sql.seam import Database, fetchval
-from bot.storage.values import DailyUsage, Usage
+from bot.values import DailyUsage, Usage
 
 _SUM = "coalesce(sum(prompt_tokens + completion_tokens), 0)"
 

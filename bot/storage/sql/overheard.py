@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from bot.storage.sql.seam import Database
-from bot.storage.values import NewTurn, Overheard
+from bot.values import NewTurn, Overheard
 
 
 def turn_row(turn: NewTurn, db: Database) -> tuple[str, str, str, str, str | None, str, float]:

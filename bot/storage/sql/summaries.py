@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.storage.answers import turn_messages
 from bot.storage.sql.seam import Database, Dialect
-from bot.storage.values import StoredTurn, Summary, TurnStatus, WindowMark
+from bot.values import StoredTurn, Summary, TurnStatus, WindowMark
 
 BETWEEN_PAGE = 200
 LAST_ID = 2**63 - 1

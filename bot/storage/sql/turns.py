@@ -17,7 +17,7 @@ from bot.storage.answers import answer_json, api_messages
 from bot.storage.sql.history import TURN_ORDER_LOCK
 from bot.storage.sql.overheard import turn_row
 from bot.storage.sql.seam import Database, Row, Windows
-from bot.storage.values import NO_USAGE, NewTurn, Usage
+from bot.values import NO_USAGE, NewTurn, Usage
 
 __all__ = ["INSERT_TURN", "TurnRows"]
 

@@ -35,7 +35,7 @@ from bot.storage.sqlite.scopes import (
     index_scope,
     scope_token,
 )
-from bot.storage.values import Memory
+from bot.values import Memory
 
 # CROSS JOIN keeps the FTS match as the outer loop; each hit is then one primary-key lookup.
 # bm25 weights: the body counts, the scope column (see scopes.py) does not.

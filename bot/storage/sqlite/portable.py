@@ -19,7 +19,7 @@ from bot.storage.portable import PortableRows, Row, Table
 from bot.storage.search_text import search_form
 from bot.storage.sqlite.scopes import index_scope, scope_token
 from bot.storage.sqlite.store import SQLiteStore
-from bot.storage.values import MemoryScope
+from bot.values import MemoryScope
 
 __all__ = ["SQLitePortable"]
 

@@ -9,7 +9,7 @@ SQL, and the conformance suite's property test holds them to ``Audience.admits``
 from __future__ import annotations
 
 from bot.storage.audience import Audience
-from bot.storage.values import MemoryScope
+from bot.values import MemoryScope
 
 __all__ = [
     "IN_AUDIENCE",

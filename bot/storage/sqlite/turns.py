@@ -13,7 +13,7 @@ from bot.storage.answers import turn_messages
 from bot.storage.sql.turns import INSERT_TURN, TurnRows
 from bot.storage.sqlite.connection import Database, SQLiteSeam
 from bot.storage.sqlite.window_cache import WindowCache
-from bot.storage.values import NewTurn, StoredTurn, TurnStatus
+from bot.values import NewTurn, StoredTurn, TurnStatus
 
 # The newest N turns after the last reset, with the overheard context rows among them (those do
 # not count toward N). Walks the (conv_key, id) index backwards: O(window), whatever the size.

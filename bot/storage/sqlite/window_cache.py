@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.storage.values import StoredTurn, TurnStatus
+from bot.values import StoredTurn, TurnStatus
 
 MAX_CONVERSATIONS = 2048  # windows kept
 MAX_BYTES = 32 * 2**20  # approximate memory of the windows kept (see ``turn_size``)

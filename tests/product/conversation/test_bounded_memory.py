@@ -26,8 +26,8 @@ from bot.conversation.preview import EditThrottle
 from bot.llm.tokens import TokenCounter
 from bot.storage.sqlite import SQLiteStore
 from bot.storage.sqlite.window_cache import WindowCache, turn_size, window_tail
-from bot.storage.values import StoredTurn, TurnStatus
 from bot.testing.fake_telegram import FakeTelegram
+from bot.values import StoredTurn, TurnStatus
 
 # -- the window cache, against a model that never forgets -------------------------------------
 

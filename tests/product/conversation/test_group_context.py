@@ -10,8 +10,8 @@ from typing import Any
 from bot.context import Scope
 from bot.storage.sqlite import SQLiteStore
 from bot.storage.sqlite.migrations import MIGRATIONS
-from bot.storage.values import TurnStatus
 from bot.testing.fake_llm import FakeLLM
+from bot.values import TurnStatus
 from tests.conftest import AppFactory, group, private
 from tests.product.storage.test_sqlite_backend import turn
 

@@ -19,7 +19,7 @@ from bot.prompt.assembly import (
     window_figures,
 )
 from bot.prompt.safety import RECALLED_HEADER, SUMMARY_HEADER
-from bot.storage.values import Overheard, StoredTurn, TurnStatus
+from bot.values import Overheard, StoredTurn, TurnStatus
 
 COUNTER = TokenCounter("gpt-4o")
 ROOMY = PromptLimits(context_window=1_000_000, reply_reserve=1024)

@@ -22,8 +22,8 @@ from bot.errors import ConfigError, LLMUnavailableError, UserFacingError
 from bot.llm.client import TextDelta, ToolCall
 from bot.storage.maintenance import STALE_PENDING_SECONDS
 from bot.storage.sqlite import SQLiteStore
-from bot.storage.values import NewTurn, TurnStatus, Usage
 from bot.testing.fake_llm import FakeLLM, hang, reply, tool_calls
+from bot.values import NewTurn, TurnStatus, Usage
 from tests.conftest import AppFactory, make_settings, private
 from tests.product.app.test_cli import env_for, run_cli, write_config
 from tests.product.conversation.test_service import AddTool

@@ -25,7 +25,7 @@ from bot.prompt.assembly import (
     user_message,
 )
 from bot.prompt.window import Placement, spans, window_for
-from bot.storage.values import Overheard, StoredTurn, TurnStatus, WindowMark
+from bot.values import Overheard, StoredTurn, TurnStatus, WindowMark
 
 COUNTER = TokenCounter("gpt-4o")
 TOOLS = [

@@ -17,8 +17,8 @@ from bot.guardrails.budgets import utc_day
 from bot.storage.postgres.migrations import CORE_STEPS, create_schema, migrate
 from bot.storage.sqlite import SQLiteStore
 from bot.storage.sqlite.migrations import MIGRATIONS
-from bot.storage.values import NewTurn, Usage
 from bot.testing.fake_llm import FakeLLM, reply
+from bot.values import NewTurn, Usage
 from tests import postgres_support
 from tests.conftest import AppFactory, private
 from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config

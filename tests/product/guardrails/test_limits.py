@@ -17,8 +17,8 @@ from bot.errors import UserFacingError
 from bot.guardrails.budgets import Budgets
 from bot.storage.sqlite import SQLiteStore
 from bot.storage.sqlite.migrations import MIGRATIONS
-from bot.storage.values import NewTurn, Usage
 from bot.testing.fake_llm import FakeLLM, error, reply, tool_calls
+from bot.values import NewTurn, Usage
 from tests.conftest import AppFactory, group, private
 from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 

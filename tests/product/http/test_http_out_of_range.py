@@ -15,8 +15,8 @@ import aiohttp
 import pytest
 
 from bot.storage.memories import NewMemory
-from bot.storage.values import MemoryScope
 from bot.testing.fake_llm import FakeLLM
+from bot.values import MemoryScope
 from tests.conftest import AppFactory, group
 from tests.http_harness import ADMIN_TOKEN, Served, serve_http
 from tests.postgres_support import BACKEND_NAMES, storage_section

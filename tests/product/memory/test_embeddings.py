@@ -16,7 +16,6 @@ from bot.errors import LLMBadRequestError, LLMBusyError
 from bot.llm.embeddings import Embedder, endpoint_settings
 from bot.memory.store import Memory, MemoryScope, MemoryStore, fuse
 from bot.storage.sqlite import SQLiteStore
-from bot.storage.values import NewTurn
 from bot.testing.fake_llm import (
     FakeLLM,
     error,
@@ -25,6 +24,7 @@ from bot.testing.fake_llm import (
     reply,
     tool_calls,
 )
+from bot.values import NewTurn
 from tests.conformance.test_memories import ME, group
 from tests.conftest import TEST_KEY, AppFactory, Sleeps, private
 from tests.product.memory.test_memory import recalled_text

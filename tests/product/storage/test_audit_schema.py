@@ -13,7 +13,7 @@ from bot.storage.postgres.migrations import CORE_STEPS, create_schema, migrate
 from bot.storage.sqlite import SQLiteStore
 from bot.storage.sqlite.connection import statements
 from bot.storage.sqlite.migrations import MIGRATIONS
-from bot.storage.values import AuditAction
+from bot.values import AuditAction
 from tests import postgres_support
 
 _OLD_ROWS = (

@@ -29,7 +29,7 @@ from bot.storage.postgres.migrations import CORE_STEPS
 from bot.storage.postgres.turns import LAST_ID, window_page
 from bot.storage.sql.history import EXPORT_PAGE, export_sql
 from bot.storage.sql.summaries import BETWEEN_PAGE, between_sql
-from bot.storage.values import NewTurn, Usage
+from bot.values import NewTurn, Usage
 from tests import postgres_support
 
 pytestmark = pytest.mark.skipif(

@@ -20,7 +20,7 @@ from bot.storage.sqlite import SQLiteStore
 from bot.storage.sqlite.connection import statements
 from bot.storage.sqlite.memories import SEARCH_SQL, SEARCH_TURNS_SQL
 from bot.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
-from bot.storage.values import NewTurn, TurnStatus, Usage
+from bot.values import NewTurn, TurnStatus, Usage
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ async def test_not_a_database_is_a_store_error_and_leaks_no_thread(tmp_path: Pat
 
 def test_window_cache_ignores_reads_overtaken_by_writes() -> None:
     from bot.storage.sqlite.window_cache import WindowCache
-    from bot.storage.values import StoredTurn
+    from bot.values import StoredTurn
 
     cache = WindowCache()
     epoch = cache.epoch

@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
+from bot.cli.storage_copy import copy_storage, parse_copy_url, portable
 from bot.config.storage_url import StorageURL, parse_storage_url
 from bot.context import Scope
 from bot.errors import ConfigError, StoreError
 from bot.memory.scope import Audience
+from bot.scheduling.portable_jobs import JOBS, JobsStore
 from bot.scheduling.scheduler import Scheduler
 from bot.storage import Storage, open_storage_url
-from bot.storage.copy import copy_storage, parse_copy_url, portable
-from bot.storage.copy_jobs import JOBS, JobsStore
 from bot.storage.directory import ChatEntry
 from bot.storage.memories import NewMemory
 from bot.storage.portable import PortableStore, Row, Table, key_of
-from bot.storage.values import AuditAction, ChatPreferences, MemoryScope, NewTurn, Usage
+from bot.values import AuditAction, ChatPreferences, MemoryScope, NewTurn, Usage
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
 from tests.product.app.test_cli import run_cli as shared_run_cli
 from tests.product.app.test_cli import run_cli_process

@@ -17,7 +17,7 @@ import pytest
 
 from adapters.telegram.webhook import SECRET_HEADER
 from bot.app import App
-from bot.storage.copy import portable
+from bot.cli.storage_copy import portable
 from bot.storage.portable import TABLES
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_telegram import FakeTelegram

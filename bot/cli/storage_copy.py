@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from bot.config.storage_url import StorageURL, parse_storage_url, sqlite_url
 from bot.errors import ConfigError, StoreError
+from bot.scheduling.portable_jobs import JobsStore
 from bot.storage import Storage, open_storage_url
-from bot.storage.copy_jobs import JobsStore
 from bot.storage.portable import PortableStore, Table, key_of
 
 if TYPE_CHECKING:

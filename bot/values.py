@@ -1,4 +1,5 @@
-"""The plain values the storage protocols take and return (frozen dataclasses, no I/O)."""
+"""The plain values the storage protocols take and return and every area passes around
+(frozen dataclasses, no I/O)."""
 
 from __future__ import annotations
 
