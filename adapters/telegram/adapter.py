@@ -67,10 +67,10 @@ from adapters.telegram.webhook_mode import WebhookMode
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
 from bot.errors import ConfigError
+from bot.platform.delivery_log import DeliveryLog
 from bot.platform.seam import Platform
 from bot.scheduling.inbox import InboxWorker
 from bot.storage import owners
-from bot.storage.deliveries import DeliveryLog
 
 log = logging.getLogger(__name__)
 

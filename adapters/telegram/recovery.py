@@ -26,7 +26,7 @@ from aiogram.types import LinkPreviewOptions, Message, ReplyParameters
 
 from adapters.telegram.output import Target
 from bot.conversation.preview import CURSOR
-from bot.storage.deliveries import DeliveryLog
+from bot.platform.delivery_log import DeliveryLog
 from bot.values import Delivery
 
 log = logging.getLogger(__name__)

@@ -28,9 +28,9 @@ from bot.conversation.preview import EditThrottle
 from bot.conversation.service import Done
 from bot.errors import UserFacingError
 from bot.llm.client import TextDelta
+from bot.platform.delivery_log import DeliveryLog
 from bot.platform.media import Attachments
 from bot.platform.seam import Answered, Platform
-from bot.storage.deliveries import DeliveryLog
 
 log = logging.getLogger(__name__)
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from bot.platform.delivery_log import DeliveryLog
 from bot.storage import Storage
-from bot.storage.deliveries import MAX_SHOWN_CHARS, DeliveryLog
+from bot.storage.deliveries import MAX_SHOWN_CHARS
 from tests.conformance.conftest import Backend, answered
 
 

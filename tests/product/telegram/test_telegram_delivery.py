@@ -24,7 +24,7 @@ from adapters.telegram.output import Outbox, Target
 from adapters.telegram.recovery import NOTICE, PREVIEW_MARK
 from adapters.telegram.streaming import StreamingReply, typing_indicator
 from bot.conversation.preview import EditThrottle
-from bot.storage.deliveries import DeliveryLog
+from bot.platform.delivery_log import DeliveryLog
 from bot.storage.sqlite import SQLiteStore
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
