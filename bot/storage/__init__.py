@@ -1,29 +1,10 @@
-"""Storage: the protocols a backend implements, one per idea, and the one place that opens it.
+"""Storage: the protocols a backend implements, one module per idea (the imports below are
+the map), :class:`Storage` composing them all, and :func:`open_storage`, the one place that
+picks a backend (``storage.url``, else the SQLite file ``storage.path``).
 
-==================  ===========================================================================
-module              protocol(s): what a backend stores
-==================  ===========================================================================
-``turns``           :class:`Turns` (writing turns, the context window), :class:`TurnArchive`
-``overheard``       :class:`OverheardStore` (group chatter kept as context)
-``resets``          :class:`Resets` (soft resets, chat clears and their audit)
-``audit``           :class:`AuditTrail` (clears, resets, persona and scope changes: who, when)
-``directory``       :class:`ChatDirectory` (the chats known, their titles, history pages)
-``erasure``         :class:`Erasure` (deleting one person's data on request)
-``chat_settings``   :class:`ChatSettingsStore` (per-chat scope and system prompt)
-``usage``           :class:`UsageLedger` (tokens per day, chat and user)
-``kv``              :class:`KeyValueStore` (plugin data)
-``memories``        :class:`MemoryRecords`, :class:`MemorySearch`, :class:`MemoryVectors`
-``summaries``       :class:`Summaries` (compaction's rolling summaries)
-``prompt_windows``  :class:`PromptWindows` (where each conversation's prompt begins)
-``deliveries``      :class:`Deliveries` (replies on their way to a platform)
-``maintenance``     :class:`Maintenance` (retention, interrupted turns, chat migration)
-``coordination``    :class:`Inbox`, :class:`Leases`, :class:`SharedLimits` (replicas agreeing)
-==================  ===========================================================================
-
-:class:`Storage` composes them all; :func:`open_storage` picks the backend from config (today
-``storage.path``: SQLite, :mod:`bot.storage.sqlite`). Everything outside the backend's package
-holds these protocols only. The conformance suite (``tests/conformance/``) checks a backend
-against every behaviour the docstrings state.
+Everything outside the backends' packages holds these protocols only. The conformance suite
+(``tests/conformance/``) holds every backend to the behaviour their docstrings state. How the
+folders divide the work: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
 from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.sql.coordination import CoordinationRows
 
@@ -164,6 +163,7 @@ class PostgresCoordination(CoordinationRows):
     breakers (each one statement on the pool)."""
 
     SCHEMA: ClassVar[tuple[str, tuple[str, ...]]] = ("coordination", _STEPS)
+    CLAIM, TAKE, CLAIM_FLIGHT, FAIL = _CLAIM, _TAKE, _CLAIM_FLIGHT, _FAIL
 
     def __init__(self, db: Database) -> None:
         super().__init__(PostgresSeam(db))
@@ -178,27 +178,3 @@ class PostgresCoordination(CoordinationRows):
             _AMEND, source, update_id, lane, subject, payload, amended
         )
         return bool(recorded)
-
-    async def inbox_claim(
-        self, source: str, owner: str, lease_seconds: float, limit: int
-    ) -> list[InboxItem]:
-        if limit <= 0:
-            return []
-        rows = await self._db.pool.fetch(_CLAIM, source, owner, lease_seconds, limit)
-        items = [InboxItem(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
-        return sorted(items, key=lambda item: item.id)  # RETURNING keeps no order
-
-    async def take_token(self, key: str, per_minute: float, burst: int) -> RateDecision:
-        per_second = per_minute / 60.0
-        row = await self._db.pool.fetchrow(_TAKE, key, per_second, max(1, burst))
-        assert row is not None, "an upsert returns its row"
-        return bucket_decision(float(row[0]), int(row[1]), per_second)
-
-    async def claim_flight(self, key: str, owner: str, seconds: float) -> tuple[bool, bool]:
-        refusals = int(await self._db.pool.fetchval(_CLAIM_FLIGHT, key, owner, seconds))
-        return refusals == 0, refusals == 1
-
-    async def breaker_failure(self, name: str, threshold: int, open_seconds: float) -> BreakerState:
-        row = await self._db.pool.fetchrow(_FAIL, name, threshold, open_seconds)
-        assert row is not None, "an upsert returns its row"
-        return BreakerState(int(row[0]), float(row[1]), float(row[2]))

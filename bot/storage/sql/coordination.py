@@ -2,21 +2,56 @@
 
 Every method here is one statement (``prune_limits``: two, in one transaction), atomic on its
 own; times are the database's (:attr:`Dialect.now`), read once per statement. What each
-database does its own way stays in ``bot.storage.<backend>.coordination``, a subclass: claiming
-lane heads, amending an update, the token bucket, flights and breaker failures.
+database words its own way, a subclass in ``bot.storage.<backend>.coordination`` provides: the
+statements that claim lane heads, take a token, claim a flight and count a breaker failure
+(run here), and amending an update.
 """
 
 from __future__ import annotations
 
-from bot.storage.coordination import BreakerState
+from typing import ClassVar
+
+from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
 from bot.storage.sql.seam import Database, fetchval
 
 __all__ = ["CoordinationRows"]
 
 
 class CoordinationRows:
+    CLAIM: ClassVar[str]  # $1 source, $2 owner, $3 lease seconds, $4 limit -> inbox rows
+    TAKE: ClassVar[str]  # $1 key, $2 tokens a second, $3 burst -> (tokens, refusals)
+    CLAIM_FLIGHT: ClassVar[str]  # $1 key, $2 owner, $3 seconds -> (refusals,)
+    FAIL: ClassVar[str]  # $1 name, $2 threshold, $3 open seconds -> (failures, until, open for)
+
     def __init__(self, db: Database) -> None:
         self.db, self.now = db, db.dialect.now
+
+    async def inbox_claim(
+        self, source: str, owner: str, lease_seconds: float, limit: int
+    ) -> list[InboxItem]:
+        if limit <= 0:
+            return []
+        rows = await self.db.write(self.CLAIM, source, owner, lease_seconds, limit)
+        items = [
+            InboxItem(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), int(r[5]))
+            for r in rows
+        ]
+        return sorted(items, key=lambda item: item.id)  # RETURNING keeps no order
+
+    async def take_token(self, key: str, per_minute: float, burst: int) -> RateDecision:
+        per_second = per_minute / 60.0
+        ((tokens, refusals),) = await self.db.write(self.TAKE, key, per_second, max(1, burst))
+        return bucket_decision(float(tokens), int(refusals), per_second)
+
+    async def claim_flight(self, key: str, owner: str, seconds: float) -> tuple[bool, bool]:
+        ((refusals,),) = await self.db.write(self.CLAIM_FLIGHT, key, owner, seconds)
+        return refusals == 0, refusals == 1
+
+    async def breaker_failure(self, name: str, threshold: int, open_seconds: float) -> BreakerState:
+        ((failures, open_until, open_for),) = await self.db.write(
+            self.FAIL, name, threshold, open_seconds
+        )
+        return BreakerState(int(failures), float(open_until), float(open_for))
 
     async def inbox_put(
         self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None

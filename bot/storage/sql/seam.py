@@ -94,36 +94,27 @@ class Database(Protocol):
 
 
 class Windows(Protocol):
-    """The recent windows a backend keeps in memory (SQLite), told what our writes changed."""
-
-    def completed(self, turn_id: int, answer: Sequence[Mapping[str, Any]]) -> None: ...
-
-    def failed(self, turn_id: int) -> None: ...
-
-    def forget(self, key: str) -> None: ...
-
-    def forget_chat(self, chat_key: str) -> None: ...
-
-    def clear(self) -> None: ...
-
-
-class NoWindows:
-    """A backend that keeps no windows in memory (PostgreSQL: replicas write at any time)."""
+    """The recent windows a backend keeps in memory (SQLite), told what our writes changed.
+    Here each call changes nothing: :class:`NoWindows`."""
 
     def completed(self, turn_id: int, answer: Sequence[Mapping[str, Any]]) -> None:
-        pass
+        return None
 
     def failed(self, turn_id: int) -> None:
-        pass
+        return None
 
     def forget(self, key: str) -> None:
-        pass
+        return None
 
     def forget_chat(self, chat_key: str) -> None:
-        pass
+        return None
 
     def clear(self) -> None:
-        pass
+        return None
+
+
+class NoWindows(Windows):
+    """A backend that keeps no windows in memory (PostgreSQL: replicas write at any time)."""
 
 
 async def fetchval(db: Database | Tx, sql: str, *args: object) -> Any:

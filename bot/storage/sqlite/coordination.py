@@ -8,7 +8,6 @@ still for the length of a statement, so every use of :data:`NOW` in one statemen
 
 from __future__ import annotations
 
-from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
 from bot.storage.sql.coordination import CoordinationRows
 from bot.storage.sqlite.connection import NOW
 
@@ -65,7 +64,9 @@ RETURNING failures, open_until, max(open_until - {NOW}, 0.0)
 
 
 class SQLiteCoordination(CoordinationRows):
-    """:class:`CoordinationRows` plus SQLite's claims, amends, buckets, flights and breakers."""
+    """:class:`CoordinationRows` with SQLite's claims, amends, buckets, flights and breakers."""
+
+    CLAIM, TAKE, CLAIM_FLIGHT, FAIL = _CLAIM, _TAKE, _CLAIM_FLIGHT, _FAIL
 
     async def inbox_amend(
         self, source: str, update_id: int, lane: str, subject: str, payload: str, amended: str
@@ -95,30 +96,3 @@ class SQLiteCoordination(CoordinationRows):
                 payload,
             )
         return True
-
-    async def inbox_claim(
-        self, source: str, owner: str, lease_seconds: float, limit: int
-    ) -> list[InboxItem]:
-        if limit <= 0:
-            return []
-        rows = await self.db.write(_CLAIM, source, owner, lease_seconds, limit)
-        items = [
-            InboxItem(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), int(r[5]))
-            for r in rows
-        ]
-        return sorted(items, key=lambda item: item.id)  # RETURNING keeps no order
-
-    async def take_token(self, key: str, per_minute: float, burst: int) -> RateDecision:
-        per_second = per_minute / 60.0
-        ((tokens, refusals),) = await self.db.write(_TAKE, key, per_second, max(1, burst))
-        return bucket_decision(float(tokens), int(refusals), per_second)
-
-    async def claim_flight(self, key: str, owner: str, seconds: float) -> tuple[bool, bool]:
-        ((refusals,),) = await self.db.write(_CLAIM_FLIGHT, key, owner, seconds)
-        return refusals == 0, refusals == 1
-
-    async def breaker_failure(self, name: str, threshold: int, open_seconds: float) -> BreakerState:
-        ((failures, open_until, open_for),) = await self.db.write(
-            _FAIL, name, threshold, open_seconds
-        )
-        return BreakerState(int(failures), float(open_until), float(open_for))

@@ -3,6 +3,26 @@ so never edited."""
 
 from __future__ import annotations
 
+# Usage booked by the statement that completes a turn: step 9 makes it, step 10 remakes it.
+_TURNS_USAGE = """
+    CREATE TRIGGER turns_usage AFTER UPDATE OF status ON turns
+        WHEN (new.status = 'answered' AND old.status != 'answered')
+            OR (old.status = 'pending' AND new.status = 'unanswered'
+                AND new.prompt_tokens + new.completion_tokens > 0)
+    BEGIN
+        INSERT INTO usage_daily
+            (day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens)
+        VALUES (date(coalesce(new.completed_at, new.created_at), 'unixepoch'), new.chat_key,
+            new.user_id, new.user_name,
+            new.status = 'answered', new.prompt_tokens, new.completion_tokens)
+        ON CONFLICT (day, chat_key, user_id) DO UPDATE SET
+            turns = turns + excluded.turns,
+            prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+            completion_tokens = completion_tokens + excluded.completion_tokens,
+            user_name = excluded.user_name;
+    END;
+"""
+
 STEPS_1_TO_10: tuple[str, ...] = (
     # 1: one row per turn (the user's message and, once answered, the whole answer as a JSON
     # array of OpenAI-format messages), soft resets, per-chat preferences, the clear audit.
@@ -242,22 +262,9 @@ STEPS_1_TO_10: tuple[str, ...] = (
         FROM turns WHERE status IN ('answered', 'unanswered')
             AND (status = 'answered' OR prompt_tokens + completion_tokens > 0)
         GROUP BY 1, 2, 3;
-    CREATE TRIGGER turns_usage AFTER UPDATE OF status ON turns
-        WHEN (new.status = 'answered' AND old.status != 'answered')
-            OR (old.status = 'pending' AND new.status = 'unanswered'
-                AND new.prompt_tokens + new.completion_tokens > 0)
-    BEGIN
-        INSERT INTO usage_daily
-            (day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens)
-        VALUES (date(coalesce(new.completed_at, new.created_at), 'unixepoch'), new.chat_key,
-            new.user_id, new.user_name,
-            new.status = 'answered', new.prompt_tokens, new.completion_tokens)
-        ON CONFLICT (day, chat_key, user_id) DO UPDATE SET
-            turns = turns + excluded.turns,
-            prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-            completion_tokens = completion_tokens + excluded.completion_tokens,
-            user_name = excluded.user_name;
-    END;
+    """
+    + _TURNS_USAGE
+    + """
     DROP INDEX turns_by_user_time;
     """,
     # 10: delivery. A turn whose answer could not be delivered (Telegram refused it past every
@@ -311,22 +318,9 @@ STEPS_1_TO_10: tuple[str, ...] = (
     CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN
         DELETE FROM turns_fts WHERE rowid = old.id;
     END;
-    CREATE TRIGGER turns_usage AFTER UPDATE OF status ON turns
-        WHEN (new.status = 'answered' AND old.status != 'answered')
-            OR (old.status = 'pending' AND new.status = 'unanswered'
-                AND new.prompt_tokens + new.completion_tokens > 0)
-    BEGIN
-        INSERT INTO usage_daily
-            (day, chat_key, user_id, user_name, turns, prompt_tokens, completion_tokens)
-        VALUES (date(coalesce(new.completed_at, new.created_at), 'unixepoch'), new.chat_key,
-            new.user_id, new.user_name,
-            new.status = 'answered', new.prompt_tokens, new.completion_tokens)
-        ON CONFLICT (day, chat_key, user_id) DO UPDATE SET
-            turns = turns + excluded.turns,
-            prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-            completion_tokens = completion_tokens + excluded.completion_tokens,
-            user_name = excluded.user_name;
-    END;
+    """
+    + _TURNS_USAGE
+    + """
     CREATE TRIGGER turns_usage_undelivered AFTER UPDATE OF status ON turns
         WHEN old.status = 'answered' AND new.status = 'undelivered'
     BEGIN
