@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Sequence
 from typing import Protocol
 
 import discord
@@ -118,9 +119,11 @@ class InteractionReply:
         self.shown = min(self.shown, max(index, 1))
 
 
-async def deliver(messages: ReplyMessages, text: str) -> None:
-    """The final text: split, then written over whatever the preview showed."""
-    chunks = split_message(text, LIMIT) or ["…"]
+async def deliver(messages: ReplyMessages, text: str, chunks: Sequence[str] | None = None) -> None:
+    """The final text: split (unless ``chunks`` is its split already, as the core measured
+    it), then written over whatever the preview showed."""
+    if chunks is None:
+        chunks = split_message(text, LIMIT) or ["…"]
     for index, chunk in enumerate(chunks):
         await messages.put(index, chunk)
     if messages.count > len(chunks):

@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 ROLLOVER = 1900  # leave room for the cursor and fence repairs before Discord's 2000
 FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
 _PREVIEW_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
-_CUT = "\n\n[reply cut at the output limit]"
 
 
 class DiscordReplies:
@@ -76,7 +75,7 @@ class DiscordReplies:
                 )
             if indicator is not None:
                 await indicator.stop()
-            await deliver(messages, _shown(reply))
+            await deliver(messages, reply.shown, reply.rendered)
         except UserFacingError as exc:
             if exc.notify or isinstance(messages, InteractionReply):  # an interaction needs one
                 await self._notice(messages, live, exc.chat_text)
@@ -133,11 +132,8 @@ class _Shown:
         await self.messages.put(index, text)
 
 
-def _shown(reply: Answered) -> str:
-    return reply.text + _CUT if reply.truncated else reply.text
-
-
 async def _messages(text: str) -> list[str]:
     """The messages ``deliver`` would send, so the core keeps a reply within
-    ``limits.max_reply_messages``; counted with room for the output-limit note."""
-    return split_message(text + _CUT, LIMIT) or ["…"]
+    ``limits.max_reply_messages``; the last ones come back as the reply's ``rendered``, which
+    ``deliver`` sends as they are."""
+    return split_message(text, LIMIT) or ["…"]

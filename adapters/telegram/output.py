@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aiogram import Bot
@@ -73,9 +74,14 @@ class Outbox:
     async def send_markdown(self, text: str) -> None:
         await self.finish(text)
 
-    async def finish(self, markdown: str) -> None:
-        """The final formatted text, reusing messages already sent while streaming."""
-        if len(markdown) > _OFF_LOOP_CHARS:  # ~5 ms per 1,000 characters: keep the loop free
+    async def finish(self, markdown: str, rendered: Sequence[str] | None = None) -> None:
+        """The final formatted text, reusing messages already sent while streaming.
+
+        ``rendered``: ``render_chunks(markdown)`` when the caller has it (the core measured the
+        reply with it), so a reply is rendered once; else it is rendered here."""
+        if rendered is not None:
+            chunks = rendered
+        elif len(markdown) > _OFF_LOOP_CHARS:  # ~5 ms per 1,000 characters: keep the loop free
             chunks = await asyncio.to_thread(render_chunks, markdown)
         else:
             chunks = render_chunks(markdown)
@@ -97,7 +103,7 @@ class Outbox:
             await self._delete(extra)
         del self.messages[len(chunks) :]
 
-    async def _send_anew(self, chunks: list[str], start: int) -> None:
+    async def _send_anew(self, chunks: Sequence[str], start: int) -> None:
         """Chunks from ``start`` on as new messages, then the previews they replace deleted;
         if a send fails, the previews stay as they were (the caller may mark them)."""
         stale = self.messages[start:]

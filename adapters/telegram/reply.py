@@ -35,7 +35,6 @@ from bot.platform.seam import Answered, Platform
 log = logging.getLogger(__name__)
 
 _FAILED = "Sorry, something went wrong while answering. The bot's admins can find it in the log."
-_CUT = "\n\n[reply cut at the output limit]"
 _OFF_LOOP_CHARS = 2_000  # rendering costs ~5 ms per 1,000 characters: long ones off the loop
 
 
@@ -85,7 +84,7 @@ class TelegramReplies:
                 reply = await self._stream(incoming.ctx, text, attachments, streaming)
                 await record.answered(reply.turn_id)
                 with self.retry.window():
-                    await streaming.finish(_shown(reply))
+                    await streaming.finish(reply.shown, reply.rendered)
             else:
                 reply = await self.platform.conversation.chat(
                     incoming.ctx,
@@ -97,7 +96,7 @@ class TelegramReplies:
                 await record.answered(reply.turn_id)
                 await indicator.stop()
                 with self.retry.window():
-                    await outbox.send_markdown(_shown(reply))
+                    await outbox.finish(reply.shown, reply.rendered)
             settled = True
         except UserFacingError as exc:
             settled = True
@@ -165,14 +164,10 @@ def reply_target(message: Message) -> Target:
     )
 
 
-def _shown(reply: Answered) -> str:
-    return reply.text + _CUT if reply.truncated else reply.text
-
-
 async def reply_messages(markdown: str) -> list[str]:
-    """The messages a reply takes once formatted (``Outbox.finish``), so the core keeps it
-    within ``limits.max_reply_messages``; counted with room for the output-limit note."""
-    shown = markdown + _CUT
-    if len(shown) > _OFF_LOOP_CHARS:
-        return await asyncio.to_thread(render_chunks, shown)
-    return render_chunks(shown)
+    """The messages a reply takes once formatted, so the core keeps it within
+    ``limits.max_reply_messages``; the last ones come back as the reply's ``rendered``, which
+    ``Outbox.finish`` sends as they are."""
+    if len(markdown) > _OFF_LOOP_CHARS:
+        return await asyncio.to_thread(render_chunks, markdown)
+    return render_chunks(markdown)

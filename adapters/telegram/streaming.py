@@ -12,7 +12,7 @@ If the final text cannot be delivered at all, the preview is marked "[interrupte
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from aiogram import Bot
 from aiogram.enums import ChatAction
@@ -105,12 +105,13 @@ class StreamingReply:
         self.marked = True
         return True
 
-    async def finish(self, final_text: str) -> None:
-        """The formatted answer over the preview; if Telegram takes neither it nor the answer
-        sent anew, the preview is marked "[interrupted]" and the error raised."""
+    async def finish(self, final_text: str, rendered: Sequence[str] | None = None) -> None:
+        """The formatted answer over the preview (``rendered``: its chunks, if rendered
+        already); if Telegram takes neither it nor the answer sent anew, the preview is marked
+        "[interrupted]" and the error raised."""
         await self.typing.stop()
         try:
-            await self.outbox.finish(final_text)
+            await self.outbox.finish(final_text, rendered)
         except (AiogramError, Undeliverable):
             await self.abandon("interrupted")
             raise

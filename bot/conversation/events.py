@@ -8,10 +8,10 @@ carrying the stored :class:`Reply`. Plain frozen values: adapters and commands r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.context import Scope
-from bot.conversation.reply_cap import REPLY_LIMIT
+from bot.conversation.reply_cap import REPLY_LIMIT, as_shown
 from bot.llm.client import TextDelta, ToolCall
 from bot.values import Usage
 
@@ -34,6 +34,15 @@ class Reply:
     usage: Usage
     model: str
     finish_reason: str
+    # the adapter's ``split`` of ``shown``, kept from fitting the reply: sent without rendering
+    # it again (None when no ``split`` was given)
+    rendered: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def shown(self) -> str:
+        """The text as a chat shows it: ``text``, plus a note when the model stopped at its
+        output limit (``truncated``)."""
+        return as_shown(self.text, self.finish_reason)
 
     @property
     def truncated(self) -> bool:

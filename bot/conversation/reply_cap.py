@@ -19,9 +19,21 @@ from dataclasses import dataclass
 
 from bot.platform.text_rules import FENCE, ZWJ, extends, is_flag_half
 
-__all__ = ["NOTE", "REPLY_LIMIT", "Cut", "SplitReply", "StreamCap", "cut", "fit_messages"]
+__all__ = [
+    "NOTE",
+    "OUTPUT_NOTE",
+    "REPLY_LIMIT",
+    "Cut",
+    "Fitted",
+    "SplitReply",
+    "StreamCap",
+    "as_shown",
+    "cut",
+    "fit_messages",
+]
 
 NOTE = "[answer cut: it passed this bot's reply limit]"
+OUTPUT_NOTE = "\n\n[reply cut at the output limit]"  # shown after an answer the model stopped
 REPLY_LIMIT = "reply_limit"  # the finish_reason of a model round the bot cut short
 _LOOKBACK = 5  # boundaries are looked for in the last 1/_LOOKBACK of the allowed text
 _BOUNDARIES = ("\n\n", "\n", ". ", "! ", "? ", " ")
@@ -29,8 +41,15 @@ _FIT_TRIES = 12
 _MAX_CLUSTER = 32  # code points a cut may step back to keep a character whole
 
 SplitReply = Callable[[str], Awaitable[Sequence[str]]]
-"""An adapter's rendering of a reply into the messages it would send (Telegram HTML chunks,
-Discord chunks): the core uses it to keep a reply within ``limits.max_reply_messages``."""
+"""An adapter's rendering of a reply, exactly as shown, into the messages it would send
+(Telegram HTML chunks, Discord chunks): the core uses it to keep a reply within
+``limits.max_reply_messages``, and hands the last messages back for the adapter to send."""
+
+
+def as_shown(text: str, finish_reason: str) -> str:
+    """An answer as a chat shows it: one the model stopped at its output limit says so (the
+    note is not stored; the bot's own cut carries its note in the text)."""
+    return text + OUTPUT_NOTE if finish_reason == "length" else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,24 +155,37 @@ class StreamCap:
         return text[self.shown : len(done.kept)], done
 
 
-async def fit_messages(
-    text: str, split: SplitReply, max_messages: int, *, already: Cut | None = None
-) -> Cut | None:
-    """The answer cut further to fit in ``max_messages`` of ``split``; None when it fits.
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """What fitting made of an answer: ``cut`` None when it fit as shown; ``messages``, the
+    adapter's messages for the text now shown (the last ``split``)."""
 
-    ``already``: the cut that made ``text``, so a second cut starts from the answer itself.
-    Each try renders the whole text, so the first guess comes from how much of it the allowed
-    messages hold; every retry keeps 15% less (a render or two in practice).
+    cut: Cut | None
+    messages: tuple[str, ...]
+
+
+async def fit_messages(
+    text: str, split: SplitReply, max_messages: int, *, body: str | None = None
+) -> Fitted:
+    """The answer, cut further if it takes more than ``max_messages`` of ``split``.
+
+    ``text``: the answer as shown. ``body``: what a cut keeps a prefix of, when ``text`` ends in
+    a note (an earlier cut's, the output limit's); a cut answer is shown as its cut text. Each
+    try renders the whole text, so the first guess comes from how much of it the allowed
+    messages hold; every retry keeps 15% less (a render or two in practice). The last render
+    is kept: the adapter sends it as it is.
     """
     chunks = await split(text)
     if len(chunks) <= max_messages:
-        return None
-    body = already.kept if already is not None else text
+        return Fitted(None, tuple(chunks))
+    body = text if body is None else body
     fits = sum(map(len, chunks[:max_messages])) / max(sum(map(len, chunks)), 1)
     limit = int(min(len(body), len(text) * fits) - len(NOTE) - 8)
     for _ in range(_FIT_TRIES):
         attempt = cut(body, max(limit, 0))
-        if limit <= 0 or len(await split(attempt.text)) <= max_messages:
-            return attempt
+        chunks = await split(attempt.text)
+        if limit <= 0 or len(chunks) <= max_messages:
+            return Fitted(attempt, tuple(chunks))
         limit = int(limit * 0.85)
-    return cut(body, 0)
+    attempt = cut(body, 0)  # the note alone
+    return Fitted(attempt, tuple(await split(attempt.text)))

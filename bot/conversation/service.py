@@ -306,7 +306,15 @@ class ChatService:
             except BaseException as exc:
                 await turn.fail(exc, bill.total)
                 raise
-            reply = Reply(final.text, turn_id, key, bill.total, final.model, final.finish_reason)
+            reply = Reply(
+                final.text,
+                turn_id,
+                key,
+                bill.total,
+                final.model,
+                final.finish_reason,
+                rendered=answer.rendered,
+            )
         yield Done(reply)  # after the lock is released: a consumer may stop here
 
     def _count_turn(self, ctx: ChatContext, exc: BaseException | None) -> None:

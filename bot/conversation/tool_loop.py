@@ -25,7 +25,7 @@ from typing import Any
 from bot.context import ChatContext
 from bot.conversation.billing import Bill, Meter
 from bot.conversation.events import ChatEvent, ToolFinished, ToolStarted
-from bot.conversation.reply_cap import REPLY_LIMIT, Cut, SplitReply, cut, fit_messages
+from bot.conversation.reply_cap import REPLY_LIMIT, Cut, SplitReply, as_shown, cut, fit_messages
 from bot.conversation.stream_buffer import buffered
 from bot.conversation.tool_runner import ToolRunner
 from bot.errors import LLMContextLengthError
@@ -46,12 +46,13 @@ class Answer:
     """What a turn's rounds add to the conversation (each round's assistant message and tool
     results, in order), and the last round's completion."""
 
-    __slots__ = ("_final", "cut", "messages")
+    __slots__ = ("_final", "cut", "messages", "rendered")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self._final: Completion | None = None
         self.cut: Cut | None = None  # the bot cut the last round's text at its reply limit
+        self.rendered: tuple[str, ...] | None = None  # the adapter's messages of the final text
 
     @property
     def final(self) -> Completion:
@@ -63,16 +64,20 @@ class Answer:
         self._final, self.cut = completion, cut
 
     async def fit(self, split: SplitReply, most: int) -> None:
-        """Cut the final text further if the adapter needs more than ``most`` messages for it;
-        the stored answer (the last message) follows."""
+        """Cut the final text further if the adapter needs more than ``most`` messages for it
+        as shown; the stored answer (the last message) follows. The messages measured last are
+        kept in ``rendered``, so the adapter sends them without rendering the answer again."""
         final = self.final
         if final.tool_calls:
             return
-        fitted = await fit_messages(final.text, split, most, already=self.cut)
-        if fitted is None:
+        shown = as_shown(final.text, final.finish_reason)
+        body = self.cut.kept if self.cut is not None else final.text
+        fitted = await fit_messages(shown, split, most, body=body)
+        self.rendered = fitted.messages
+        if fitted.cut is None:
             return
         log.info("answer cut to fit limits.max_reply_messages=%d", most)
-        self._final = cut_short(final, fitted)
+        self._final = cut_short(final, fitted.cut)
         self.messages[-1] = self._final.assistant_message()
 
 

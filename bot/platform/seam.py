@@ -26,7 +26,7 @@ from bot.values import Usage
 
 __all__ = ["Answered", "ChatCommands", "Conversation", "HelpNote", "Platform", "SplitReply"]
 
-SplitReply = Callable[[str], Awaitable[Sequence[str]]]  # a reply -> the messages it takes
+SplitReply = Callable[[str], Awaitable[Sequence[str]]]  # a reply as shown -> its messages
 HelpNote = Callable[[ChatContext, bool], str | None]  # (ctx, is admin) -> a line for /help
 
 
@@ -43,6 +43,10 @@ class Answered(Protocol):
     def truncated(self) -> bool: ...  # stopped at the model's output limit
     @property
     def capped(self) -> bool: ...  # cut at the bot's own reply limit
+    @property
+    def shown(self) -> str: ...  # the text a chat shows (a truncated one says so)
+    @property
+    def rendered(self) -> Sequence[str] | None: ...  # ``split``'s messages of ``shown``: send these
 
 
 class Conversation(Protocol):
@@ -57,7 +61,10 @@ class Conversation(Protocol):
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
     ) -> Answered:
-        """Answer one message (rate, access and budget refusals raise UserFacingError)."""
+        """Answer one message (rate, access and budget refusals raise UserFacingError).
+
+        ``split``: the messages the adapter would send for a text; the answer is kept within
+        ``limits.max_reply_messages`` of them, and the last ones come back as ``rendered``."""
         ...
 
     def stream(

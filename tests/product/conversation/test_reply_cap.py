@@ -161,11 +161,13 @@ def test_fit_messages_keeps_within_the_count(text: str, size: int, most: int) ->
 
     fitted = asyncio.run(fit_messages(text, split, most))
     if len(asyncio.run(split(text))) <= most:
-        assert fitted is None
+        assert fitted.cut is None
+        assert list(fitted.messages) == asyncio.run(split(text))
         return
-    assert fitted is not None
-    assert text.startswith(fitted.kept)
-    assert len(asyncio.run(split(fitted.text))) <= most
+    assert fitted.cut is not None
+    assert text.startswith(fitted.cut.kept)
+    assert list(fitted.messages) == asyncio.run(split(fitted.cut.text))  # what is sent
+    assert len(fitted.messages) <= most
 
 
 class _Shows:
