@@ -44,12 +44,17 @@ PARALLEL := -n $(TEST_JOBS) --dist worksteal
 test: export PYTHONDONTWRITEBYTECODE =
 
 ## test: the whole test suite (end-to-end suites on PostgreSQL too when PARLOUR_TEST_PG_URL is set)
+# Each run appends its counts to a tally; the last line of `make test` sums every run (skips
+# included), and its exit status is the first failing run's.
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PARALLEL) --durations=25
-	@if [ -n "$$PARLOUR_TEST_PG_URL" ]; then \
+	@tally=$$(mktemp); export PARLOUR_TEST_TALLY=$$tally; status=0; \
+	$(BIN)/python -m pytest $(PARALLEL) --durations=25 || status=$$?; \
+	if [ "$$status" -eq 0 ] && [ -n "$$PARLOUR_TEST_PG_URL" ]; then \
 	  echo "end-to-end suites again, on PostgreSQL (PARLOUR_TEST_PG_URL)"; \
-	  PARLOUR_TEST_STORAGE=postgres $(BIN)/python -m pytest $(PARALLEL) -m "not slow" $(E2E_SUITES); \
-	else echo "PostgreSQL suites skipped: set PARLOUR_TEST_PG_URL=postgresql://postgres@127.0.0.1:5432/test"; fi
+	  PARLOUR_TEST_STORAGE=postgres $(BIN)/python -m pytest $(PARALLEL) -m "not slow" $(E2E_SUITES) || status=$$?; \
+	elif [ -z "$$PARLOUR_TEST_PG_URL" ]; then \
+	  echo "end-to-end suites on PostgreSQL skipped: set PARLOUR_TEST_PG_URL=postgresql://postgres@127.0.0.1:5432/test"; fi; \
+	$(BIN)/python -m tests.summary $$tally; rm -f $$tally; exit $$status
 
 ## lint: format check, ruff and mypy
 lint: $(STAMP)

@@ -18,6 +18,8 @@ from bot.context import ChatContext, ChatType
 from bot.testing.fake_llm import FakeLLM
 from tests import postgres_support
 from tests.secret_scan import secret_scan as secret_scan  # autouse: no secret in any log
+from tests.summary import pytest_terminal_summary as pytest_terminal_summary
+from tests.summary import pytest_terminal_summary_closing as pytest_terminal_summary_closing
 
 TEST_KEY = "sk-test-parlour-0123456789abcdef"
 
@@ -27,16 +29,6 @@ def pytest_report_header(config: pytest.Config) -> str:
         return postgres_support.HOW_TO_RUN
     where = "PostgreSQL" if postgres_support.e2e_on_postgres() else "SQLite"
     return f"storage: conformance on SQLite and PostgreSQL; end-to-end suites on {where}"
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Without a PostgreSQL server, its skipped tests are one line, not one per test file (this
-    runs before pytest's own short summary, which then lists only the other skips)."""
-    skipped = terminalreporter.stats.get("skipped", [])
-    postgres = [r for r in skipped if postgres_support.HOW_TO_RUN in str(r.longrepr)]
-    if postgres:
-        terminalreporter.stats["skipped"] = [r for r in skipped if r not in postgres]
-        terminalreporter.write_line(f"{len(postgres)} {postgres_support.HOW_TO_RUN}")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from bot.config import settings_from_mapping
 from bot.config.reference import REFERENCE_PATH, REGENERATE, missing_descriptions, render, rows
 
 ROOT = Path(__file__).resolve().parents[3]  # tests/product/app/ -> the project
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def test_configuration_reference_is_current() -> None:
@@ -106,6 +107,28 @@ def test_readme_is_a_front_door() -> None:
     assert len(lines) <= 250
     text = "\n".join(lines)
     assert "make run" in text and "make test" in text
+
+
+def test_the_license_file_is_the_one_the_package_declares() -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert declared["project"]["license"] == "MIT"
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert license_text.startswith("MIT License\n")
+    assert "Permission is hereby granted, free of charge" in license_text
+
+
+def test_contributing_names_only_real_commands_and_files() -> None:
+    """CONTRIBUTING.md's make targets, flags and paths exist: a newcomer runs them as written."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([a-z-]+):", (ROOT / "Makefile").read_text(encoding="utf-8"), re.M))
+    named = set(re.findall(r"`make ([a-z-]+)", text))
+    assert named and named <= targets, f"unknown make targets: {named - targets}"
+    paths = set(
+        re.findall(r"`(?:\.venv/bin/python (?:-m pytest )?)?((?:tests|docs|bot)/[\w/.]*)", text)
+    )
+    missing = sorted(p for p in paths if not (ROOT / p.split("::")[0]).exists())
+    assert paths and not missing, f"CONTRIBUTING.md names missing paths: {missing}"
+    assert "PARLOUR_TEST_PG_URL" in text and "TEST_JOBS" in text
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
