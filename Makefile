@@ -68,9 +68,9 @@ check: lint test
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
-## fake-llm: the test kit's fake OpenAI-compatible server on 127.0.0.1:8765
+## fake-llm: the test kit's fake OpenAI-compatible server on 127.0.0.1:8765 (ARGS=--reveal: show each request)
 fake-llm: $(STAMP)
-	$(BIN)/python -m bot.testing.fake_llm --port 8765
+	$(BIN)/python -m bot.testing.fake_llm --port 8765 $(ARGS)
 
 ## docs: regenerate docs/configuration-reference.md from the config models
 docs: $(STAMP)

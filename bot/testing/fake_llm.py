@@ -14,7 +14,14 @@ takes OpenAI's multipart form and answers ``fake.script_transcriptions(reply("..
 else ``default_transcript(audio)``; ``fake.transcription_requests`` holds each upload
 (``files["file"]``, ``form``).
 
-Run standalone with ``python -m bot.testing.fake_llm --port 8765``.
+Unscripted requests get ``echo: <the newest user message>``, unless that message holds a
+marker (:mod:`bot.testing.llm.markers`): ``[[tool:NAME {"arg": ...}]]`` answers with that tool
+call (NAME must be among the request's tools) and, once the result comes back, with
+``Tool NAME returned: <result>``; ``[[context]]`` (or ``reveal = True``) answers with what the
+model was sent: the system prompt's head, the history, the recalled memories, the tools offered.
+
+Run standalone with ``python -m bot.testing.fake_llm --port 8765`` (``--reveal``: every answer
+shows its request), e.g. for an offline ``make chat``.
 """
 
 # The public path of the kit; the code lives in :mod:`bot.testing.llm`.

@@ -15,7 +15,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bot.testing.fake_llm``: serve until Ctrl-C or SIGTERM."""
     parser = argparse.ArgumentParser(
         prog="python -m bot.testing.fake_llm",
-        description="Fake OpenAI-compatible chat server (echoes the last user message).",
+        description=(
+            "Fake OpenAI-compatible chat server. It echoes the last user message, unless the "
+            'message holds [[tool:NAME {"arg": ...}]] (call that tool, then quote its result) '
+            "or [[context]] (show what the model was sent)."
+        ),
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
@@ -25,12 +29,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--ignore-max-tokens", action="store_true", help="answer in full, past max_tokens"
     )
+    parser.add_argument(
+        "--reveal",
+        action="store_true",
+        help="answer every message with what the model was sent, as [[context]] does",
+    )
     args = parser.parse_args(argv)
     fake = FakeLLM(
         model_context_window=args.context_window,
         api_key=args.api_key,
         latency=args.latency,
         ignore_max_tokens=args.ignore_max_tokens,
+        reveal=args.reveal,
     )
     asyncio.run(_serve(fake, args.host, args.port))
     return 0

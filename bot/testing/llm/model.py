@@ -1,4 +1,4 @@
-"""The fake server's "model": context-window check, default echo, output-token budgeting.
+"""The fake server's "model": context-window check, the newest user text, output budgeting.
 
 Counting uses the same ``bot.llm.tokens`` counter the bot uses for its own budget, so a history
 the bot trims to fit is accepted here and one it fails to trim is rejected like OpenAI does.

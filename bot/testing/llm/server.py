@@ -3,8 +3,8 @@
 The guide (what it speaks, how tests script it) is :mod:`bot.testing.fake_llm`, the public
 path; the pieces live beside this module: ``http_layer`` (requests, key, responses, SSE),
 ``answers`` (script queues, ``fail_every``), ``validation`` / ``message_checks`` / ``errors``
-(the real API's 400s), ``model`` (context window, echo, token budget), ``script``, ``wire``,
-``embeddings`` and ``cli``.
+(the real API's 400s), ``model`` (context window, token budget), ``markers`` (the unscripted
+answer: echo, ``[[tool:...]]``, ``[[context]]``), ``script``, ``wire``, ``embeddings``, ``cli``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from bot.testing.llm.http_layer import (
     record_request,
     stream_response,
 )
-from bot.testing.llm.model import context_failure, generate, last_user_text
+from bot.testing.llm.markers import unscripted_answer
+from bot.testing.llm.model import context_failure, generate
 from bot.testing.llm.prompt_cache import PromptCache
 from bot.testing.llm.script import (
     Script,
@@ -107,6 +108,8 @@ class FakeLLM(ScriptedAnswers, FakeService):
     proxied ones do): the whole answer comes back, finishing "stop", however long it is.
     ``prompt_cache`` (on by default) reports ``cached_tokens`` like OpenAI's prefix cache;
     ``prompt_cache_store`` holds its recent prompts (``max_entries``, ``ttl`` are settable).
+    Unscripted answers echo the newest user message unless it holds a marker:
+    ``[[tool:NAME {...}]]`` calls a tool, ``[[context]]`` (or ``reveal``) shows what was sent.
     """
 
     def __init__(
@@ -118,6 +121,7 @@ class FakeLLM(ScriptedAnswers, FakeService):
         stream_interval: float = 0.0,
         default_reply: Callable[[dict[str, Any]], str] | None = None,
         ignore_max_tokens: bool = False,
+        reveal: bool = False,
     ) -> None:
         super().__init__()
         self.model_context_window = model_context_window
@@ -126,6 +130,7 @@ class FakeLLM(ScriptedAnswers, FakeService):
         self.stream_interval = stream_interval  # seconds between streamed chunks (a slow model)
         self.default_reply = default_reply
         self.ignore_max_tokens = ignore_max_tokens
+        self.reveal = reveal  # unscripted answers show what was sent (as ``[[context]]`` does)
         self.report_usage = True  # False: like servers that send no ``usage`` at all
         self.prompt_cache = True  # False: every answer reports cached_tokens 0
         self.prompt_cache_store = PromptCache()
@@ -242,7 +247,9 @@ class FakeLLM(ScriptedAnswers, FakeService):
             return failed
 
         text, calls = (
-            (self._default_text(body), ()) if script is None else (script.text, script.tool_calls)
+            self._default_answer(body, prompt_tokens)
+            if script is None
+            else (script.text, script.tool_calls)
         )
         gen = generate(counter, text, calls, limit, self._next_call_id)
         n: int = body.get("n") or 1
@@ -340,10 +347,13 @@ class FakeLLM(ScriptedAnswers, FakeService):
     def _next_call_id(self) -> str:
         return f"call_{next(self._call_ids)}"
 
-    def _default_text(self, body: dict[str, Any]) -> str:
+    def _default_answer(
+        self, body: dict[str, Any], prompt_tokens: int
+    ) -> tuple[str | None, tuple[ScriptedToolCall, ...]]:
+        """``default_reply``'s text, else the markers' answer or the echo (``markers``)."""
         if self.default_reply is not None:
-            return self.default_reply(body)
-        return f"echo: {last_user_text(body['messages'])}"
+            return self.default_reply(body), ()
+        return unscripted_answer(body, prompt_tokens, reveal=self.reveal)
 
     async def _wait_for(
         self, record: RecordedRequest, script: Script | None
