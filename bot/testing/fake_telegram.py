@@ -39,8 +39,11 @@ cannot parse, to test that polling survives it). Delivery honours ``allowed_upda
 ``getUpdates``/``setWebhook``, as Telegram does. Reading back: ``sent`` (every message the bot
 created, current state after edits), ``messages(chat_id)``, ``edits(chat_id, message_id)``,
 ``actions``, ``commands``, ``calls`` (every API call) and ``webhook_deliveries``; waiting:
-``wait_for_message``, ``wait_until``, ``wait_idle``. Failures: ``flood`` (429 with retry_after),
-``fail`` (any status), ``block`` (403); ``heal`` drops the failures still queued.
+``wait_for_message``, ``wait_until``, ``wait_idle``. Without polling: ``take_updates`` hands
+the pending updates over (confirmed, as a poll would) to a test that feeds its bot's dispatcher
+in-process (``dp.feed_update``), the bot's calls still going to the fake. Failures: ``flood``
+(429 with retry_after), ``fail`` (any status), ``block`` (403); ``heal`` drops the failures
+still queued.
 Errors use Telegram's exact texts, so bots can be tested on what they branch on.
 
 Like a new BotFather bot, it starts in privacy mode: in groups where the bot is not an admin

@@ -588,6 +588,23 @@ async def test_aiogram_polling_end_to_end(
     assert all(m["from"]["id"] == fake_telegram.bot_id for m in replies)
 
 
+async def test_take_updates_hands_over_what_a_poll_would_and_confirms_it(
+    fake_telegram: FakeTelegram, bot: Bot, dm: JSONDict, alice: JSONDict
+) -> None:
+    fake_telegram.send(dm, alice, "one")
+    fake_telegram.push_update({"chat_member": {"not": "subscribed"}})
+    fake_telegram.send(dm, alice, "two")
+    taken = fake_telegram.take_updates(["message"])
+    assert [u["message"]["text"] for u in taken] == ["one", "two"]
+    assert taken[0]["update_id"] < taken[1]["update_id"]
+    assert fake_telegram.pending_updates == []  # confirmed, and the unwanted one dropped
+    assert await bot.get_updates(timeout=0) == []
+    assert fake_telegram.take_updates() == []
+    await bot.set_webhook("http://127.0.0.1:9/hook")
+    with pytest.raises(RuntimeError, match="webhook is active"):
+        fake_telegram.take_updates()
+
+
 async def test_wait_for_message_timeout_explains(
     fake_telegram: FakeTelegram, bot: Bot, dm: JSONDict
 ) -> None:

@@ -184,6 +184,21 @@ class UpdateDelivery(BotApi):
             if self._poll_generation != mine:
                 raise ApiError(409, CONFLICT_POLL)
 
+    def take_updates(self, allowed_updates: list[str] | None = None) -> list[JSONDict]:
+        """The pending updates a ``getUpdates`` with these ``allowed_updates`` would return,
+        confirmed at once: for a bot whose dispatcher a test feeds in-process, not polling.
+
+        Same filtering and order as the long poll; with a webhook set, the same conflict.
+        """
+        if self._webhook is not None:
+            raise RuntimeError(CONFLICT_WEBHOOK)
+        if allowed_updates is not None:
+            self._allowed_updates = list(allowed_updates)
+        ready = self._deliverable()
+        self._updates.clear()  # all of them were deliverable: the rest were dropped
+        self._bump()
+        return ready
+
     def _deliverable(self) -> list[JSONDict]:
         """Pending updates of the allowed types; other types are dropped, as Telegram does."""
         allowed = set(self._allowed_updates or ())

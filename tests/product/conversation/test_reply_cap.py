@@ -29,7 +29,7 @@ from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory, private
 from tests.discord_harness import GENERAL, running_discord, world
-from tests.telegram_harness import running_bot
+from tests.telegram_harness import fed_bot
 
 DEFAULT_CHARS = 12_000
 DEFAULT_MESSAGES = 5
@@ -292,13 +292,10 @@ async def _telegram_runaway(
     alice = tg.user(7, "Alice")
     chat = tg.private_chat(alice)
     section = {"stream": stream, "edit_interval_private": 0.05}
-    async with running_bot(make_app, tg, telegram=section, limits=limits or {}) as (app, _):
+    async with fed_bot(make_app, tg, telegram=section, limits=limits or {}) as fed:
         tg.send(chat, alice, "tell me everything")
-        await tg.wait_until(
-            lambda: any(NOTE in m["text"] for m in tg.messages(chat["id"])), timeout=30
-        )
-        await tg.wait_idle(quiet=0.5, timeout=30)
-        stored = await stored_answer(app, "telegram:7:u:7")
+        await fed.feed(timeout=30)
+        stored = await stored_answer(fed.app, "telegram:7:u:7")
     return tg.messages(chat["id"]), stored, _sends(tg, chat["id"])
 
 

@@ -15,21 +15,17 @@ from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory, group, private
 from tests.discord_harness import running_discord, world
 from tests.product.discord.test_discord import answered
-from tests.telegram_harness import running_bot
+from tests.telegram_harness import FedBot, fed_bot
 
 MEMORY = ["plugins.memory"]
 
 
-async def _said(
-    tg: FakeTelegram, chat: dict[str, object], user: dict[str, object], text: str
-) -> str:
+async def _said(fed: FedBot, chat: dict[str, object], user: dict[str, object], text: str) -> str:
     """Send ``text`` and return the bot's next message in the chat."""
     chat_id = int(str(chat["id"]))
-    count = len(tg.messages(chat_id)) + 1
-    tg.send(chat, user, text)
-    await tg.wait_for_message(chat_id, count=count)
-    await tg.wait_idle(quiet=0.2)
-    return str(tg.messages(chat_id)[count - 1]["text"])
+    count = len(fed.tg.messages(chat_id)) + 1
+    fed.tg.send(chat, user, text)
+    return str((await fed.replies(chat_id, count=count))[count - 1]["text"])
 
 
 async def test_telegram_group_creator_manages_memories_and_sees_chat_usage(
@@ -45,30 +41,30 @@ async def test_telegram_group_creator_manages_memories_and_sees_chat_usage(
         tool_calls(("remember", {"fact": "Bob plays the cello"})),
         reply("Noted.", usage={"prompt_tokens": 40, "completion_tokens": 2, "total_tokens": 42}),
     )
-    async with running_bot(make_app, tg, plugins=MEMORY):
-        await _said(tg, team, bob, "@parlour_bot remember that I play the cello")
-        own = await _said(tg, team, bob, "/memory")
+    async with fed_bot(make_app, tg, plugins=MEMORY) as fed:
+        await _said(fed, team, bob, "@parlour_bot remember that I play the cello")
+        own = await _said(fed, team, bob, "/memory")
         found = re.search(r"#(\d+) \"Bob plays the cello\"", own)
         assert found, own
         number = found.group(1)
 
         # A member sees only their own memories and cannot delete another's...
-        assert "no memories here" in await _said(tg, team, carol, "/memory")
-        refused = await _said(tg, team, carol, f"/memory delete {number}")
+        assert "no memories here" in await _said(fed, team, carol, "/memory")
+        refused = await _said(fed, team, carol, f"/memory delete {number}")
         assert f"No memory #{number} you may delete here" in refused
         # ...nor the chat's usage.
-        assert "This chat used" not in await _said(tg, team, carol, "/usage")
+        assert "This chat used" not in await _said(fed, team, carol, "/usage")
 
         # The group's creator (getChatMember: creator) sees the chat's and may delete.
-        listed = await _said(tg, team, alice, "/memory")
+        listed = await _said(fed, team, alice, "/memory")
         assert "this chat's memories" in listed and "Bob plays the cello" in listed
-        usage = await _said(tg, team, alice, "/usage")
+        usage = await _said(fed, team, alice, "/usage")
         assert "This chat used" in usage, usage
         assert "The whole bot used" not in usage  # a chat admin, not a bot admin
         assert f"Forgot memory #{number}" in await _said(
-            tg, team, alice, f"/memory delete {number}"
+            fed, team, alice, f"/memory delete {number}"
         )
-        assert "no memories here" in await _said(tg, team, bob, "/memory")
+        assert "no memories here" in await _said(fed, team, bob, "/memory")
 
     lookups = [c for c in tg.calls if c.method == "getChatMember"]
     assert {int(c.params["user_id"]) for c in lookups} == {7, 8, 9}
@@ -82,10 +78,10 @@ async def test_telegram_administrator_counts_and_a_demoted_one_stops_counting(
     dana = tg.user(10, "Dana")
     team = tg.group(-100, "Team", supergroup=True)
     tg.set_member(team["id"], dana["id"], "administrator")
-    async with running_bot(make_app, tg, telegram={"admin_cache_seconds": 0}):
-        assert "This chat used" in await _said(tg, team, dana, "/usage")
+    async with fed_bot(make_app, tg, telegram={"admin_cache_seconds": 0}) as fed:
+        assert "This chat used" in await _said(fed, team, dana, "/usage")
         tg.set_member(team["id"], dana["id"], "member")
-        assert "This chat used" not in await _said(tg, team, dana, "/usage")
+        assert "This chat used" not in await _said(fed, team, dana, "/usage")
 
 
 async def test_one_policy_for_commands_tools_and_exemptions(make_app: AppFactory) -> None:

@@ -1,4 +1,7 @@
-"""End to end: the real aiogram Bot polling the fake Bot API, the openai SDK on the fake LLM."""
+"""End to end: the real aiogram adapter on the fake Bot API, the openai SDK on the fake LLM.
+
+Most tests feed their updates to the adapter's dispatcher in-process (``fed_bot``); the webhook
+and the token-in-logs tests keep the real delivery path (``running_bot``)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from adapters.telegram.split import utf16_len
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory, Sleeps
-from tests.telegram_harness import free_port, running_bot
+from tests.telegram_harness import fed_bot, free_port, running_bot
 
 
 def user_texts(fake: FakeLLM, index: int = -1) -> list[str]:
@@ -41,13 +44,13 @@ async def test_private_chat_multi_turn(
     alice = tg.user(7, "Alice")
     chat = tg.private_chat(alice)
     fake_llm.script(reply("Hello **Alice**!"), reply("You said hi."))
-    async with running_bot(make_app, tg):
+    async with fed_bot(make_app, tg) as fed:
         tg.send(chat, alice, "hi, I'm Alice")
-        [first] = await replies(tg, chat["id"])
+        [first] = await fed.replies(chat["id"])
         assert first["text"] == "Hello Alice!"
         assert any(e["type"] == "bold" for e in first.get("entities", []))
         tg.send(chat, alice, "what did I say?")
-        await replies(tg, chat["id"], count=2)
+        await fed.replies(chat["id"], count=2)
     assert user_texts(fake_llm) == ["hi, I'm Alice", "what did I say?"]
     assert any(c.method == "sendChatAction" for c in tg.calls)
     assert "reply_to_message" not in first  # private replies do not quote
@@ -60,26 +63,26 @@ async def test_group_triggers_and_silence(
     tg.privacy_mode = False  # to see (and keep as context) messages not addressed to it
     alice, bob = tg.user(7, "Alice"), tg.user(8, "Bob")
     group = tg.group(-100, "Team", supergroup=True)
-    async with running_bot(make_app, tg):
+    async with fed_bot(make_app, tg) as fed:
         tg.send(group, bob, "lunch at noon?")
-        await silence(tg, group["id"])
+        await fed.silence(group["id"])
         mention = tg.send(group, alice, "@parlour_bot what did Bob ask?")
-        [answer] = await replies(tg, group["id"])
+        [answer] = await fed.replies(group["id"])
         assert answer["reply_to_message"]["message_id"] == mention["message_id"]
         assert user_texts(fake_llm) == ["[Bob] lunch at noon?", "[Alice] what did Bob ask?"]
 
         tg.send(group, bob, "thanks", reply_to=answer)
-        await replies(tg, group["id"], count=2)
+        await fed.replies(group["id"], count=2)
         tg.send(group, bob, "/ask@parlour_bot and dinner?")
-        await replies(tg, group["id"], count=3)
+        await fed.replies(group["id"], count=3)
         assert user_texts(fake_llm)[-2:] == ["[Bob] thanks", "[Bob] and dinner?"]
 
         tg.send(group, alice, "/ask")
-        usage = await replies(tg, group["id"], count=4)
+        usage = await fed.replies(group["id"], count=4)
         assert "/ask <your question>" in usage[-1]["text"]
         tg.send(group, alice, "@someone_else hi")
         tg.send(group, tg.user(9, "Spam", username="spam_bot", is_bot=True), "@parlour_bot hi")
-        await silence(tg, group["id"])
+        await fed.silence(group["id"])
     assert len(fake_llm.chat_requests) == 3
 
 
@@ -89,11 +92,11 @@ async def test_forum_topics_are_isolated(
     tg = fake_telegram
     alice = tg.user(7, "Alice")
     forum = tg.group(-300, "Forum", supergroup=True, forum=True)
-    async with running_bot(make_app, tg, chat={"default_scope": "thread"}):
+    async with fed_bot(make_app, tg, chat={"default_scope": "thread"}) as fed:
         tg.send(forum, alice, "@parlour_bot topic ten secret", thread_id=10)
-        await replies(tg, forum["id"])
+        await fed.replies(forum["id"])
         tg.send(forum, alice, "@parlour_bot what is the secret?", thread_id=20)
-        await replies(tg, forum["id"], count=2)
+        await fed.replies(forum["id"], count=2)
     assert user_texts(fake_llm) == ["[Alice] what is the secret?"]
     assert [m.get("message_thread_id") for m in tg.messages(forum["id"])] == [10, 20]
 
@@ -106,27 +109,27 @@ async def test_scope_user_by_admin_and_clear_rights(
     group = tg.group(-100, "Team", supergroup=True)
     tg.set_member(group["id"], admin["id"], "creator")
     tg.set_member(group["id"], member["id"], "member")
-    async with running_bot(make_app, tg) as (app, _):
+    async with fed_bot(make_app, tg) as fed:
         tg.send(group, member, "/scope user")
-        [refused] = await replies(tg, group["id"])
+        [refused] = await fed.replies(group["id"])
         assert "Only this chat's admins" in refused["text"]
         tg.send(group, admin, "/scope user")
-        await replies(tg, group["id"], count=2)
+        await fed.replies(group["id"], count=2)
         tg.send(group, admin, "@parlour_bot my code is 1234")
-        await replies(tg, group["id"], count=3)
+        await fed.replies(group["id"], count=3)
         tg.send(group, member, "@parlour_bot what is the code?")
-        await replies(tg, group["id"], count=4)
+        await fed.replies(group["id"], count=4)
         assert user_texts(fake_llm) == ["what is the code?"]  # Bob's own conversation
 
         tg.send(group, member, "/clear")
-        messages = await replies(tg, group["id"], count=5)
+        messages = await fed.replies(group["id"], count=5)
         assert "Only this chat's admins" in messages[-1]["text"]
-        stats = await app.store.stats("telegram:-100:u:7")
+        stats = await fed.app.store.stats("telegram:-100:u:7")
         assert stats.turns_stored == 1
         tg.send(group, admin, "/clear")
-        messages = await replies(tg, group["id"], count=6)
+        messages = await fed.replies(group["id"], count=6)
         assert "Deleted this chat's history (2 turns)" in messages[-1]["text"]
-        assert (await app.store.stats("telegram:-100:u:7")).turns_stored == 0
+        assert (await fed.app.store.stats("telegram:-100:u:7")).turns_stored == 0
     member_checks = [c for c in tg.calls if c.method == "getChatMember"]
     assert len(member_checks) == 2  # one per user: the answer is cached
 
@@ -139,10 +142,10 @@ async def test_flood_control_still_delivers(
     chat = tg.private_chat(alice)
     waits = Sleeps()
     tg.flood("sendMessage", retry_after=3, times=2)
-    async with running_bot(make_app, tg, flood_sleeps=waits, telegram={"stream": False}):
+    async with fed_bot(make_app, tg, flood_sleeps=waits, telegram={"stream": False}) as fed:
         for n in range(3):
             tg.send(chat, alice, f"message {n}")
-        await replies(tg, chat["id"], count=3)
+        await fed.replies(chat["id"], count=3)
     assert waits == [3, 3]
     assert sum(1 for c in tg.calls if c.method == "sendMessage" and c.error) == 2
 
@@ -155,9 +158,9 @@ async def test_html_rejected_falls_back_to_plain_text(
     chat = tg.private_chat(alice)
     fake_llm.script(reply("Use **bold** and `code` <here>"))
     tg.fail("sendMessage", 400, "Bad Request: can't parse entities: Unsupported start tag", times=1)
-    async with running_bot(make_app, tg, telegram={"stream": False}):
+    async with fed_bot(make_app, tg, telegram={"stream": False}) as fed:
         tg.send(chat, alice, "format something")
-        [message] = await replies(tg, chat["id"])
+        [message] = await fed.replies(chat["id"])
     assert message["text"] == "Use bold and code <here>"
     sends = [c for c in tg.calls if c.method == "sendMessage"]
     assert [c.params.get("parse_mode") for c in sends] == ["HTML", None]
@@ -173,10 +176,9 @@ async def test_long_reply_is_split_into_valid_chunks(
     text = "\n\n".join(paragraphs)
     assert len(text) > 10_000
     fake_llm.script(reply(text))
-    async with running_bot(make_app, tg, llm={"max_output_tokens": 8000}):
+    async with fed_bot(make_app, tg, llm={"max_output_tokens": 8000}) as fed:
         tg.send(chat, alice, "write a lot")
-        await tg.wait_until(lambda: "Part 25." in "".join(m["text"] for m in tg.sent), timeout=10)
-        await asyncio.sleep(0.2)
+        await fed.feed()
     messages = tg.messages(chat["id"])
     assert len(messages) == 3
     assert all(utf16_len(m["text"]) <= 4096 for m in messages)
@@ -193,10 +195,9 @@ async def test_streaming_edits_are_throttled(
     chat = tg.private_chat(alice)
     fake_llm.stream_interval = 0.02
     fake_llm.script(reply(" ".join(f"word{n}" for n in range(120))))
-    async with running_bot(make_app, tg, telegram={"edit_interval_private": 0.5}):
+    async with fed_bot(make_app, tg, telegram={"edit_interval_private": 0.5}) as fed:
         tg.send(chat, alice, "stream please")
-        await tg.wait_until(lambda: "word119" in "".join(m["text"] for m in tg.sent), timeout=10)
-        await asyncio.sleep(0.2)
+        await fed.feed()
     [message] = tg.messages(chat["id"])
     edits = tg.edits(chat["id"], message["message_id"])
     streamed = [e for e in edits if e.params.get("parse_mode") is None]
@@ -214,12 +215,12 @@ async def test_group_migration_keeps_history(
     tg = fake_telegram
     alice = tg.user(7, "Alice")
     group = tg.group(-5, "Small group")
-    async with running_bot(make_app, tg):
+    async with fed_bot(make_app, tg) as fed:
         tg.send(group, alice, "@parlour_bot remember the blue door")
-        await replies(tg, group["id"])
+        await fed.replies(group["id"])
         supergroup = tg.migrate(group, -1005)
         tg.send(supergroup, alice, "@parlour_bot which door?")
-        await replies(tg, supergroup["id"])
+        await fed.replies(supergroup["id"])
     assert user_texts(fake_llm) == ["[Alice] remember the blue door", "[Alice] which door?"]
 
 
@@ -279,11 +280,11 @@ async def test_group_admins_are_offered_admin_only_tools(
     group = tg.group(-100, "Team", supergroup=True)
     tg.set_member(group["id"], alice["id"], "administrator")
     toolbox = {"module": "tests.sample_plugins.toolbox", "settings": {"greeting": "Ahoy"}}
-    async with running_bot(make_app, tg, plugins=[toolbox]):
+    async with fed_bot(make_app, tg, plugins=[toolbox]) as fed:
         tg.send(group, bob, "@parlour_bot wipe everything")
-        await replies(tg, group["id"])
+        await fed.replies(group["id"])
         tg.send(group, alice, "@parlour_bot wipe everything")
-        await replies(tg, group["id"], count=2)
+        await fed.replies(group["id"], count=2)
     offered = [
         [t["function"]["name"] for t in r.json.get("tools", [])] for r in fake_llm.chat_requests
     ]

@@ -1,7 +1,9 @@
 """Replies that Telegram will not take: retried within a bound, else stored as undelivered.
 
 The real aiogram client against the fake Bot API, with its 429s and 5xx errors injected; what
-the user ends up seeing is read from the fake, what was stored from the history file.
+the user ends up seeing is read from the fake, what was stored from the history file. Updates
+are fed in-process (``fed_bot``) unless a test injects failures while an answer is under way
+or restarts the bot to repair one (``running_bot``, the polling path).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests import postgres_support
 from tests.conftest import AppFactory, Sleeps
-from tests.telegram_harness import running_bot
+from tests.telegram_harness import fed_bot, running_bot
 
 WORDS = " ".join(f"w{n}" for n in range(80))
 
@@ -62,14 +64,11 @@ async def test_a_flood_longer_than_the_retries_is_stored_undelivered(
     chat = tg.private_chat(alice)
     waits = Sleeps()
     tg.flood("sendMessage", retry_after=5, times=4)  # the first try and all 3 resends
-    async with running_bot(make_app, tg, flood_sleeps=waits, telegram={"stream": False}) as (
-        app,
-        _,
-    ):
+    async with fed_bot(make_app, tg, flood_sleeps=waits, telegram={"stream": False}) as fed:
         tg.send(chat, alice, "hello?")
-        await tg.wait_until(lambda: len(calls(tg, "sendMessage")) == 4)
-        await tg.wait_idle(quiet=0.3)
-        stats = await app.store.stats("telegram:7:u:7")
+        await fed.feed()
+        stats = await fed.app.store.stats("telegram:7:u:7")
+    assert len(calls(tg, "sendMessage")) == 4
     assert waits == [5, 5, 5]
     assert tg.messages(chat["id"]) == []
     [turn] = stored_turns(tmp_path)
@@ -89,10 +88,9 @@ async def test_a_502_on_send_message_is_retried_and_delivered(
     chat = tg.private_chat(alice)
     waits = Sleeps()
     tg.fail("sendMessage", 502, "Bad Gateway", times=1)
-    async with running_bot(make_app, tg, flood_sleeps=waits, telegram={"stream": False}):
+    async with fed_bot(make_app, tg, flood_sleeps=waits, telegram={"stream": False}) as fed:
         tg.send(chat, alice, "are you there?")
-        await tg.wait_for_message(chat["id"])
-        await tg.wait_idle(quiet=0.3)
+        await fed.feed()
     assert [m["text"] for m in tg.messages(chat["id"])] == ["echo: are you there?"]
     assert [c.error for c in calls(tg, "sendMessage")] == ["Bad Gateway", None]
     [wait] = waits  # one backoff, jittered
@@ -255,11 +253,10 @@ async def test_a_refused_message_writes_no_delivery_record(
     alice = tg.user(7, "Alice")
     chat = tg.private_chat(alice)
     limits = {"messages_per_minute": 1, "burst": 1}
-    async with running_bot(make_app, tg, limits=limits):
+    async with fed_bot(make_app, tg, limits=limits) as fed:
         for n in range(5):
             tg.send(chat, alice, f"message {n}")
-        await tg.wait_for_message(chat["id"], count=2)  # the answer, and "slow down" once
-        await tg.wait_idle(quiet=0.3)
+        await fed.replies(chat["id"], count=2)  # the answer, and "slow down" once
     with contextlib.closing(sqlite3.connect(tmp_path / "parlour.db")) as db:
         assert db.execute(
             "SELECT seq FROM sqlite_sequence WHERE name = 'deliveries'"

@@ -1,4 +1,7 @@
-"""Telegram failure paths and output mechanics: blocked bots, polling errors, rollover, /help."""
+"""Telegram failure paths and output mechanics: blocked bots, polling errors, rollover, /help.
+
+Updates are fed in-process (``fed_bot``) where their delivery is not the point; polling errors
+and the two-updates-at-once ordering of /clear keep the polling path (``running_bot``)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from bot.conversation.preview import EditThrottle
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory
-from tests.telegram_harness import running_bot
+from tests.telegram_harness import fed_bot, running_bot
 
 
 @pytest.fixture
@@ -39,13 +42,13 @@ async def test_blocked_chat_is_logged_and_others_still_served(
     alice, bob = tg.user(7, "Alice"), tg.user(8, "Bob")
     blocked, open_chat = tg.private_chat(alice), tg.private_chat(bob)
     tg.block(blocked["id"])
-    async with running_bot(make_app, tg) as (app, _):
+    async with fed_bot(make_app, tg) as fed:
         tg.send(blocked, alice, "hello?")
-        await tg.wait_until(lambda: any(c.method == "sendMessage" for c in tg.calls))
+        await fed.silence(blocked["id"])
+        assert any(c.method == "sendMessage" and c.error for c in tg.calls)
         tg.send(open_chat, bob, "hi")
-        await tg.wait_for_message(open_chat["id"])
-        await tg.wait_idle()
-        stats = await app.store.stats("telegram:7:u:7")
+        await fed.replies(open_chat["id"])
+        stats = await fed.app.store.stats("telegram:7:u:7")
     assert stats.turns_stored == 1  # the turn is kept even though it could not be delivered
     assert "bot was blocked by the user" in caplog.text
 
@@ -70,11 +73,11 @@ async def test_help_tells_group_admins_about_privacy_mode(
     admin, member = tg.user(7, "Alice"), tg.user(8, "Bob")
     group = tg.group(-100, "Team", supergroup=True)
     tg.set_member(group["id"], admin["id"], "administrator")
-    async with running_bot(make_app, tg):
+    async with fed_bot(make_app, tg) as fed:
         tg.send(group, member, "/help")
-        await tg.wait_for_message(group["id"])
+        await fed.replies(group["id"])
         tg.send(group, admin, "/help@parlour_bot")
-        await tg.wait_for_message(group["id"], count=2)
+        await fed.replies(group["id"], count=2)
     member_help, admin_help = (m["text"] for m in tg.messages(group["id"]))
     assert "/ask" in member_help and "/clear" not in member_help
     assert "Privacy mode is on" not in member_help
@@ -87,11 +90,11 @@ async def test_anonymous_admin_can_clear_without_a_member_lookup(
     tg = fake_telegram
     alice = tg.user(7, "Alice")
     group = tg.group(-100, "Team", supergroup=True)
-    async with running_bot(make_app, tg):
+    async with fed_bot(make_app, tg) as fed:
         tg.send(group, alice, "@parlour_bot hi")
-        await tg.wait_for_message(group["id"])
+        await fed.replies(group["id"])
         tg.send(group, alice, "/clear", anonymous_admin=True)
-        messages = await tg.wait_for_message(group["id"], count=2)
+        messages = await fed.replies(group["id"], count=2)
     assert "Deleted this chat's history (1 turns)" in messages[-1]["text"]
     assert not any(c.method == "getChatMember" for c in tg.calls)
 
@@ -131,11 +134,10 @@ async def test_a_failed_preview_edit_does_not_lose_the_answer(
     fake_llm.stream_interval = 0.01
     fake_llm.script(reply(" ".join(f"w{n}" for n in range(80))))
     tg.flood("editMessageText", retry_after=600, times=1)  # longer than anyone should wait
-    async with running_bot(make_app, tg, telegram={"edit_interval_private": 0.1}) as (app, _):
+    async with fed_bot(make_app, tg, telegram={"edit_interval_private": 0.1}) as fed:
         tg.send(chat, alice, "go")
-        await tg.wait_until(lambda: "w79" in "".join(m["text"] for m in tg.sent), timeout=10)
-        await tg.wait_idle()
-        stats = await app.store.stats("telegram:7:u:7")
+        await fed.feed()
+        stats = await fed.app.store.stats("telegram:7:u:7")
     [message] = tg.messages(chat["id"])
     assert message["text"] == " ".join(f"w{n}" for n in range(80))
     assert stats.unanswered == 0
@@ -169,10 +171,9 @@ async def test_the_model_cannot_ping_people(
     alice = tg.user(7, "Alice")
     group = tg.group(-100, "Team", supergroup=True)
     fake_llm.script(reply("Sure, @bob_smith and [Carol](tg://user?id=9) are pinged."))
-    async with running_bot(make_app, tg):
+    async with fed_bot(make_app, tg) as fed:
         tg.send(group, alice, "@parlour_bot ping bob")
-        await tg.wait_for_message(group["id"])
-        await tg.wait_idle()
+        await fed.feed()
     [answer] = tg.messages(group["id"])
     assert answer["text"] == "Sure, @\u2060bob_smith and Carol are pinged."
     kinds = {e["type"] for e in answer.get("entities", [])}

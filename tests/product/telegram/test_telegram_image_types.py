@@ -1,5 +1,6 @@
 """The type an image reaches the model under is the one its bytes say, whatever Telegram or the
-sender declared: aiogram polling the fake Bot API, the openai SDK on the fake LLM, a real store.
+sender declared: the adapter fed in-process, its calls on the fake Bot API, the openai SDK on
+the fake LLM, a real store.
 
 An ELF file sent as a JPEG photo or an ``image/jpeg`` document is refused with a clear line and
 never reaches the model as an image; a PNG declared a JPEG goes as ``data:image/png``.
@@ -16,8 +17,8 @@ from bot.platform.media import NOT_AN_IMAGE
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory
-from tests.product.telegram.test_telegram_media import replies, stored_user_texts
-from tests.telegram_harness import running_bot
+from tests.product.telegram.test_telegram_media import stored_user_texts
+from tests.telegram_harness import fed_bot
 
 VISION = {"vision": True}
 PNG = base64.b64decode(  # 1x1, as a screenshot tool saves it
@@ -44,12 +45,12 @@ async def test_an_elf_file_declared_a_jpeg_never_reaches_the_model_as_an_image(
     alice = tg.user(7, "Alice")
     chat = tg.private_chat(alice)
     fake_llm.script(reply("Hello again."))
-    async with running_bot(make_app, tg, llm=VISION, telegram={"stream": False}) as (app, _):
+    async with fed_bot(make_app, tg, llm=VISION, telegram={"stream": False}) as fed:
         send(tg, how, chat, alice, ELF)
-        [refused] = await replies(tg, chat["id"])
+        [refused] = await fed.replies(chat["id"])
         tg.send(chat, alice, "hello?")
-        [_, answer] = await replies(tg, chat["id"], count=2)
-        stored = await stored_user_texts(app, chat["id"], 7)
+        [_, answer] = await fed.replies(chat["id"], count=2)
+        stored = await stored_user_texts(fed.app, chat["id"], 7)
     assert refused["text"] == NOT_AN_IMAGE
     assert answer["text"] == "Hello again."
     [request] = fake_llm.chat_requests  # the refused message cost no model call
@@ -67,9 +68,9 @@ async def test_a_png_declared_a_jpeg_reaches_the_model_as_a_png(
     chat = tg.private_chat(alice)
     picture = PNG
     fake_llm.script(reply("A grey square."))
-    async with running_bot(make_app, tg, llm=VISION):
+    async with fed_bot(make_app, tg, llm=VISION) as fed:
         send(tg, how, chat, alice, picture)
-        [answer] = await replies(tg, chat["id"])
+        [answer] = await fed.replies(chat["id"])
     assert answer["text"] == "A grey square."
     [request] = fake_llm.chat_requests
     assert request.image_urls == ["data:image/png;base64," + base64.b64encode(picture).decode()]

@@ -1,5 +1,6 @@
-"""Telegram photos, image documents and voice notes, end to end: aiogram polling the fake Bot
-API (getFile, the file route), the openai SDK on the fake LLM, a real store.
+"""Telegram photos, image documents and voice notes, end to end: the adapter's dispatcher fed
+in-process (``fed_bot``), its calls to the fake Bot API (getFile, the file route), the openai
+SDK on the fake LLM, a real store.
 
 What must hold: the model gets the photo's bytes as a data: URL and never the file URL (it
 holds the bot token), nor the token anywhere; history keeps "[image: ...]"; caps and vision
@@ -25,7 +26,7 @@ from bot.platform.media import AttachmentKind
 from bot.testing.fake_llm import FakeLLM, RecordedRequest, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory
-from tests.telegram_harness import running_bot
+from tests.telegram_harness import fed_bot
 
 VISION = {"vision": True}
 VOICE = {"transcription_model": "whisper-1"}
@@ -36,12 +37,6 @@ def jpeg(width: int, height: int, padding: int = 2000) -> bytes:
     app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00" + bytes(9)
     sof = b"\xff\xc0" + struct.pack(">HBHHB", 11, 8, height, width, 1) + bytes(3)
     return b"\xff\xd8" + app0 + sof + bytes(padding) + b"\xff\xd9"
-
-
-async def replies(tg: FakeTelegram, chat_id: int, count: int = 1) -> list[dict[str, Any]]:
-    await tg.wait_for_message(chat_id, count=count)
-    await tg.wait_idle(quiet=0.3)
-    return tg.messages(chat_id)
 
 
 def no_token_in(tg: FakeTelegram, request: RecordedRequest) -> None:
@@ -70,9 +65,9 @@ async def test_a_photo_reaches_the_model_as_bytes_and_history_keeps_a_reference(
     chat = tg.private_chat(alice)
     big, thumb = jpeg(1280, 960), jpeg(640, 480, padding=10)
     fake_llm.script(reply("A cat."), reply("Grey."))
-    async with running_bot(make_app, tg, llm=VISION) as (app, _):
+    async with fed_bot(make_app, tg, llm=VISION) as fed:
         tg.send_photo(chat, alice, big, "what is this?", thumbnails=[thumb])
-        [answer] = await replies(tg, chat["id"])
+        [answer] = await fed.replies(chat["id"])
         assert answer["text"] == "A cat."
         request = fake_llm.chat_requests[-1]
         assert request.images == [big]  # the largest size, as bytes
@@ -83,11 +78,11 @@ async def test_a_photo_reaches_the_model_as_bytes_and_history_keeps_a_reference(
         assert len(tg.downloads) == 1
 
         tg.send(chat, alice, "what colour?")
-        await replies(tg, chat["id"], count=2)
+        await fed.replies(chat["id"], count=2)
         later = fake_llm.chat_requests[-1]
         assert later.images == [] and b"base64" not in later.body
         assert later.json["messages"][1]["content"] == f"what is this?\n{ref}"
-        assert await stored_user_texts(app, chat["id"], 7) == [
+        assert await stored_user_texts(fed.app, chat["id"], 7) == [
             f"what is this?\n{ref}",
             "what colour?",
         ]
@@ -101,13 +96,13 @@ async def test_the_largest_size_under_the_cap_is_sent_and_over_size_is_refused(
     alice = tg.user(7, "Alice")
     chat = tg.private_chat(alice)
     small, big = jpeg(320, 240, padding=500), jpeg(1280, 960, padding=4000)
-    async with running_bot(make_app, tg, llm={"vision": True, "max_image_bytes": 2048}):
+    async with fed_bot(make_app, tg, llm={"vision": True, "max_image_bytes": 2048}) as fed:
         tg.send_photo(chat, alice, big, "which one?", thumbnails=[small])
-        await replies(tg, chat["id"])
+        await fed.replies(chat["id"])
         assert fake_llm.chat_requests[-1].images == [small]
 
         tg.send_document(chat, alice, big, "scan.jpg", "image/jpeg", "and this?")
-        [_, refused] = await replies(tg, chat["id"], count=2)
+        [_, refused] = await fed.replies(chat["id"], count=2)
     assert refused["text"] == "That image is too big (4 KB; the limit is 2 KB)."
     assert len(fake_llm.chat_requests) == 1
     assert len(tg.downloads) == 1  # the over-size file was never fetched
@@ -122,9 +117,9 @@ async def test_an_image_document_is_sent_with_its_own_type(
     png = base64.b64decode(
         "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
     )
-    async with running_bot(make_app, tg, llm=VISION, telegram={"stream": False}):
+    async with fed_bot(make_app, tg, llm=VISION, telegram={"stream": False}) as fed:
         tg.send_document(chat, alice, png, "chart.png", "image/png")
-        await replies(tg, chat["id"])
+        await fed.replies(chat["id"])
     request = fake_llm.chat_requests[-1]
     assert request.image_urls == ["data:image/png;base64," + base64.b64encode(png).decode()]
     assert request.json["messages"][-1]["content"][0]["text"] == "[image: chart.png, 1x1, 70 bytes]"
@@ -137,13 +132,13 @@ async def test_vision_off_says_it_cannot_see_and_fetches_nothing(
     tg = fake_telegram
     alice = tg.user(7, "Alice")
     chat = tg.private_chat(alice)
-    async with running_bot(make_app, tg):
+    async with fed_bot(make_app, tg) as fed:
         tg.send_photo(chat, alice, jpeg(800, 600))
-        [said] = await replies(tg, chat["id"])
+        [said] = await fed.replies(chat["id"])
         assert said["text"] == CANNOT_SEE
         assert fake_llm.chat_requests == []
         tg.send_photo(chat, alice, jpeg(800, 600), "is it a cat?", width=800, height=600)
-        await replies(tg, chat["id"], count=2)
+        await fed.replies(chat["id"], count=2)
     request = fake_llm.chat_requests[-1]
     assert request.images == [] and request.image_urls == []
     text = request.json["messages"][-1]["content"]
@@ -161,16 +156,16 @@ async def test_a_voice_note_is_transcribed_and_answered(
     audio = b"OggS" + bytes(range(256)) * 4
     fake_llm.script_transcriptions(reply("remind me to buy milk"))
     fake_llm.script(reply("Noted: milk."))
-    async with running_bot(make_app, tg, llm=VOICE) as (app, _):
+    async with fed_bot(make_app, tg, llm=VOICE) as fed:
         tg.send_voice(chat, alice, audio, duration=4)
-        [answer] = await replies(tg, chat["id"])
+        [answer] = await fed.replies(chat["id"])
         assert answer["text"] == "Noted: milk."
         (upload,) = fake_llm.transcription_requests
         assert upload.files["file"].data == audio
         assert upload.form["model"] == "whisper-1"
         marked = f"{TRANSCRIBED} remind me to buy milk"
         assert fake_llm.chat_requests[-1].json["messages"][-1]["content"] == marked
-        assert await stored_user_texts(app, chat["id"], 7) == [marked]
+        assert await stored_user_texts(fed.app, chat["id"], 7) == [marked]
     assert tg.token not in upload.body.decode("latin-1")
 
 
@@ -180,9 +175,9 @@ async def test_voice_without_a_transcription_model_is_refused_clearly(
     tg = fake_telegram
     alice = tg.user(7, "Alice")
     chat = tg.private_chat(alice)
-    async with running_bot(make_app, tg):
+    async with fed_bot(make_app, tg) as fed:
         tg.send_voice(chat, alice, b"OggS voice")
-        [said] = await replies(tg, chat["id"])
+        [said] = await fed.replies(chat["id"])
     assert said["text"] == NO_VOICE
     assert fake_llm.requests == [] and tg.downloads == []
 
@@ -195,10 +190,10 @@ async def test_captions_follow_the_group_trigger_rules(
     alice, bob = tg.user(7, "Alice"), tg.user(8, "Bob")
     group = tg.group(-100, "Team", supergroup=True)
     first, second, third = jpeg(100, 100), jpeg(200, 200), jpeg(300, 300)
-    async with running_bot(make_app, tg, llm=VISION):
+    async with fed_bot(make_app, tg, llm=VISION) as fed:
         tg.send_photo(group, bob, first, "holiday pics")  # not addressed: context only
         asked = tg.send_photo(group, alice, second, "@parlour_bot where is this?")
-        [answer] = await replies(tg, group["id"])
+        [answer] = await fed.replies(group["id"])
         assert answer["reply_to_message"]["message_id"] == asked["message_id"]
         request = fake_llm.chat_requests[-1]
         assert request.images == [second]
@@ -207,7 +202,7 @@ async def test_captions_follow_the_group_trigger_rules(
         assert users[-1][0]["text"].startswith("[Alice] where is this?\n[Alice] [image: photo.jpg")
 
         tg.send_photo(group, bob, third, reply_to=answer)  # a reply to the bot, no caption
-        await replies(tg, group["id"], count=2)
+        await fed.replies(group["id"], count=2)
     assert fake_llm.chat_requests[-1].images == [third]
     assert len(fake_llm.chat_requests) == 2
     assert len(tg.downloads) == 2  # the unaddressed photo was never fetched
@@ -283,14 +278,14 @@ async def test_a_failed_download_is_told_without_the_token(
     tg = fake_telegram
     alice = tg.user(7, "Alice")
     chat = tg.private_chat(alice)
-    async with running_bot(make_app, tg, llm=VISION) as (app, _):
+    async with fed_bot(make_app, tg, llm=VISION) as fed:
         tg.fail("getFile", 400, "Bad Request: wrong file_id or the file is temporarily unavailable")
         tg.send_photo(chat, alice, jpeg(640, 480), "first")
-        [first] = await replies(tg, chat["id"])
+        [first] = await fed.replies(chat["id"])
         tg.fail("download", 404, "Not Found")
         tg.send_photo(chat, alice, jpeg(640, 480), "second")
-        [_, second] = await replies(tg, chat["id"], count=2)
-        assert await stored_user_texts(app, chat["id"], 7) == []
+        [_, second] = await fed.replies(chat["id"], count=2)
+        assert await stored_user_texts(fed.app, chat["id"], 7) == []
     told = "I couldn't fetch that file from Telegram; please send it again."
     assert first["text"] == second["text"] == told
     assert fake_llm.requests == []
