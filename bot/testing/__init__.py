@@ -4,12 +4,14 @@ It has a fake OpenAI-compatible chat server (``FakeLLM``, scripted with ``reply`
 ``tool_calls``, ``error``, ``rate_limited``, ``quota_exhausted``, ``hang``, ``delay`` and
 ``held``), a fake Telegram Bot API server (``FakeTelegram``), a fake Discord REST API +
 gateway (``FakeDiscord``), the ``fake_llm`` / ``fake_telegram`` / ``fake_discord`` pytest
-fixtures, and ``tool_context`` (with ``MemoryKV``) to call a plugin's tools directly.
+fixtures, ``tool_context`` (with ``MemoryKV``) to call a plugin's tools directly, and
+``offline_settings`` / ``run_command`` to start an ``App`` on the fake LLM and type commands.
 
 Layout: ``bot.testing.llm``, ``bot.testing.telegram`` and ``bot.testing.discord`` hold each
 fake's code, one idea per module; ``bot.testing.fake_llm`` / ``fake_telegram`` / ``fake_discord``
 are the public paths (their docstrings are the guides). ``service`` is what the fakes share,
-``tools`` the plugin-tool helpers, ``pytest_plugin`` the fixtures.
+``tools`` the plugin-tool helpers, ``kit`` the App-under-test helpers, ``pytest_plugin`` the
+fixtures.
 
 Names are imported lazily so that ``python -m bot.testing.fake_llm`` and the pytest plugin do
 not load aiohttp before they need it.
@@ -23,6 +25,7 @@ from bot.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from bot.testing.discord.server import FakeDiscord
+    from bot.testing.kit import offline_settings, run_command
     from bot.testing.llm.server import (
         FakeLLM,
         RecordedRequest,
@@ -43,6 +46,8 @@ _HOMES = {
     "FakeTelegram": "bot.testing.fake_telegram",
     "FakeDiscord": "bot.testing.fake_discord",
     "MemoryKV": "bot.testing.tools",
+    "offline_settings": "bot.testing.kit",
+    "run_command": "bot.testing.kit",
     "tool_context": "bot.testing.tools",
 }
 
@@ -57,9 +62,11 @@ __all__ = [
     "error",
     "hang",
     "held",
+    "offline_settings",
     "quota_exhausted",
     "rate_limited",
     "reply",
+    "run_command",
     "tool_calls",
     "tool_context",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -146,34 +147,94 @@ def test_relative_links_resolve(page: Path) -> None:
             assert anchor in slugs, f"{page.name}: no heading #{anchor} in {file}"
 
 
-def _block(page: Path, marker: str, language: str) -> str:
-    text = page.read_text(encoding="utf-8")
-    found = re.search(rf"<!-- {re.escape(marker)} -->\n```{language}\n(.*?)```", text, re.DOTALL)
-    assert found, f"{page.name} lost its {marker} block"
-    return found.group(1)
+PLUGIN_PAGE = ROOT / "docs" / "plugins.md"
+# docs/plugins.md's example project: ``<!-- plugin-project: PATH -->`` before a block is a file
+# at PATH; ``install`` and ``run`` are the commands the page tells the reader to type
+PROJECT_BLOCK = re.compile(r"<!-- plugin-project: (\S+) -->\n```\w+\n(.*?)```", re.DOTALL)
+CHECKOUT = "/path/to/parlour"  # how the page's install line names the reader's checkout
 
 
-@pytest.mark.slow
-def test_plugin_example_runs_in_a_fresh_project(tmp_path: Path) -> None:
-    """docs/plugins.md's dice plugin and its test, in a project set up only as the page says."""
-    page = ROOT / "docs" / "plugins.md"
-    (tmp_path / "pyproject.toml").write_text(
-        _block(page, "plugin-project: pyproject.toml", "toml"), encoding="utf-8"
-    )
-    (tmp_path / "dice.py").write_text(_block(page, "readme-plugin: dice.py", "python"), "utf-8")
-    text = page.read_text(encoding="utf-8")
-    dice_test = text.split("<!-- readme-plugin: dice.py -->", 1)[1]
-    test = re.search(r"<!-- readme-test.*?-->\n```python\n(.*?)```", dice_test, re.DOTALL)
-    assert test
-    (tmp_path / "test_dice.py").write_text(test.group(1), encoding="utf-8")
+def _project_blocks() -> dict[str, str]:
+    return dict(PROJECT_BLOCK.findall(PLUGIN_PAGE.read_text(encoding="utf-8")))
+
+
+def _write_project(folder: Path) -> dict[str, str]:
+    """The page's files, where it says they go; returns its install and run commands."""
+    blocks = _project_blocks()
+    commands = {key: blocks.pop(key, "") for key in ("install", "run")}
+    assert blocks, "docs/plugins.md lost its plugin-project blocks"
+    for name, text in blocks.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    return commands
+
+
+def _shell_lines(block: str) -> list[list[str]]:
+    lines = (shlex.split(line, comments=True) for line in block.splitlines())
+    return [line for line in lines if line]
+
+
+def _run_as_the_page_says(project: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
+    """``pytest`` is this environment's console script (which, unlike ``python -m pytest``, does
+    not put the working directory on sys.path), ``python`` its interpreter. PYTHONPATH names
+    this checkout only so that the Parlour under test is the one imported, as if installed."""
+    programs = {"pytest": str(Path(sys.executable).with_name("pytest")), "python": sys.executable}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PARLOUR"))}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error"],
-        cwd=tmp_path,
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [programs.get(command[0], command[0]), *command[1:]],
+        cwd=project,
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=180,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 passed" in done.stdout
+
+
+def test_plugin_install_line_installs_this_checkout_with_its_testing_extra() -> None:
+    """Parlour is not on PyPI: the page's install line must name the checkout, not a bare
+    ``parlour`` that pip would look up on the index."""
+    [install] = _shell_lines(_project_blocks().get("install", ""))
+    assert install[:3] == ["pip", "install", "-e"], install
+    path, _, extras = install[3].partition("[")
+    assert path == CHECKOUT, f"{install[3]}: not a checkout's folder"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["name"] == "parlour"
+    assert extras.rstrip("]").split(",") == ["testing"]
+    assert "testing" in project["optional-dependencies"]
+    # "parlour[testing] @ git+..." names where to get it; a bare "parlour[testing]" does not
+    bare = re.compile(r"pip install [\"']?parlour(\[\w+\])?(?![\[\w])[\"']?(?! @)")
+    for page in PAGES:  # and no page still tells the reader to fetch it from the index
+        assert not bare.search(page.read_text(encoding="utf-8")), page
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["as written", "python -m pytest"])
+def test_plugin_example_runs_in_a_fresh_project(tmp_path: Path, how: str) -> None:
+    """docs/plugins.md's dice plugin and its tests, in a project laid out as the page says, run
+    with the page's command from that folder (and with ``python -m pytest``, which it says
+    runs the same)."""
+    commands = _write_project(tmp_path)
+    [run] = _shell_lines(commands["run"])
+    assert run == ["pytest"], "the page's run command changed: update this test"
+    done = _run_as_the_page_says(tmp_path, run if how == "as written" else how.split())
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert re.search(r"\b2 passed in ", output), output
+    assert "warning" not in output.lower(), output
+
+
+@pytest.mark.slow
+def test_a_plugin_that_fails_to_import_fails_the_test_with_its_error(tmp_path: Path) -> None:
+    """The page's tests with a plugin whose own import fails: the test fails with the
+    ModuleNotFoundError as its error, not with an assertion on the bot's apology."""
+    commands = _write_project(tmp_path)
+    plugin = tmp_path / "dice.py"
+    plugin.write_text("import dice_helpers  # not installed\n" + plugin.read_text("utf-8"))
+    done = _run_as_the_page_says(tmp_path, _shell_lines(commands["run"])[0])
+    output = done.stdout + done.stderr
+    assert done.returncode == 1 and re.search(r"\b2 failed in ", output), output
+    # pytest's "E " lines are each failure's error (a log line would start "ERROR")
+    errors = [line for line in output.splitlines() if line.startswith("E ")]
+    assert any("ModuleNotFoundError: No module named 'dice_helpers'" in e for e in errors), output
+    assert not any("Sorry" in line for line in errors), output

@@ -1,7 +1,9 @@
 """The examples in README.md and docs/*.md are real code: extract them and run them as tests.
 
-``<!-- readme-plugin: NAME.py -->`` before a Python block makes it an importable plugin module
-for every example; ``<!-- readme-test ... -->`` before one runs its single ``test_*`` function.
+``<!-- readme-plugin: NAME.py -->`` (or ``<!-- plugin-project: NAME.py -->``, a file at the root of
+docs/plugins.md's example project) before a Python block makes it an importable plugin module for
+every example; ``<!-- readme-test ... -->`` (or ``<!-- plugin-project: tests/NAME.py -->``) before
+one runs each of its ``test_*`` functions, as a test of its own.
 """
 
 from __future__ import annotations
@@ -26,10 +28,19 @@ def _examples(pages: list[Path] = DOCS) -> list[tuple[Path, str]]:
         (page, source)
         for page in pages
         for source in re.findall(
-            r"<!-- readme-test.*?-->\n```python\n(.*?)```",
+            r"<!-- (?:readme-test|plugin-project: tests/\S+\.py).*?-->\n```python\n(.*?)```",
             page.read_text(encoding="utf-8"),
             re.DOTALL,
         )
+    ]
+
+
+def _tests(pages: list[Path] = DOCS) -> list[tuple[Path, str, str]]:
+    """Each test function of each example: (page, the block, the function's name)."""
+    return [
+        (page, source, name)
+        for page, source in _examples(pages)
+        for name in re.findall(r"^(?:async )?def (test_\w+)", source, re.MULTILINE)
     ]
 
 
@@ -38,7 +49,7 @@ def _plugins(pages: list[Path] = DOCS) -> list[tuple[str, str]]:
         found
         for page in pages
         for found in re.findall(
-            r"<!-- readme-plugin: (\S+) -->\n```python\n(.*?)```",
+            r"<!-- (?:readme-plugin|plugin-project): (\w+\.py) -->\n```python\n(.*?)```",
             page.read_text(encoding="utf-8"),
             re.DOTALL,
         )
@@ -50,10 +61,11 @@ def test_readme_keeps_its_examples() -> None:
     assert _plugins([README]), "README lost its example plugin"
     assert len(_examples()) >= 4, "README or docs/ lost a tested example"
     assert {"dice.py", "shout.py"} <= {name for name, _ in _plugins()}
+    assert {"test_roll_dice", "test_admins_set_the_limit"} <= {name for *_, name in _tests()}
 
 
 @pytest.mark.parametrize(
-    "index", range(len(_examples())), ids=[f"{p.name}-{i}" for i, (p, _) in enumerate(_examples())]
+    "index", range(len(_tests())), ids=[f"{p.name}-{name}" for p, _, name in _tests()]
 )
 async def test_readme_example_runs(
     index: int,
@@ -68,10 +80,9 @@ async def test_readme_example_runs(
         (plugins / name).write_text(source, encoding="utf-8")
     monkeypatch.syspath_prepend(str(plugins))
     namespace: dict[str, Any] = {}
-    page, source = _examples()[index]
+    page, source, name = _tests()[index]
     exec(compile(source, str(page), "exec"), namespace)
     fixtures = {"fake_llm": fake_llm, "fake_telegram": fake_telegram, "tmp_path": tmp_path}
-    tests = [f for name, f in namespace.items() if name.startswith("test_") and callable(f)]
-    assert len(tests) == 1
-    wanted = inspect.signature(tests[0]).parameters
-    await tests[0](**{name: fixtures[name] for name in wanted})
+    test = namespace[name]
+    wanted = inspect.signature(test).parameters
+    await test(**{arg: fixtures[arg] for arg in wanted})
