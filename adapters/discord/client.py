@@ -5,7 +5,7 @@ IDENTIFYs by Discord's ``max_concurrency`` instead of discord.py's fixed 5 s."""
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Any, Protocol
 
 import discord
 
@@ -60,6 +60,17 @@ class _Client(discord.Client):
 
     async def setup_hook(self) -> None:
         await self.hooks.on_setup()
+
+    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
+        """No events once closing (the adapter takes no new ones on stop anyway).
+
+        discord.py's own ``ready`` comes up to ``guild_ready_timeout`` (2 s) after the last
+        GUILD_CREATE, from a task ``close`` leaves running; a plain ``Client`` has dropped
+        its loop by then, so that late dispatch would fail ("coroutine
+        'Client._run_event' was never awaited").
+        """
+        if not self.is_closed():
+            super().dispatch(event, *args, **kwargs)
 
     async def on_ready(self) -> None:
         self.hooks.on_ready(self)

@@ -5,8 +5,10 @@ LLM. What crosses the wire (interaction callbacks, messages, allowed_mentions) a
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import re
+import warnings
 from typing import Any
 
 import pytest
@@ -256,3 +258,23 @@ async def test_access_lists_name_a_server_and_a_channel_covers_its_threads(
         dc.message(w.thread, w.member, f"<@{bot_id}> the whole server is allowed")
         await settled(dc, THREAD, count=2)
     assert len(fake_llm.chat_requests) == 2
+
+
+async def test_a_bot_stopped_before_discord_py_is_ready_leaves_nothing_behind(
+    make_app: AppFactory, fake_discord: FakeDiscord
+) -> None:
+    """discord.py dispatches ``ready`` up to 2 s after the last GUILD_CREATE; a bot stopped
+    sooner must not have it fire on the closed client (whose loop discord.py has dropped: the
+    event task would fail, ``coroutine 'Client._run_event' was never awaited``)."""
+    world(fake_discord)
+    failures: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: failures.append(context))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with running_discord(make_app, fake_discord) as (_, adapter):
+            assert adapter.client is not None and not adapter.client.is_ready()
+        await asyncio.sleep(2.5)  # past discord.py's guild_ready_timeout (2 s)
+        gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+    assert failures == []
