@@ -14,7 +14,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from bot.config import Settings, safe_url
+from bot.config import Settings, safe_url, secret_values
 from bot.context import ChatContext
 from bot.conversation.commands import Commands
 from bot.conversation.presets import ChatPresets
@@ -23,6 +23,8 @@ from bot.conversation.tool_runner import ToolRunner
 from bot.conversation.tools_command import add_tools_command
 from bot.errors import ConfigError, LLMError
 from bot.guardrails.admins import AdminPolicy
+from bot.guardrails.recent_log import RecentLog
+from bot.guardrails.redact import Redactor
 from bot.llm.client import LLMClient
 from bot.llm.embeddings import Embedder
 from bot.llm.retry import Sleep
@@ -32,6 +34,7 @@ from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, StoredMemory
 from bot.memory.store import MemoryStore
 from bot.metrics import Metrics
+from bot.platform.adapter_runs import AdapterRuns
 from bot.platform.delivery import Outbound
 from bot.platform.operator import Operator
 from bot.platform.seam import Platform
@@ -90,6 +93,9 @@ class App:
         self.plugins: PluginManager | None = None
         self._platform: Platform | None = None
         self._closes = AsyncExitStack()
+        self.adapter_runs = AdapterRuns()  # ``run`` starts the adapters through it
+        # the last warnings and errors, masked with the config's secrets (the status page)
+        self.recent_log = RecentLog(Redactor(secret_values(settings)))
 
     @property
     def store(self) -> Storage:
@@ -121,6 +127,8 @@ class App:
             mcp=self.mcp,
             plugins=self.plugins,
             scheduler=self.scheduler,
+            adapters=self.adapter_runs,
+            recent_log=self.recent_log,
         )
         return Platform(
             settings=self.settings,
@@ -138,6 +146,8 @@ class App:
         await self._store.open()
         self._on_close("_store", self._store.close)
         try:
+            self.recent_log.install()  # before the plugins and servers: their failures show
+            self._closes.callback(self.recent_log.remove)
             # replicas share limits and breakers through the database; one process keeps its own
             shared = self._store if self._store.replicas else None
             self._llm = LLMClient(

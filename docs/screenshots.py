@@ -2,9 +2,10 @@
 
     .venv/bin/python docs/screenshots.py
 
-A throwaway bot (SQLite in a temporary folder, the test kit's fake LLM) with a few chats of
-ordinary conversation, its HTTP server on a free port, and the OS's headless Chromium
-(``/usr/bin/chromium``, Debian's ``chromium`` package) logging in and taking the pictures.
+A throwaway bot (SQLite in a temporary folder, the test kit's fake LLM, the demo MCP server and
+one that cannot be reached) with a few chats of ordinary conversation, its HTTP server on a free
+port, and the OS's headless Chromium (``/usr/bin/chromium``, Debian's ``chromium`` package)
+logging in, trying the playground, running the status page's checks and taking the pictures.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from playwright.async_api import expect  # noqa: E402
 
 from adapters.http.server import HTTPAdapter  # noqa: E402
 from bot.app import App  # noqa: E402
@@ -48,12 +51,21 @@ CONVERSATIONS: list[tuple[ChatContext, str, str]] = [
      "Which plan includes priority support?",
      "The Team plan: replies within four working hours, and a shared inbox."),
 ]  # fmt: skip
+PLAYGROUND = (
+    "What can you do for our team chat?",
+    "I answer questions in your chats, remember what you ask me to, and use the tools this "
+    "deployment gives me: here, the demo MCP server's echo, forecast and chart.",
+)
+MCP_SERVERS = {
+    "demo": {"command": [sys.executable, "-m", "bot.testing.mcp_demo"]},
+    "search": {"url": "http://127.0.0.1:9/mcp", "connect_timeout": 2},  # nothing listens there
+}
 
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
-        async with FakeLLM() as fake:
-            fake.script(*(reply(answer) for _, _, answer in CONVERSATIONS))
+        async with FakeLLM(stream_interval=0.02) as fake:
+            fake.script(*(reply(answer) for _, _, answer in CONVERSATIONS), reply(PLAYGROUND[1]))
             settings = settings_from_mapping(
                 {
                     "llm": {"base_url": fake.base_url, "api_key": "sk-demo", "model": "demo"},
@@ -61,15 +73,18 @@ async def main() -> None:
                     "plugins": [],
                     "limits": {"messages_per_minute": None},
                     "http": {"enabled": True, "listen_port": 0, "admin_tokens": {"ops": TOKEN}},
+                    "mcp": {"servers": MCP_SERVERS},
                 }
             )
             async with App(settings) as app:
                 for ctx, text, _ in CONVERSATIONS:
                     await app.service.chat(ctx, text)
                 adapter = HTTPAdapter(app.platform)
-                task = asyncio.create_task(adapter.run())
+                task = app.adapter_runs.start(adapter)
                 try:
                     await adapter.ready.wait()
+                    assert app.mcp is not None
+                    await app.mcp.wait_ready(30, ["demo"])
                     await shoot(f"http://127.0.0.1:{adapter.port}")
                 finally:
                     await adapter.stop()
@@ -84,6 +99,16 @@ async def shoot(url: str) -> None:
         await page.screenshot(path=str(IMAGES / "dashboard-chats.png"), full_page=True)
         await page.goto(f"{url}/chats/{TRIP.chat_key}")
         await page.screenshot(path=str(IMAGES / "dashboard-chat.png"), full_page=True)
+        await page.goto(f"{url}/playground")
+        await page.fill("#message", PLAYGROUND[0])
+        await page.click("form.playground-form button[type=submit]")
+        await expect(page.locator(".playground-log .reply").last).to_have_text(PLAYGROUND[1])
+        await expect(page.locator(".playground-log .pending")).to_have_count(0)
+        await page.screenshot(path=str(IMAGES / "dashboard-playground.png"), full_page=True)
+        await page.goto(f"{url}/status")
+        await page.click("button:has-text('Run the checks')")
+        await expect(page.locator("table.doctor")).to_be_visible()
+        await page.screenshot(path=str(IMAGES / "dashboard-status.png"), full_page=True)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ async def serve_http(make_app: AppFactory, **sections: Any) -> AsyncIterator[Ser
     http = http_section(**sections.pop("http", {}))
     async with make_app(http=http, **sections) as app:
         adapter = HTTPAdapter(app.platform)
-        task = asyncio.create_task(adapter.run())
+        task = app.adapter_runs.start(adapter)
         try:
             await asyncio.wait_for(adapter.ready.wait(), 10)
             yield Served(app, adapter, f"http://127.0.0.1:{adapter.port}")

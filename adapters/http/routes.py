@@ -10,7 +10,7 @@ from adapters.http.admin import api as admin_api
 from adapters.http.admin import chats as admin_chats
 from adapters.http.admin import openapi
 from adapters.http.context import HTTPContext
-from adapters.http.dashboard import login
+from adapters.http.dashboard import login, playground, status
 from adapters.http.dashboard import pages as dashboard
 from adapters.http.openai import api as openai_api
 
@@ -21,6 +21,8 @@ RouteAdder = Callable[[web.Application, HTTPContext], None]
 ROUTES: tuple[RouteAdder, ...] = (
     login.add_routes,
     dashboard.add_routes,
+    playground.add_routes,
+    status.add_routes,
     openai_api.add_routes,
     admin_api.add_routes,
     admin_chats.add_routes,

@@ -318,7 +318,7 @@ async def _serve(settings: Settings, names: list[str]) -> int:
         adapters: list[Adapter] = [factory(app.platform) for factory in factories]
         loop = asyncio.get_running_loop()
 
-        runs = [asyncio.ensure_future(adapter.run()) for adapter in adapters]
+        runs = [app.adapter_runs.start(adapter) for adapter in adapters]  # watched: /status
         stopping: set[asyncio.Task[None]] = set()
         signals = 0
 

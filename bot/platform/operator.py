@@ -1,5 +1,6 @@
 """The operator's view of the whole bot, for an admin surface (the HTTP adapter's admin API and
-dashboard): chats' settings, memories, MCP servers, plugins, reminders and metrics.
+dashboard): chats' settings, memories, MCP servers, plugins, reminders and metrics, the
+adapters' state and the last warnings and errors logged.
 
 Each part is a Protocol that the real object (``ChatService``, ``MemoryStore``, ``MCPManager``,
 ``PluginManager``) meets structurally: this layer names only what is read, and imports
@@ -15,7 +16,9 @@ from enum import StrEnum
 from typing import Protocol
 
 from bot.context import ChatContext, Scope
+from bot.guardrails.recent_log import RecentLog
 from bot.metrics import Metrics
+from bot.platform.adapter_runs import AdapterRuns
 from bot.scheduling.scheduler import Scheduler
 from bot.values import Memory
 
@@ -119,3 +122,5 @@ class Operator:
     mcp: MCPServers | None  # None: no MCP servers configured
     plugins: Plugins | None
     scheduler: Scheduler | None  # reminders
+    adapters: AdapterRuns  # what ``run`` started, and how each is doing
+    recent_log: RecentLog  # the last warnings and errors, secrets masked

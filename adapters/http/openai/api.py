@@ -19,6 +19,7 @@ import time
 
 from aiohttp import web
 
+from adapters.http.auth import Principal
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext
 from adapters.http.identity import PLATFORM, chat_context
 from adapters.http.openai.errors import APIError, from_exception
@@ -27,6 +28,7 @@ from adapters.http.openai.stream import stream_answer
 from adapters.http.openai.wire import (
     MODEL,
     USER_HEADER,
+    ChatRequest,
     completion_id,
     finish_reason,
     parse_chat_request,
@@ -34,7 +36,7 @@ from adapters.http.openai.wire import (
 )
 from bot.errors import UserFacingError
 
-__all__ = ["PLATFORM", "add_routes"]
+__all__ = ["PLATFORM", "add_routes", "answer", "read_chat_request"]
 
 log = logging.getLogger(__name__)
 _STARTED = int(time.time())  # the model's "created": when this process started
@@ -69,12 +71,26 @@ async def get_model(request: web.Request) -> web.Response:
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     principal = request[PRINCIPAL]
     try:
-        raw = await request.read()
-        asked = parse_chat_request(raw, request.headers.get(USER_HEADER), principal.name)
-    except web.HTTPRequestEntityTooLarge:
-        return APIError(413, "The request body is too large.", code="request_too_large").response()
+        asked = await read_chat_request(request, principal)
     except APIError as exc:
         return exc.response()
+    return await answer(request, principal, asked)
+
+
+async def read_chat_request(request: web.Request, principal: Principal) -> ChatRequest:
+    """The request's body read as OpenAI's; :class:`APIError` says what is wrong with it."""
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise APIError(413, "The request body is too large.", code="request_too_large") from None
+    return parse_chat_request(raw, request.headers.get(USER_HEADER), principal.name)
+
+
+async def answer(
+    request: web.Request, principal: Principal, asked: ChatRequest
+) -> web.StreamResponse:
+    """One turn in ``principal``'s namespace, streamed or whole (the dashboard's playground
+    answers through here too)."""
     context = request.app[CONTEXT]
     ctx = chat_context(context.settings, principal, asked.user)
     service = context.platform.conversation
