@@ -10,12 +10,14 @@ conversation, search time at 10^5 memories); 7. RSS after 10^3 / 10^4 / 10^5 dis
 provider's prefix cache can reuse over long console conversations (alone: ``python -m
 bench.prompt_cache``); 10. MCP tools: start, call latency over stdio and HTTP, crash to tools back
 (alone: ``python -m bench.mcp``); 11. the HTTP API: a turn through the OpenAI-compatible endpoint
-against one made directly, the chats list (alone: ``python -m bench.http_api``). Sections 1, 3 and 7
+against one made directly, the chats list (alone: ``python -m bench.http_api``); 12. start-up:
+``--help``, ``check-config``, ``history list``, ``usage``, and ``run`` to its first Telegram poll,
+beside the import time of the libraries (alone: ``python -m bench.startup``). Sections 1, 3 and 7
 run on SQLite and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too;
 section 8 needs one. Targets are printed next to the figures; nothing asserts. ``--quick`` skips the
 10^6- and 10^7-message databases and the 10^5-chat run, ``--skip-memory`` section 6,
-``--skip-prompt-cache`` section 9, ``--skip-mcp`` section 10, ``--skip-http`` section 11. Progress
-goes to stderr only when it is a terminal.
+``--skip-prompt-cache`` section 9, ``--skip-mcp`` section 10, ``--skip-http`` section 11,
+``--skip-startup`` section 12. Progress goes to stderr only when it is a terminal.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from bench.rows import (
 )
 from bench.rss import CHECKPOINTS as RSS_CHECKPOINTS
 from bench.rss import mib, rss_rows, run_backends
+from bench.startup import StartupFigures, measure_startup, startup_rows
 from bench.storage_scale import measure_scale
 from bench.table import machine_line, render
 from bench.telegram import measure_telegram
@@ -121,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip-mcp", action="store_true", help="skip section 10 (about 15 s)")
     parser.add_argument("--skip-http", action="store_true", help="skip section 11 (the HTTP API)")
     parser.add_argument(
+        "--skip-startup", action="store_true", help="skip section 12 (start-up, about a minute)"
+    )
+    parser.add_argument(
         "--pg-url",
         default=os.environ.get(PG_URL_ENV) or None,
         help=f"a PostgreSQL server for the PostgreSQL figures (default: ${PG_URL_ENV})",
@@ -158,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_http:
             _progress("http: the OpenAI-compatible endpoint and the chats list")
             http = asyncio.run(measure_http(root))
+        startup: StartupFigures | None = None
+        if not args.skip_startup:
+            _progress("start-up: fresh processes for --help, check-config, history, run")
+            startup = asyncio.run(measure_startup(root))
     _progress("RSS against distinct chats, one fresh process per backend")
     rss = run_backends(args.pg_url, RSS_CHECKPOINTS[:2] if args.quick else RSS_CHECKPOINTS)
     replicas: ReplicaFigures | None = None
@@ -182,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *prompt_cache_rows(prompt_cache),
         *(mcp_rows(mcp) if mcp is not None else []),
         *(http_rows(http) if http is not None else []),
+        *(startup_rows(startup) if startup is not None else []),
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))

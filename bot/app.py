@@ -21,7 +21,7 @@ from bot.conversation.presets import ChatPresets
 from bot.conversation.service import ChatService
 from bot.conversation.tool_runner import ToolRunner
 from bot.conversation.tools_command import add_tools_command
-from bot.errors import ConfigError, LLMError
+from bot.errors import LLMError
 from bot.guardrails.admins import AdminPolicy
 from bot.guardrails.recent_log import RecentLog
 from bot.guardrails.redact import Redactor
@@ -54,11 +54,7 @@ HOUSEKEEPING_JOB = "parlour:housekeeping"
 
 def check_llm_settings(settings: Settings) -> None:
     """Fail early, in one sentence, when the model cannot possibly be reached."""
-    if settings.llm.needs_key and settings.llm.api_key is None:
-        raise ConfigError(
-            "No LLM API key: set OPENAI_API_KEY, or set OPENAI_BASE_URL to an "
-            "OpenAI-compatible server (Ollama, vLLM, ...) that needs none."
-        )
+    settings.llm.check_key()
 
 
 class App:

@@ -32,6 +32,8 @@ OpenAI's error shape; the HTTP adapter turns it into the response). The admin AP
 ``adapters.http.admin.params.BadParameter`` (400) become its answers, never leaving the adapter;
 ``adapters.http.openai.once.ClientGoneError`` (a client that hung up before its answer) stops
 the turn and is answered with nothing.
+``bot.config.base.FixableValueError`` is a ``ValueError`` a config validator raises inside
+pydantic; it reaches the caller as a :class:`ConfigError` whose ``fix`` it gave.
 ``tests/product/app/test_errors.py`` checks
 that every ``ParlourError`` subclass is drawn here under its real parent.
 
@@ -47,7 +49,17 @@ class ParlourError(Exception):
 
 
 class ConfigError(ParlourError):
-    """The configuration is invalid; the message names the field and the reason."""
+    """The configuration is invalid; the message names the field and the reason.
+
+    ``fix``, when the raiser knows it, is what to do about it: ``str()`` says the problem and
+    then the fix (one sentence for ``run``), while ``doctor`` shows ``problem`` as what it
+    found and ``fix`` on its fix line, so the two can never disagree.
+    """
+
+    def __init__(self, problem: str = "", *, fix: str = "") -> None:
+        super().__init__(f"{problem}: {fix}" if fix else problem)
+        self.problem = problem
+        self.fix = fix
 
 
 class StoreError(ParlourError):

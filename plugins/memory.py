@@ -9,7 +9,7 @@ Users see and delete their own; a chat's admins see and delete all of that chat'
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
@@ -17,13 +17,15 @@ from bot.plugins import (
     ChatContext,
     CommandResult,
     Memory,
-    MemoryStore,
     Plugin,
     ToolContext,
     display_name,
     one_line_json,
     tool,
 )
+
+if TYPE_CHECKING:  # annotations only: importing this plugin loads no LLM SDK (check-config)
+    from bot.plugins import MemoryStore
 
 _LIST_LIMIT = 30
 

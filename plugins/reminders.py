@@ -17,12 +17,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from bot.plugins import REMINDERS_KIND, Plugin, PluginStore, Scheduler, ToolContext, tool
+from bot.plugins import REMINDERS_KIND, Plugin, PluginStore, ToolContext, tool
 from plugins.clock import find_zone
+
+if TYPE_CHECKING:  # annotations only: importing this plugin loads no scheduler (check-config)
+    from bot.plugins import Scheduler
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from bot.config import Settings, platform_settings
+from bot.config import FixableValueError, Settings, platform_settings
 
 DEFAULT_API_BASE = "https://discord.com/api/v10"
 DEFAULT_GATEWAY_URL = "wss://gateway.discord.gg"
@@ -44,7 +44,7 @@ class DiscordSettings(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> Self:
         if self.enabled and self.token is None:
-            raise ValueError("token is missing: set DISCORD_BOT_TOKEN or discord.token")
+            raise FixableValueError("token is missing", "set DISCORD_BOT_TOKEN or discord.token")
         if not self.api_base.startswith(("https://", "http://")):
             raise ValueError("api_base must be an http(s) URL")
         if not self.gateway_url.startswith(("wss://", "ws://")):

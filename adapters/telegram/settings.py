@@ -13,7 +13,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from bot.config import Settings, platform_settings
+from bot.config import FixableValueError, Settings, platform_settings
 
 DEFAULT_API_SERVER = "https://api.telegram.org"
 _TOKEN = re.compile(r"^\d+:[\w-]+$")
@@ -111,7 +111,9 @@ class TelegramSettings(_Section):
     def _check(self) -> Self:
         if self.enabled:
             if self.token is None:
-                raise ValueError("token is missing: set TELEGRAM_BOT_TOKEN or telegram.token")
+                raise FixableValueError(
+                    "token is missing", "set TELEGRAM_BOT_TOKEN or telegram.token"
+                )
             if not _TOKEN.match(self.token.get_secret_value()):
                 raise ValueError("token does not look like a bot token (123456:ABC-...)")
             if self.mode == "webhook" and self.webhook.url is None:

@@ -1,5 +1,7 @@
-"""The command line, one idea per module: :mod:`.commands` parses ``python -m bot [--config FILE]
-COMMAND`` and runs it; :mod:`.adapters` finds and creates the adapters ``run`` starts;
+"""The command line, one idea per module: :mod:`.parser` is its grammar (standard library only,
+so ``--help`` is instant); :mod:`.commands` parses ``python -m bot [--config FILE] COMMAND`` and
+runs it, importing what that command needs; :mod:`.serve` runs the app for ``run`` and ``chat``;
+:mod:`.adapters` finds and creates the adapters ``run`` starts;
 :mod:`.history` is ``history``'s export, audit and erasure; :mod:`.progress` the progress bar
 and count tables of ``storage copy``. ``main`` is the ``parlour`` script's entry point.
 """

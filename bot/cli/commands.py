@@ -7,6 +7,13 @@ is. This is the only place that configures logging and installs signal handlers.
 at the console only warnings and errors are logged (to stderr), so they do not run through the
 conversation; ``run`` logs at ``logging.level``.
 
+The command line is parsed before anything else is imported (:mod:`.parser` is standard library
+only): ``--help`` answers at once, and each command imports only what it uses, so
+``check-config`` and ``history`` never load the app, the LLM SDK or a platform library
+(:mod:`.serve` does, for ``run`` and ``chat``). For the same reason the config is loaded with
+``defer_unset``: a ``${VAR}`` that is not set fails only the commands that read its section
+(``history`` reads ``storage:``, not ``http:``), and ``check-config`` reports it.
+
 Plugin modules in the working directory import the same way under the ``parlour`` script and
 ``python -m bot``: the directory is searched after the installed packages, so it never hides
 one (the built-in ``plugins.*`` load whatever ``plugins/`` folder it holds, see
@@ -16,114 +23,20 @@ one (the built-in ``plugins.*`` load whatever ``plugins/`` folder it holds, see
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import json
-import logging
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
-from bot.app import App
-from bot.cli.adapters import load_adapter
-from bot.cli.history import add_history_parser, history_command
-from bot.cli.history import usage_error as history_usage_error
-from bot.cli.progress import TerminalProgress, counts_table
-from bot.cli.storage_copy import DEFAULT_BATCH, copy_storage, parse_copy_url
-from bot.cli.subcommands import SubCommands
-from bot.config import Settings, load_settings, secret_values
-from bot.config.storage_url import StorageURL
-from bot.doctor.adapters import check_adapter_settings
-from bot.doctor.config_report import config_report
+from bot.cli.parser import build_parser, history_usage_error
 from bot.errors import ConfigError, ParlourError
-from bot.guardrails.budgets import utc_day
 from bot.guardrails.redact import Redactor, configure_logging
-from bot.guardrails.usage import cached_share, usage_table
-from bot.platform.adapter import Adapter
-from bot.storage import missing_storage, open_storage
 
-log = logging.getLogger(__name__)
-SHUTDOWN_GRACE = 10.0  # seconds in-flight replies get after SIGTERM/SIGINT before cancellation
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="parlour", description="Parlour chat bot")
-    parser.add_argument(
-        "--config", help="config file (default: $PARLOUR_CONFIG, else ./config.yaml)"
-    )
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("chat", help="chat in this terminal")
-    sub.add_parser("run", help="run the platform adapters enabled in config")
-    sub.add_parser("check-config", help="validate the config and print it, secrets masked")
-    doctor = sub.add_parser(
-        "doctor",
-        help="check config, database, LLM and platforms; a fix for each failure",
-        description="One row per check (ok / FAIL / warn) with what was found and, for each "
-        "problem, the fix. Exit status 0 when everything needed works (warnings allowed).",
-    )
-    doctor.add_argument("--json", action="store_true", help="JSON lines instead of a table")
-    doctor.add_argument(
-        "--timeout",
-        type=float,
-        default=5.0,
-        metavar="SECONDS",
-        help="how long each LLM request may take (default: 5)",
-    )
-    add_history_parser(sub)
-    usage = sub.add_parser("usage", help="tokens per chat and per user per day (UTC)")
-    usage.add_argument("--days", type=int, default=7, help="how many days back (default: 7)")
-    usage.add_argument("--chat", help="one chat, e.g. telegram:-100123 (default: every chat)")
-    usage.add_argument("--json", action="store_true", help="JSON lines instead of a table")
-    _add_storage_parser(sub)
-    return parser
-
-
-def _add_storage_parser(sub: SubCommands) -> None:
-    storage = sub.add_parser("storage", help="move a deployment's data between databases")
-    storage.set_defaults(storage_help=storage.format_help)
-    storage_sub = storage.add_subparsers(dest="storage_command", metavar="{copy}")
-    copy = storage_sub.add_parser(
-        "copy",
-        help="copy every row from one database to another (stop the bot first)",
-        description=(
-            "Copy history, settings, memories, usage, the audit trail, plugin data, deliveries "
-            "and scheduled jobs from SRC_URL to DST_URL (SQLite or PostgreSQL, either way). "
-            "Stop the bot first. The target's tables are created if missing; a target that "
-            "already holds rows is refused unless --force. Running it again copies nothing "
-            "twice. Put a PostgreSQL password in PGPASSWORD or ~/.pgpass rather than the URL."
-        ),
-    )
-    copy.add_argument(
-        "source", metavar="SRC_URL", help="e.g. sqlite:///data/parlour.db (must exist)"
-    )
-    copy.add_argument(
-        "target", metavar="DST_URL", help="e.g. postgresql://parlour@db.internal/parlour"
-    )
-    copy.add_argument(
-        "--force",
-        action="store_true",
-        help="copy into a target that already holds rows: those are kept, the others added",
-    )
-    copy.add_argument(
-        "--batch",
-        type=int,
-        default=DEFAULT_BATCH,
-        help=f"rows per read and per transaction (default: {DEFAULT_BATCH})",
-    )
-    for side in ("source", "target"):
-        copy.add_argument(
-            f"--{side}-jobs",
-            type=Path,
-            metavar="PATH",
-            help=f"the {side}'s scheduler file when it is SQLite "
-            "(default: <db name>.jobs.sqlite beside the database, as storage.jobs_path)",
-        )
-    copy.add_argument("--json", action="store_true", help="the counts as JSON lines")
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from bot.config.storage_url import StorageURL
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -142,7 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     redactor = Redactor()
 
     def work() -> int:
-        settings = load_settings(args.config)
+        import asyncio
+
+        from bot.config import load_settings, secret_values
+
+        settings = load_settings(args.config, defer_unset=True)
         redactor.add(secret_values(settings))
         configure_logging(_log_level(args, settings), redactor)
         return asyncio.run(_dispatch(args, settings, redactor))
@@ -160,6 +77,10 @@ def _storage(args: argparse.Namespace) -> int:
     redactor = Redactor()
 
     def work() -> int:
+        import asyncio
+
+        from bot.cli.storage_copy import parse_copy_url
+
         source = parse_copy_url(args.source, "source")
         target = parse_copy_url(args.target, "target")
         redactor.add([p for p in (source.password(), target.password()) if p])
@@ -184,6 +105,9 @@ def _reporting(work: Callable[[], int], redactor: Redactor) -> int:
 
 
 async def _storage_copy(args: argparse.Namespace, source: StorageURL, target: StorageURL) -> int:
+    from bot.cli.progress import TerminalProgress, counts_table
+    from bot.cli.storage_copy import copy_storage
+
     progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
     report = await copy_storage(
         source,
@@ -233,33 +157,42 @@ async def _dispatch(args: argparse.Namespace, settings: Settings, redactor: Reda
         return await _history(args, settings, redactor)
     if command == "usage":
         return await _usage(args, settings)
-    if command == "chat":
-        return await _serve(settings, ["console"])
-    platforms = settings.enabled_platforms()
+    platforms = ["console"] if command == "chat" else settings.enabled_platforms()
+    settings.require_serving(platforms)
     if not platforms:
         raise ConfigError(
             "no platform is enabled: set telegram.enabled, discord.enabled or http.enabled in the"
             " config "
             "(or use `python -m bot chat` for the console)"
         )
-    return await _serve(settings, platforms)
+    from bot.cli.serve import serve
+
+    return await serve(settings, platforms)
 
 
 def _check_config(settings: Settings, redactor: Redactor) -> int:
     """Print the validated config (see ``bot.doctor.config_report``), then its problems."""
+    import yaml
+
+    from bot.doctor.config_report import config_report
+
     report = config_report(settings)
     text = yaml.safe_dump(report.data, sort_keys=False, allow_unicode=True)
     sys.stdout.write(redactor(text))
     for warning in report.warnings:
-        sys.stderr.write(redactor(f"warning: {warning}\n"))
+        sys.stderr.write(redactor(f"warning: {warning.said}\n"))
     if report.errors:
-        raise ConfigError("; ".join(report.errors))
+        raise ConfigError("; ".join(error.said for error in report.errors))
     sys.stdout.write("config OK\n")
     return 0
 
 
 def _missing_database(settings: Settings) -> bool:
-    """Reports read an existing file: a typo'd path must not create an empty one."""
+    """Reports read an existing file: a typo'd path must not create an empty one. They read
+    ``storage:`` alone, so only its variables must be set."""
+    from bot.storage import missing_storage
+
+    settings.require_variables("storage")
     problem = missing_storage(settings)
     if problem is None:
         return False
@@ -268,6 +201,9 @@ def _missing_database(settings: Settings) -> bool:
 
 
 async def _history(args: argparse.Namespace, settings: Settings, redactor: Redactor) -> int:
+    from bot.cli.history import history_command
+    from bot.storage import open_storage
+
     if _missing_database(settings):
         return 1
     async with open_storage(settings) as store:
@@ -282,6 +218,10 @@ async def _usage(args: argparse.Namespace, settings: Settings) -> int:
     if args.days < 1:
         sys.stderr.write("--days must be at least 1\n")
         return 2
+    from bot.guardrails.budgets import utc_day
+    from bot.guardrails.usage import cached_share, usage_table
+    from bot.storage import open_storage
+
     if _missing_database(settings):
         return 1
     since = utc_day(time.time() - (args.days - 1) * 86400)
@@ -308,55 +248,3 @@ async def _usage(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     sys.stdout.write(usage_table(rows))
     return 0
-
-
-async def _serve(settings: Settings, names: list[str]) -> int:
-    factories = [load_adapter(name, settings.adapters) for name in names]
-    for name in names:
-        check_adapter_settings(name, settings)
-    async with App(settings) as app:
-        adapters: list[Adapter] = [factory(app.platform) for factory in factories]
-        loop = asyncio.get_running_loop()
-
-        runs = [app.adapter_runs.start(adapter) for adapter in adapters]  # watched: /status
-        stopping: set[asyncio.Task[None]] = set()
-        signals = 0
-
-        def force() -> None:
-            log.warning("in-flight replies did not finish in time; cancelling them")
-            for run in runs:
-                run.cancel()
-
-        def shut_down() -> None:
-            nonlocal signals
-            signals += 1
-            if signals > 1:
-                force()  # a second signal: stop now
-                return
-            log.info("shutting down: finishing in-flight replies (up to %.0fs)", SHUTDOWN_GRACE)
-            loop.call_later(SHUTDOWN_GRACE, force)
-            for adapter in adapters:
-                task = loop.create_task(adapter.stop())
-                stopping.add(task)
-                task.add_done_callback(stopping.discard)
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, shut_down)
-        try:
-            results = await asyncio.gather(*runs, return_exceptions=True)
-        finally:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(sig)
-        failed = False
-        for adapter, result in zip(adapters, results, strict=True):
-            if isinstance(result, ConfigError):  # a sentence for the operator, no traceback
-                log.error("adapter %s stopped: %s", adapter.name, result)
-                failed = True
-            elif isinstance(result, BaseException) and not isinstance(
-                result, asyncio.CancelledError
-            ):
-                log.error("adapter %s stopped with an error", adapter.name, exc_info=result)
-                failed = True
-        return 1 if failed else 0

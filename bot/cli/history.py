@@ -20,17 +20,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from bot.cli.subcommands import SubCommands
+from bot.cli.parser import person
 from bot.guardrails.redact import Redactor
 from bot.storage import Storage
 from bot.values import AuditEntry, UserDeletion
 
-__all__ = ["COMMANDS", "add_history_parser", "history_command"]
-
-COMMANDS = (
-    "`history list`, `history export KEY | --chat KEY | --all`, `history audit`, "
-    "`history delete --user PLATFORM:ID`"
-)
+__all__ = ["history_command"]
 
 # What each count of ``delete`` means, in the order printed.
 _DELETION_WORDS = {
@@ -47,61 +42,6 @@ _DELETION_WORDS = {
 }
 
 
-def add_history_parser(sub: SubCommands) -> None:
-    history = sub.add_parser("history", help="stored conversations, their audit, deleting a person")
-    history.set_defaults(history_help=history.format_help)
-    history_sub = history.add_subparsers(
-        dest="history_command", metavar="{list,export,audit,delete}"
-    )
-    history_sub.add_parser("list", help="conversation keys and their turn counts")
-    export = history_sub.add_parser(
-        "export",
-        help="conversations as JSON lines, secrets masked",
-        description="Write stored messages as JSON lines: one conversation (KEY), every "
-        "conversation of a chat (--chat) or every conversation stored (--all). Give one.",
-    )
-    export.add_argument(
-        "key", nargs="?", help="conversation key, e.g. telegram:-100123 (see `history list`)"
-    )
-    export.add_argument(
-        "--chat", metavar="KEY", help="every conversation of this chat (all scopes)"
-    )
-    export.add_argument("--all", action="store_true", help="every conversation stored")
-    export.add_argument("-o", "--output", help="file to write (default: stdout)")
-    audit = history_sub.add_parser(
-        "audit", help="clears, resets, persona and scope changes, memory deletions: who, when, what"
-    )
-    audit.add_argument("--chat", metavar="KEY", help="one chat, e.g. telegram:-100123")
-    audit.add_argument("--json", action="store_true", help="JSON lines instead of a table")
-    delete = history_sub.add_parser(
-        "delete",
-        help="delete one person's messages and memories everywhere",
-        description="Delete everything one person said on one platform: their messages and "
-        "the answers to them in every chat, their private conversations, their memories, and "
-        "the summaries that may quote them (rebuilt from what is left). The usage ledger keeps "
-        "its token counts (the money was spent) and the audit its entries, without their name.",
-    )
-    delete.add_argument(
-        "--user", required=True, metavar="PLATFORM:ID", help="e.g. telegram:123456789"
-    )
-    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    delete.add_argument("--json", action="store_true", help="the counts as one JSON object")
-
-
-def usage_error(args: argparse.Namespace) -> str | None:
-    """Why the ``history`` command line cannot run (checked before any config is read)."""
-    if args.history_command is None:
-        return f"say which: {COMMANDS}"
-    if args.history_command == "export":
-        given = [name for name, value in _export_targets(args) if value]
-        if len(given) != 1:
-            which = "none" if not given else " and ".join(given)
-            return f"history export needs one of KEY, --chat KEY or --all (got {which})"
-    if args.history_command == "delete" and _person(args.user) is None:
-        return f"--user must be PLATFORM:ID, e.g. telegram:123456789 (got {args.user!r})"
-    return None
-
-
 async def history_command(args: argparse.Namespace, store: Storage, redactor: Redactor) -> int:
     if args.history_command == "list":
         for key, turns in await store.conversations():
@@ -112,17 +52,6 @@ async def history_command(args: argparse.Namespace, store: Storage, redactor: Re
     if args.history_command == "delete":
         return await _delete(args, store)
     return await _export(args, store, redactor)
-
-
-def _export_targets(args: argparse.Namespace) -> list[tuple[str, object]]:
-    return [("KEY", args.key), ("--chat", args.chat), ("--all", args.all)]
-
-
-def _person(user: str) -> tuple[str, str] | None:
-    platform, _, user_id = user.partition(":")
-    if not platform or not user_id.strip() or user_id != user_id.strip():
-        return None
-    return platform, user_id
 
 
 # -- export ----------------------------------------------------------------------------------
@@ -246,9 +175,9 @@ def audit_table(entries: list[AuditEntry]) -> str:
 
 
 async def _delete(args: argparse.Namespace, store: Storage) -> int:
-    person = _person(args.user)
-    assert person is not None, "checked by usage_error"
-    platform, user_id = person
+    who = person(args.user)
+    assert who is not None, "checked by history_usage_error"
+    platform, user_id = who
     if not args.yes and not _confirmed(args.user):
         return 1
     deleted = await store.delete_user(platform, user_id)

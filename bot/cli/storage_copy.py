@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from bot.cli.parser import DEFAULT_BATCH
 from bot.config.storage_url import StorageURL, parse_storage_url, sqlite_url
 from bot.errors import ConfigError, StoreError
 from bot.scheduling.portable_jobs import JobsStore
@@ -48,8 +49,6 @@ __all__ = [
     "parse_copy_url",
     "portable",
 ]
-
-DEFAULT_BATCH = 1000
 
 
 @dataclass(frozen=True, slots=True)

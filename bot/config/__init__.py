@@ -1,9 +1,10 @@
 """Configuration: ``config.yaml`` + environment, validated by pydantic.
 
-Strings may use ``${VAR}`` (must be set) and ``${VAR:-default}``. Interpolation runs on the parsed
-YAML tree, value by value, so an environment variable can never inject YAML structure. Secrets are
-``SecretStr``: they print as ``**********`` and only :func:`secret_values` hands them to the log
-redactor.
+Strings may use ``${VAR}`` (must be set) and ``${VAR:-default}``; the CLI loads with
+``defer_unset``, so only a command that reads an unset variable's section fails on it.
+Interpolation runs on the parsed YAML tree, value by value, so an environment variable can never
+inject YAML structure. Secrets are ``SecretStr``: they print as ``**********`` and only
+:func:`secret_values` hands them to the log redactor.
 
 One module per part: ``llm`` (endpoints, retry), ``conversation`` (chat, history, storage,
 logging), ``memory``, ``guardrails`` (limits, access), ``chats`` (per-chat presets),
@@ -14,6 +15,7 @@ from the field descriptions).
 
 from __future__ import annotations
 
+from bot.config.base import FixableValueError, UnsetVariable
 from bot.config.chats import ChatPreset
 from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
 from bot.config.guardrails import AccessSettings, LimitSettings
@@ -27,6 +29,7 @@ from bot.config.llm import (
 from bot.config.loading import (
     CONFIG_ENV_VAR,
     describe_errors,
+    error_fixes,
     interpolate,
     load_settings,
     platform_settings,
@@ -39,6 +42,7 @@ from bot.config.memory import EmbeddingSettings, MemorySettings
 from bot.config.settings import (
     CLIENT_NAMED_PLATFORMS,
     DEFAULT_PLUGINS,
+    PLATFORM_SECTIONS,
     PLATFORM_TOKEN_ENV,
     PlatformSettings,
     PluginEntry,
@@ -52,6 +56,7 @@ __all__ = [
     "CONFIG_ENV_VAR",
     "DEFAULT_PLUGINS",
     "OPENAI_DEFAULT_BASE_URL",
+    "PLATFORM_SECTIONS",
     "PLATFORM_TOKEN_ENV",
     "AccessSettings",
     "ChatPreset",
@@ -60,6 +65,7 @@ __all__ = [
     "EmbeddingSettings",
     "EndpointSettings",
     "FallbackSettings",
+    "FixableValueError",
     "HistorySettings",
     "LLMSettings",
     "LimitSettings",
@@ -73,7 +79,9 @@ __all__ = [
     "Settings",
     "StorageSettings",
     "ToolsSettings",
+    "UnsetVariable",
     "describe_errors",
+    "error_fixes",
     "interpolate",
     "load_settings",
     "mask_secrets",

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from bot.config.base import Section, env_secret
+from bot.errors import ConfigError
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MB = 1024 * 1024
@@ -180,6 +181,15 @@ class LLMSettings(EndpointSettings):
                     f"its context_window ({window})"
                 )
         return self
+
+    def check_key(self) -> None:
+        """Fail early, in one sentence, when the model cannot possibly be reached."""
+        if self.needs_key and self.api_key is None:
+            raise ConfigError(
+                f"no LLM API key for {self.effective_base_url}",
+                fix="set OPENAI_API_KEY, or set OPENAI_BASE_URL to an OpenAI-compatible "
+                "server (Ollama, vLLM, ...) that needs none",
+            )
 
     def limits_of(self, endpoint: EndpointSettings) -> tuple[int, int]:
         """``(context_window, max_output_tokens)`` of ``endpoint``: a fallback's own, else the

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from bot.config.base import UnsetVariable
 from bot.config.settings import PlatformSettings, Settings
 from bot.errors import ConfigError
 
@@ -17,14 +18,32 @@ CONFIG_ENV_VAR = "PARLOUR_CONFIG"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def interpolate(value: Any, path: str = "") -> Any:
-    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string of a parsed YAML tree."""
+class _Unset:
+    """A value that named an unset variable, left out of the tree (see ``interpolate``)."""
+
+
+_LEFT_OUT = _Unset()
+
+
+def interpolate(value: Any, path: str = "", *, unset: list[UnsetVariable] | None = None) -> Any:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string of a parsed YAML tree.
+
+    A variable that is not set is a :class:`ConfigError`; with ``unset`` given it is recorded
+    there instead and the value that named it left out (its key, or its list item), so the
+    field takes its default and the commands that do not read it can run.
+    """
     if isinstance(value, dict):
-        return {k: interpolate(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        pairs = (
+            (k, interpolate(v, f"{path}.{k}" if path else str(k), unset=unset))
+            for k, v in value.items()
+        )
+        return {k: v for k, v in pairs if v is not _LEFT_OUT}
     if isinstance(value, list):
-        return [interpolate(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        items = (interpolate(v, f"{path}[{i}]", unset=unset) for i, v in enumerate(value))
+        return [v for v in items if v is not _LEFT_OUT]
     if not isinstance(value, str):
         return value
+    missing: list[UnsetVariable] = []
 
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
@@ -32,10 +51,17 @@ def interpolate(value: Any, path: str = "") -> Any:
         if default is not None:
             return found or default  # like the shell: unset or empty takes the default
         if found is None:
-            raise ConfigError(f"{path}: environment variable {name} is not set")
+            missing.append(UnsetVariable(path, name))
+            return ""
         return found
 
-    return _VAR.sub(substitute, value)
+    result = _VAR.sub(substitute, value)
+    if not missing:
+        return result
+    if unset is None:
+        raise ConfigError(str(missing[0]))
+    unset.extend(missing)
+    return _LEFT_OUT
 
 
 def describe_errors(
@@ -61,6 +87,12 @@ def describe_errors(
     return lines
 
 
+def error_fixes(error: ValidationError) -> list[str]:
+    """The fixes named by the validators that failed (``bot.config.FixableValueError``)."""
+    found = (getattr(item.get("ctx", {}).get("error"), "fix", "") for item in error.errors())
+    return list(dict.fromkeys(fix for fix in found if isinstance(fix, str) and fix))
+
+
 def _scalars(value: Any) -> list[str]:
     """The strings an error's input holds, for masking them out of its message."""
     if isinstance(value, dict):
@@ -70,8 +102,15 @@ def _scalars(value: Any) -> list[str]:
     return [] if value is None or isinstance(value, bool) else [str(value)]
 
 
-def _describe(error: ValidationError) -> str:
-    return "invalid config: " + "; ".join(describe_errors(error))
+def _describe(error: ValidationError, unset: list[UnsetVariable]) -> str:
+    """Each problem; one at a value left out for its unset variable names the variable."""
+    lines = []
+    for item, line in zip(error.errors(include_url=False), describe_errors(error), strict=True):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"])
+        cause = next((str(u) for u in unset if u.overlaps(where.lstrip("."))), line)
+        if cause not in lines:
+            lines.append(cause)
+    return "invalid config: " + "; ".join(lines)
 
 
 def resolve_path(path: str | Path | None) -> Path | None:
@@ -84,8 +123,13 @@ def resolve_path(path: str | Path | None) -> Path | None:
     return default if default.exists() else None
 
 
-def load_settings(path: str | Path | None = None) -> Settings:
-    """Load and validate the config; every failure is a :class:`ConfigError` naming the field."""
+def load_settings(path: str | Path | None = None, *, defer_unset: bool = False) -> Settings:
+    """Load and validate the config; every failure is a :class:`ConfigError` naming the field.
+
+    ``defer_unset``: a ``${VAR}`` that is not set is no failure here; its value is left out
+    and :meth:`Settings.require_variables` fails the commands that need it (the CLI's way: a
+    history report does not need the HTTP tokens).
+    """
     resolved = resolve_path(path)
     raw: Any = {}
     if resolved is not None:
@@ -103,14 +147,19 @@ def load_settings(path: str | Path | None = None) -> Settings:
             raise ConfigError(f"cannot read config file {resolved}: {exc}") from None
         if not isinstance(raw, dict):
             raise ConfigError(f"{resolved}: the top level must be a mapping of sections")
-    return settings_from_mapping(raw)
+    return settings_from_mapping(raw, defer_unset=defer_unset)
 
 
-def settings_from_mapping(raw: dict[str, Any]) -> Settings:
+def settings_from_mapping(raw: dict[str, Any], *, defer_unset: bool = False) -> Settings:
+    """``raw`` interpolated and validated (``defer_unset``: as :func:`load_settings`)."""
+    unset: list[UnsetVariable] = []
+    tree = interpolate(raw, unset=unset if defer_unset else None)
     try:
-        return Settings.model_validate(interpolate(raw))
+        settings = Settings.model_validate(tree)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc)) from None
+        raise ConfigError(_describe(exc, unset), fix="; ".join(error_fixes(exc))) from None
+    settings.record_unset(unset)
+    return settings
 
 
 PlatformSection = TypeVar("PlatformSection", bound=BaseModel)
@@ -127,4 +176,5 @@ def platform_settings(
     try:
         return model.model_validate(section.model_dump())
     except ValidationError as exc:
-        raise ConfigError("; ".join(describe_errors(exc, (name,)))) from None
+        problems = "; ".join(describe_errors(exc, (name,)))
+        raise ConfigError(problems, fix="; ".join(error_fixes(exc))) from None

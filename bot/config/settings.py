@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
-from bot.config.base import Section, looks_secret
+from bot.config.base import Section, UnsetVariable, looks_secret
 from bot.config.chats import ChatPreset, unknown_plugins, unknown_servers
 from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
 from bot.config.guardrails import AccessSettings, LimitSettings
@@ -15,6 +24,7 @@ from bot.config.llm import LLMSettings
 from bot.config.mcp import MCPSettings
 from bot.config.memory import MemorySettings
 from bot.config.tools import ToolsSettings
+from bot.errors import ConfigError
 
 DEFAULT_PLUGINS = ("plugins.clock", "plugins.calculator", "plugins.reminders", "plugins.memory")
 
@@ -40,6 +50,7 @@ def _hidden(value: Any) -> Any:
     return value
 
 
+PLATFORM_SECTIONS = ("telegram", "discord", "http")
 PLATFORM_TOKEN_ENV = {"telegram": "TELEGRAM_BOT_TOKEN", "discord": "DISCORD_BOT_TOKEN"}
 CLIENT_NAMED_PLATFORMS = frozenset({"http"})
 """Platforms whose user ids the client names itself (the HTTP API's ``user`` field): no
@@ -97,6 +108,7 @@ class Settings(Section):
         description="presets for chosen chats (system_prompt, model, scope, plugins);"
         " the first entry whose match fits a chat applies",
     )
+    _unset: tuple[UnsetVariable, ...] = PrivateAttr(default=())
 
     @field_validator("plugins", mode="before")
     @classmethod
@@ -149,9 +161,39 @@ class Settings(Section):
         return value
 
     def enabled_platforms(self) -> list[str]:
-        return [name for name in ("telegram", "discord", "http") if getattr(self, name).enabled]
+        return [name for name in PLATFORM_SECTIONS if getattr(self, name).enabled]
+
+    def record_unset(self, unset: Iterable[UnsetVariable]) -> None:
+        """Note the ``${VAR}`` values left out when loading (``load_settings(defer_unset=)``)."""
+        self._unset = tuple(unset)
+
+    def unset_variables(self, *sections: str) -> list[UnsetVariable]:
+        """The ``${VAR}`` left unset under ``sections`` (top-level keys; all when none given)."""
+        return [u for u in self._unset if not sections or u.section in sections]
+
+    def require_variables(self, *sections: str) -> None:
+        """A :class:`ConfigError` naming every variable ``sections`` need and do not have."""
+        _require(self.unset_variables(*sections))
+
+    def unset_serving(self, platforms: Iterable[str]) -> list[UnsetVariable]:
+        """The unset variables serving ``platforms`` would read: all but those in the other
+        platforms' sections (a platform whose ``enabled`` is itself unset may be meant on, and
+        a key that is no section at all is not known to be unread)."""
+        served = set(platforms) | {
+            u.section for u in self._unset if u.path == f"{u.section}.enabled"
+        }
+        return [u for u in self._unset if u.section not in PLATFORM_SECTIONS or u.section in served]
+
+    def require_serving(self, platforms: Iterable[str]) -> None:
+        """A :class:`ConfigError` naming every variable serving ``platforms`` needs."""
+        _require(self.unset_serving(platforms))
 
     def is_bot_admin(self, platform: str, user_id: str) -> bool:
         if platform in CLIENT_NAMED_PLATFORMS:
             return False  # never by a name the client chose (see CLIENT_NAMED_PLATFORMS)
         return f"{platform}:{user_id}" in self.admins
+
+
+def _require(missing: list[UnsetVariable]) -> None:
+    if missing:
+        raise ConfigError("; ".join(str(u) for u in missing))

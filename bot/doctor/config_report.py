@@ -6,7 +6,12 @@ shown in the form its owner validated, or only by name with its problems (which 
 never values).
 A secret typed under a wrong key or given with a wrong type is therefore never printed. Problems
 that would stop ``run`` are errors; those of a disabled platform or an optional plugin are
-warnings, because ``run`` ignores the one and starts without the other.
+warnings, because ``run`` ignores the one and starts without the other. A ``${VAR}`` that is
+not set is one of them (the config loads without its value): a section holding one is not
+validated further, as what is left of it is not what ``run`` would read.
+
+Each problem carries its fix, for ``doctor``'s fix line: the one its raiser named
+(:class:`~bot.errors.ConfigError`'s ``fix``), else one fitting where the problem is.
 """
 
 from __future__ import annotations
@@ -14,53 +19,94 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.app import check_llm_settings
-from bot.config import PlatformSettings, PluginEntry, Settings, mask_secrets
+from bot.config import PlatformSettings, PluginEntry, Settings, UnsetVariable, mask_secrets
 from bot.doctor.adapters import check_adapter_settings
 from bot.errors import ConfigError
 from bot.plugins.loader import PluginError, validated_settings
 
 _OWNED = ("telegram", "discord", "http", "plugins")
 
+CONFIG_FIX = "correct the config (`python -m bot check-config` prints what it read)"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """What is wrong (``text``), what to do about it (``fix``), and the one sentence
+    ``check-config`` prints (``said``: the error's own, its fix included when it named one)."""
+
+    text: str
+    fix: str = CONFIG_FIX
+    sentence: str = ""
+
+    @property
+    def said(self) -> str:
+        return self.sentence or self.text
+
+    @classmethod
+    def of(cls, exc: ConfigError) -> Problem:
+        if exc.fix:
+            return cls(exc.problem, exc.fix, str(exc))
+        return cls(str(exc))
+
+    @classmethod
+    def unset(cls, variable: UnsetVariable) -> Problem:
+        return cls(
+            str(variable),
+            f"set {variable.name} in the environment the bot runs in (or give the config a "
+            f"default: ${{{variable.name}:-...}})",
+        )
+
 
 @dataclass
 class ConfigReport:
     data: dict[str, Any]  # printable: validated values only, secrets masked
-    warnings: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    errors: list[Problem] = field(default_factory=list)
 
 
 def config_report(settings: Settings) -> ConfigReport:
     report = ConfigReport({})
+    needed = settings.unset_serving(settings.enabled_platforms())
+    for variable in settings.unset_variables():
+        if variable in needed:
+            report.errors.append(Problem.unset(variable))
+        else:
+            unset = Problem.unset(variable)
+            text = f"{variable.section} is disabled, so `run` ignores this: {unset.text}"
+            report.warnings.append(Problem(text, unset.fix))
     core = settings.model_dump(mode="json", exclude=set(_OWNED))
     owned: dict[str, Any] = {
         "telegram": _platform(settings, "telegram", report),
         "discord": _platform(settings, "discord", report),
         "http": _platform(settings, "http", report),
         "plugins": [
-            _plugin(entry, settings.plugins_required, report) for entry in settings.plugins
+            _plugin(index, entry, settings, report) for index, entry in enumerate(settings.plugins)
         ],
     }
     data = {name: owned[name] if name in owned else core[name] for name in Settings.model_fields}
     report.data = mask_secrets(data)
     try:
-        check_llm_settings(settings)
+        settings.llm.check_key()
     except ConfigError as exc:
-        report.errors.append(str(exc))
+        report.errors.append(Problem.of(exc))
     return report
 
 
 def _platform(settings: Settings, name: str, report: ConfigReport) -> dict[str, Any]:
     section: PlatformSettings = getattr(settings, name)
-    if not section.enabled and not section.model_extra:
-        return {"enabled": False}
+    if settings.unset_variables(name) or (not section.enabled and not section.model_extra):
+        return {"enabled": section.enabled}
     try:
         checked = check_adapter_settings(name, settings)
     except ConfigError as exc:
+        problem = Problem.of(exc)
         if section.enabled:
-            report.errors.append(str(exc))
+            report.errors.append(problem)
         else:
-            report.warnings.append(f"{name} is disabled, so `run` ignores this: {exc}")
+            ignored = f"{name} is disabled, so `run` ignores this: "
+            report.warnings.append(
+                Problem(ignored + problem.text, problem.fix, ignored + problem.said)
+            )
         return {"enabled": section.enabled}
     if checked is None:  # an adapter that validates but does not say how: show nothing more
         return {"enabled": section.enabled}
@@ -68,14 +114,20 @@ def _platform(settings: Settings, name: str, report: ConfigReport) -> dict[str, 
     return shown
 
 
-def _plugin(entry: PluginEntry, all_required: bool, report: ConfigReport) -> dict[str, Any]:
+def _plugin(
+    index: int, entry: PluginEntry, settings: Settings, report: ConfigReport
+) -> dict[str, Any]:
+    named = {"module": entry.module, "required": entry.required}
+    if any(v.overlaps(f"plugins[{index}]") for v in settings.unset_variables("plugins")):
+        return named
     try:
         model = validated_settings(entry)
     except PluginError as exc:
-        if entry.required or all_required:
-            report.errors.append(str(exc))
+        fix = f"correct or remove the plugins: entry {entry.module} (install it if it is missing)"
+        if entry.required or settings.plugins_required:
+            report.errors.append(Problem(str(exc), fix))
         else:
-            report.warnings.append(f"{exc}; `run` starts without it")
-        return {"module": entry.module, "required": entry.required}
-    settings = model.model_dump(mode="json") if model is not None else {}
-    return {"module": entry.module, "settings": settings, "required": entry.required}
+            report.warnings.append(Problem(f"{exc}; `run` starts without it", fix))
+        return named
+    shown = model.model_dump(mode="json") if model is not None else {}
+    return {"module": entry.module, "settings": shown, "required": entry.required}

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from bot.config import Settings, load_settings, resolve_path, secret_values
 from bot.doctor import Check, exit_code, fail, passed, warn
 from bot.doctor.adapters import check_adapter_settings, load_diagnose
-from bot.doctor.config_report import config_report
+from bot.doctor.config_report import CONFIG_FIX, Problem, config_report
 from bot.doctor.database import check_database
 from bot.doctor.llm import TIMEOUT, check_llm
 from bot.doctor.report import json_lines, table
@@ -31,7 +32,10 @@ log = logging.getLogger(__name__)
 
 MCP_TIMEOUT = 30.0  # seconds for an MCP server to start and list its tools (as connect_timeout)
 
-_CONFIG_FIX = "correct the config (`python -m bot check-config` prints what it read)"
+_LOAD_FIX = {  # a config that does not load: what to do depends on why
+    "config file not found": "give the right path: --config FILE, or PARLOUR_CONFIG",
+    "cannot read config file": "let the bot's user read the file, saved as UTF-8",
+}
 
 
 def doctor(
@@ -56,9 +60,9 @@ async def run_doctor(
 ) -> list[Check]:
     """Every row; the config's secrets are added to ``redactor`` as soon as it loads."""
     try:
-        settings = load_settings(config)
+        settings = load_settings(config, defer_unset=True)
     except ConfigError as exc:
-        return [fail("config", str(exc), _CONFIG_FIX)]
+        return [_row(fail, _load_problem(exc))]
     redactor.add(secret_values(settings))
     return await diagnose(settings, resolve_path(config), llm_timeout=llm_timeout)
 
@@ -72,9 +76,12 @@ async def diagnose(
 ) -> list[Check]:
     """Every row for loaded ``settings``; ``mcp_timeout`` caps each server's ``connect_timeout``."""
     rows = _config(settings, path)
-    rows.append(await check_database(settings))
-    rows += await check_llm(settings, llm_timeout)
-    if settings.mcp.servers:  # the MCP SDK is imported only for a config that names servers
+    rows.append(_unchecked("database", settings, "storage") or await check_database(settings))
+    unchecked = _unchecked("llm", settings, "llm") or _keyless(settings)
+    rows += [unchecked] if unchecked else await check_llm(settings, llm_timeout)
+    if settings.mcp.servers and (unchecked := _unchecked("mcp", settings, "mcp")):
+        rows.append(unchecked)
+    elif settings.mcp.servers:  # the MCP SDK is imported only for a config that names servers
         from bot.doctor.mcp import check_mcp
 
         rows += await check_mcp(settings, mcp_timeout)
@@ -87,15 +94,53 @@ def _config(settings: Settings, path: Path | None) -> list[Check]:
     report = config_report(settings)
     source = str(path) if path is not None else "no config file (defaults and environment)"
     if report.errors:
-        rows = [fail("config", error, _CONFIG_FIX) for error in report.errors]
+        rows = [_row(fail, error) for error in report.errors]
     else:
         platforms = ", ".join(settings.enabled_platforms()) or "none (console chat only)"
         rows = [passed("config", f"{source}: valid; platforms: {platforms}")]
-    rows += [warn("config", warning, _CONFIG_FIX) for warning in report.warnings]
+    rows += [_row(warn, warning) for warning in report.warnings]
     return rows
 
 
+def _row(kind: Callable[[str, str, str], Check], problem: Problem) -> Check:
+    """A config problem as a row: its text is what was found, its own fix the fix line."""
+    return kind("config", problem.text, problem.fix)
+
+
+def _load_problem(exc: ConfigError) -> Problem:
+    if exc.fix:
+        return Problem.of(exc)
+    text = str(exc)
+    fix = next((f for start, f in _LOAD_FIX.items() if text.startswith(start)), CONFIG_FIX)
+    return Problem(text, fix)
+
+
+def _unchecked(name: str, settings: Settings, section: str) -> Check | None:
+    """A row saying why ``section``'s check cannot run: it needs a variable that is not set
+    (checking what is left would check something else, e.g. the default database)."""
+    missing = settings.unset_variables(section)
+    if not missing:
+        return None
+    names = ", ".join(dict.fromkeys(v.name for v in missing))
+    return fail(
+        name,
+        f"not checked: {section}: needs {names}, not set",
+        f"set {names} in the environment the bot runs in (the config rows say where)",
+    )
+
+
+def _keyless(settings: Settings) -> Check | None:
+    """Without the key it needs, the endpoint can only refuse: say so instead of asking it."""
+    try:
+        settings.llm.check_key()
+    except ConfigError as exc:
+        return fail("llm", f"not checked: {exc.problem}", exc.fix)
+    return None
+
+
 async def _platform(platform: str, settings: Settings) -> list[Check]:
+    if row := _unchecked(platform, settings, platform):
+        return [row]
     try:
         check_adapter_settings(platform, settings)
     except ConfigError:

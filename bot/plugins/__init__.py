@@ -35,7 +35,7 @@ from bot.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from bot.context import ChatContext, ChatType, Scope, display_name
     from bot.errors import UserFacingError
-    from bot.memory.store import Memory, MemoryStore
+    from bot.memory.store import MemoryStore
     from bot.plugins.commands import CommandResult
     from bot.plugins.context import PluginStore, ToolContext
     from bot.plugins.declare import Permission, ToolDefinitionError, ToolSpec, tool
@@ -44,7 +44,9 @@ if TYPE_CHECKING:
     from bot.plugins.loader import PluginManager as PluginManager
     from bot.plugins.registry import ToolRegistry as ToolRegistry
     from bot.prompt.safety import one_line_json
-    from bot.scheduling.scheduler import REMINDERS_KIND, Scheduler
+    from bot.scheduling.kinds import REMINDERS_KIND
+    from bot.scheduling.scheduler import Scheduler
+    from bot.values import Memory
 
 # exported name -> the module that defines it; loaded on first use (PEP 562), so that
 # ``from bot.plugins import tool`` costs pydantic and nothing heavier
@@ -53,14 +55,14 @@ _EXPORTS: dict[str, str] = {
     "ChatType": "bot.context",
     "CommandResult": "bot.plugins.commands",
     "ENTRY_POINT_GROUP": "bot.plugins.loader",
-    "Memory": "bot.memory.store",
+    "Memory": "bot.values",
     "MemoryStore": "bot.memory.store",
     "Permission": "bot.plugins.declare",
     "Plugin": "bot.plugins.loader",
     "PluginError": "bot.plugins.loader",
     "PluginManager": "bot.plugins.loader",
     "PluginStore": "bot.plugins.context",
-    "REMINDERS_KIND": "bot.scheduling.scheduler",
+    "REMINDERS_KIND": "bot.scheduling.kinds",
     "Scheduler": "bot.scheduling.scheduler",
     "Scope": "bot.context",
     "ToolContext": "bot.plugins.context",

@@ -41,6 +41,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.config.storage_url import StorageURL
 from bot.scheduling.jobstore import job_store_errors, open_job_store, redacted
+from bot.scheduling.kinds import REMINDERS_KIND as REMINDERS_KIND  # its old home: still works
 from bot.scheduling.leader import DEFAULT_LEASE_SECONDS, Leadership
 from bot.scheduling.runner import Runner
 from bot.storage.coordination import Leases
@@ -52,10 +53,6 @@ Handler = Callable[[str, dict[str, Any]], Awaitable[None]]
 CancelHook = Callable[[str, dict[str, Any]], Awaitable[None]]
 """``on_cancel(job_id, payload)``: forget what the job stood for (it will not run)."""
 
-REMINDERS_KIND = "reminders.fire"
-"""The reminders plugin's job kind: named here so the admin API lists reminders without
-importing the plugin (``bot`` imports no plugin). Its payload: ``id``, ``chat_key``,
-``user_id``, ``user_name``, ``text``."""
 
 DEFAULT_PATH = Path("data/jobs.sqlite")
 DEFAULT_POLL_SECONDS = 1.0

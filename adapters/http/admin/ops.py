@@ -2,7 +2,7 @@
 
 One function per question, returning the response models of :mod:`adapters.http.admin.schemas`, so a
 page and its JSON twin never disagree. Nothing here knows a plugin's internals: reminders are
-the scheduler's jobs of :data:`bot.scheduling.scheduler.REMINDERS_KIND`.
+the scheduler's jobs of :data:`bot.scheduling.kinds.REMINDERS_KIND`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from adapters.http.admin.schemas import (
 )
 from bot.guardrails.budgets import utc_day
 from bot.platform.seam import Platform
-from bot.scheduling.scheduler import REMINDERS_KIND, ScheduledJob
+from bot.scheduling.kinds import REMINDERS_KIND
+from bot.scheduling.scheduler import ScheduledJob
 from bot.storage.bounds import is_key
 from bot.values import DailyUsage
 

@@ -229,3 +229,77 @@ async def test_a_database_server_that_does_not_answer_fails(
     assert database.status == "FAIL"
     assert database.detail.startswith("postgresql://parlour:***@127.0.0.1:9/parlour: cannot open")
     assert "pw-not-shown" not in database.detail
+
+
+# -- each row's fix line says what its message asks (issue 27) ----------------------------------
+
+KEY_FIX = (
+    "fix: set OPENAI_API_KEY, or set OPENAI_BASE_URL to an OpenAI-compatible server "
+    "(Ollama, vLLM, ...) that needs none"
+)
+
+
+def rows_with_fixes(out: str) -> list[tuple[str, str, str, str]]:
+    """The table as the user reads it: (check, status, found, the fix line under it or "")."""
+    header, *lines = out.split("\n\n")[0].splitlines()  # the summary follows a blank line
+    status_at, found_at = header.index("status"), header.index("found")
+    rows = []
+    for index, line in enumerate(lines):
+        if line.startswith(" "):
+            continue
+        after = lines[index + 1] if index + 1 < len(lines) else ""
+        rows.append(
+            (
+                line[:status_at].strip(),
+                line[status_at:found_at].strip(),
+                line[found_at:],
+                after.strip() if after.startswith(" ") else "",
+            )
+        )
+    return rows
+
+
+async def test_a_missing_key_row_says_what_is_missing_and_its_fix_what_to_set(
+    tmp_path: Path,
+) -> None:
+    write_config(tmp_path)  # no key, no base URL: OpenAI itself, which needs one
+    code, out, err = await run_cli("doctor", env=env_for(tmp_path))
+    assert code == 1, err
+    rows = rows_with_fixes(out)
+    assert rows[0] == ("config", "FAIL", "no LLM API key for https://api.openai.com/v1", KEY_FIX)
+    llm = ("llm", "FAIL", "not checked: no LLM API key for https://api.openai.com/v1", KEY_FIX)
+    assert llm in rows  # an endpoint that can only refuse is not asked
+    assert "correct the config" not in out
+
+
+async def test_a_missing_platform_token_row_names_the_variable_on_its_fix_line(
+    tmp_path: Path,
+) -> None:
+    write_config(tmp_path, "telegram:\n  enabled: true\n")
+    env = env_for(tmp_path, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    env.pop("TELEGRAM_BOT_TOKEN", None)
+    code, out, _err = await run_cli("doctor", "--timeout", "1", env=env)
+    assert code == 1
+    assert rows_with_fixes(out)[0] == (
+        "config",
+        "FAIL",
+        "telegram: Value error, token is missing",
+        "fix: set TELEGRAM_BOT_TOKEN or telegram.token",
+    )
+    code, _out, err = await run_cli("run", env=env)  # `run` says both in one sentence
+    said = "telegram: Value error, token is missing: set TELEGRAM_BOT_TOKEN or telegram.token"
+    assert err == f"error: {said}\n"
+
+
+async def test_a_config_file_that_is_not_there_is_fixed_by_its_path(tmp_path: Path) -> None:
+    env = env_for(tmp_path, PARLOUR_CONFIG=str(tmp_path / "nope.yaml"))
+    code, out, _err = await run_cli("doctor", env=env)
+    assert code == 1
+    assert rows_with_fixes(out) == [
+        (
+            "config",
+            "FAIL",
+            f"config file not found: {tmp_path / 'nope.yaml'}",
+            "fix: give the right path: --config FILE, or PARLOUR_CONFIG",
+        )
+    ]
