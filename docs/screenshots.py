@@ -3,9 +3,10 @@
     .venv/bin/python docs/screenshots.py
 
 A throwaway bot (SQLite in a temporary folder, the test kit's fake LLM, the demo MCP server and
-one that cannot be reached) with a few chats of ordinary conversation, its HTTP server on a free
-port, and the OS's headless Chromium (``/usr/bin/chromium``, Debian's ``chromium`` package)
-logging in, trying the playground, running the status page's checks and taking the pictures.
+one that cannot be reached) with a few chats of ordinary conversation (one answer uses the
+calculator), its HTTP server on a free port, and the OS's headless Chromium
+(``/usr/bin/chromium``, Debian's ``chromium`` package) logging in, trying the playground, running
+the status page's checks and taking the pictures.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from adapters.http.server import HTTPAdapter  # noqa: E402
 from bot.app import App  # noqa: E402
 from bot.config import settings_from_mapping  # noqa: E402
 from bot.context import ChatContext, ChatType  # noqa: E402
-from bot.testing.fake_llm import FakeLLM, reply  # noqa: E402
+from bot.testing.fake_llm import FakeLLM, reply, tool_calls  # noqa: E402
 from tests.browser_harness import chromium, log_in  # noqa: E402
 
 IMAGES = ROOT / "docs" / "images"
@@ -39,8 +40,9 @@ CONVERSATIONS: list[tuple[ChatContext, str, str]] = [
      "What should I pack for Lisbon?",
      "Comfortable shoes for the hills, a light jacket for the evenings by the river."),
     (ChatContext("telegram", "-1001937", ChatType.GROUP, "3", "Chen", chat_title=TRIP_TITLE),
-     "Is tram 28 worth it?",
-     "Yes, early in the morning: it gets crowded after ten. Buy a day pass first."),
+     "Is tram 28 worth it? And what do three day passes cost at €6.80?",
+     "**Yes**, early in the morning: it gets crowded after ten.\n\n"
+     "- three day passes: **€20.40**\n- buy them before you board"),
     (ChatContext("discord", "884112", ChatType.GROUP, "41", "mira", chat_title="Acme #releases"),
      "Can you summarise today's release notes?",
      "Three fixes: faster search, the export button works again, and dark mode."),
@@ -65,12 +67,16 @@ MCP_SERVERS = {
 async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         async with FakeLLM(stream_interval=0.02) as fake:
-            fake.script(*(reply(answer) for _, _, answer in CONVERSATIONS), reply(PLAYGROUND[1]))
+            for _, text, answer in CONVERSATIONS:
+                if "€6.80" in text:  # the bot works it out with the calculator plugin
+                    fake.script(tool_calls(("calculate", {"expression": "3 * 6.80"})))
+                fake.script(reply(answer))
+            fake.script(reply(PLAYGROUND[1]))
             settings = settings_from_mapping(
                 {
                     "llm": {"base_url": fake.base_url, "api_key": "sk-demo", "model": "demo"},
                     "storage": {"path": str(Path(folder) / "demo.db")},
-                    "plugins": [],
+                    "plugins": ["plugins.calculator"],
                     "limits": {"messages_per_minute": None},
                     "http": {"enabled": True, "listen_port": 0, "admin_tokens": {"ops": TOKEN}},
                     "mcp": {"servers": MCP_SERVERS},
@@ -98,6 +104,7 @@ async def shoot(url: str) -> None:
         await log_in(page, url, TOKEN)
         await page.screenshot(path=str(IMAGES / "dashboard-chats.png"), full_page=True)
         await page.goto(f"{url}/chats/{TRIP.chat_key}")
+        await page.click("details.tool-call summary")  # one tool call unfolded
         await page.screenshot(path=str(IMAGES / "dashboard-chat.png"), full_page=True)
         await page.goto(f"{url}/playground")
         await page.fill("#message", PLAYGROUND[0])

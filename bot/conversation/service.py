@@ -150,8 +150,9 @@ class ChatService:
         return self.persona(ctx).text
 
     async def set_scope(self, ctx: ChatContext, scope: Scope) -> None:
-        """Change the chat's scope; a change is written to the audit trail with who made it."""
-        old = self.prefs.scope(ctx.chat_key)
+        """Change the chat's scope; a change of the scope in effect (a preset's included) is
+        written to the audit trail with who made it."""
+        old = self.scope_for(ctx)
         await self.prefs.set_scope(ctx.chat_key, scope)
         if scope is not old:
             await self.store.record_change(

@@ -37,13 +37,18 @@ class Overrides(Protocol):
 
 
 class ChatAdmin(Protocol):
-    """How the bot treats a chat, and a reset in an operator's name (``ChatService``)."""
+    """How the bot treats a chat, and a reset or a change of its scope or persona in an
+    operator's name (``ChatService``: what /scope and /persona call, so the running bot uses
+    the change from the next message on, and the audit trail says who made it: ``ctx``'s
+    user)."""
 
     @property
     def prefs(self) -> Overrides: ...
     def scope_for(self, ctx: ChatContext) -> Scope: ...
     def persona(self, ctx: ChatContext) -> Persona: ...
     async def reset_chat(self, chat_key: str, by_user: str, by_name: str) -> list[str]: ...
+    async def set_scope(self, ctx: ChatContext, scope: Scope) -> None: ...
+    async def set_system_prompt(self, ctx: ChatContext, prompt: str | None) -> None: ...
 
 
 class Memories(Protocol):

@@ -8,7 +8,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["answer_json", "api_messages", "final_text", "turn_messages"]
+from bot.storage.directory import ToolStep
+
+__all__ = ["answer_json", "api_messages", "final_text", "tool_steps", "turn_messages"]
 
 _KEPT = ("role", "content", "tool_calls", "tool_call_id", "name")
 
@@ -45,3 +47,45 @@ def final_text(answer: str | None) -> str:
         if message.get("role") == "assistant" and isinstance(content, str) and content:
             return content
     return ""
+
+
+def tool_steps(answer: str | None) -> tuple[ToolStep, ...]:
+    """The answer's tool calls in the order the model made them, each with the result stored
+    for its call id ("" when none was: an interrupted turn)."""
+    if not answer:
+        return ()
+    messages = [m for m in json.loads(answer) if isinstance(m, dict)]
+    results = {
+        str(m.get("tool_call_id")): _text_of(m.get("content"))
+        for m in messages
+        if m.get("role") == "tool"
+    }
+    steps: list[ToolStep] = []
+    for message in messages:
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        for call in calls if isinstance(calls, list) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                continue
+            arguments = function.get("arguments")
+            steps.append(
+                ToolStep(
+                    name=str(function.get("name") or ""),
+                    arguments=arguments if isinstance(arguments, str) else _text_of(arguments),
+                    result=results.get(str(call.get("id")), ""),
+                )
+            )
+    return tuple(steps)
+
+
+def _text_of(content: object) -> str:
+    """A message's content as text: a string as is, text parts joined, anything else JSON."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" for p in content
+    ):
+        return "".join(str(p.get("text", "")) for p in content)
+    return json.dumps(content, ensure_ascii=False)

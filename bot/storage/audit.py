@@ -19,8 +19,12 @@ def check_change(action: AuditAction) -> None:
 
 
 def clear_detail(turns: int, messages: int) -> str:
-    """A clear's ``detail``, the same words on every backend."""
-    return f"deleted {turns} turns, {messages} messages"
+    """A clear's ``detail``, the same words on every backend (``deleted 1 turn, 2 messages``)."""
+    return f"deleted {_count(turns, 'turn')}, {_count(messages, 'message')}"
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number} {word}{'' if number == 1 else 's'}"
 
 
 def forget_detail(memory_id: int) -> str:

@@ -1,9 +1,10 @@
 """The chat directory: which chats the bot knows, their titles, activity and history pages.
 
 What the admin API and the dashboard list (``/api/chats``, the chats table): every chat with a
-stored turn, found from the turns themselves, with the title and type an adapter last reported
-(:meth:`ChatDirectory.note_chat`; a chat never noted has an empty title). A chat's history is
-read a page at a time, newest first, so a long history costs one page.
+stored turn, an entry an adapter noted (:meth:`ChatDirectory.note_chat`: its title and type; a
+chat never noted has an empty title) or an audit entry, so a cleared chat stays listed with its
+name and its audit. A chat's history is read a page at a time, newest first, so a long history
+costs one page; each turn comes with its tool calls, so an operator sees what the bot did.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Protocol
 
 from bot.values import TurnStatus
 
-__all__ = ["ChatDirectory", "ChatEntry", "ChatSummary", "HistoryItem", "summary_of"]
+__all__ = ["ChatDirectory", "ChatEntry", "ChatSummary", "HistoryItem", "ToolStep", "summary_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,13 +34,23 @@ class ChatSummary:
     chat_id: str
     chat_type: str  # "" when never noted
     title: str  # "" when never noted
-    turns: int  # turns stored (every status but context)
-    last_activity: float  # unix time of the newest stored turn
+    turns: int  # turns stored (every status but context): 0 once cleared or aged out
+    last_activity: float  # unix time of the newest stored turn or audit entry (0: neither)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStep:
+    """One tool call of a turn, as the stored answer holds it."""
+
+    name: str
+    arguments: str  # as the model wrote them (JSON text, unchecked)
+    result: str  # what the tool answered ("" when no answer was stored)
 
 
 @dataclass(frozen=True, slots=True)
 class HistoryItem:
-    """One stored turn as a history page shows it: who said what, and the answer."""
+    """One stored turn as a history page shows it: who said what, the tools the bot called on
+    the way (in order) and the answer."""
 
     turn_id: int
     conversation_key: str
@@ -49,6 +60,7 @@ class HistoryItem:
     answer: str  # the final assistant text ("" while pending or when unanswered)
     status: TurnStatus
     created_at: float
+    tools: tuple[ToolStep, ...] = ()  # the answer's tool calls with their results, in order
 
 
 def summary_of(
@@ -71,18 +83,24 @@ def summary_of(
 class ChatDirectory(Protocol):
     """A backend must provide:
 
-    - **Chats from turns.** :meth:`list_chats` lists every chat that has a stored turn (by the
-      turns' chat key), newest activity first, with its turn count and newest turn's time;
-      the title and type are the last :meth:`note_chat` gave for it (empty when never noted).
+    - **Every known chat.** :meth:`list_chats` lists every chat that has a stored turn (by the
+      turns' chat key), a :meth:`note_chat` entry or an audit entry (a clear, reset or change:
+      :mod:`bot.storage.audit`), with 0 turns as well: newest activity first (the newest of
+      its newest turn and newest audit entry; 0 when neither), with its turn count; the title
+      and type are the last :meth:`note_chat` gave for it (empty when never noted).
       ``query`` matches case-insensitively anywhere in the title or the chat key.
     - **Upsert.** ``note_chat`` keeps one entry per chat (platform, chat_id): the last title
       and type win.
     - **Pages.** :meth:`history_page` returns a chat's turns (every conversation in it, not
       ``context`` turns), newest first, ``limit`` at most, only those with an id below
-      ``before`` when given.
+      ``before`` when given; each with its answer's tool calls (:class:`ToolStep`: name,
+      arguments and the result stored for that call id) in the order the model made them.
     - **Deletes follow.** A cleared chat (``clear_chat``) or an erased person leaves no turns
-      in the pages; the chat leaves :meth:`list_chats` once it has no turns. An erased
-      person's private chats left without turns lose their entry (its title is their name).
+      in the pages; a cleared chat stays listed (0 turns, its title and type, its audit). An
+      erased person's private chats left without turns lose their entry (its title is their
+      name): such a chat stays listed only by its audit entries, with no title.
+    - **Migration.** ``migrate_chat`` moves the entry to the new chat key (unless the new chat
+      has its own): the old chat is not listed any more.
     """
 
     async def note_chat(self, entry: ChatEntry) -> None: ...
@@ -92,7 +110,7 @@ class ChatDirectory(Protocol):
     ) -> list[ChatSummary]: ...
 
     async def chat_summary(self, chat_key: str) -> ChatSummary | None:
-        """One chat as :meth:`list_chats` shows it (None: no turns stored)."""
+        """One chat as :meth:`list_chats` shows it (None: no turn, entry or audit entry)."""
         ...
 
     async def chat_conversations(self, chat_key: str) -> list[str]:

@@ -1,10 +1,11 @@
-"""The chat directory (bot.storage.directory): chats from turns, titles, history pages."""
+"""The chat directory (bot.storage.directory): chats from turns, entries and the audit, titles,
+history pages with their tool calls."""
 
 from __future__ import annotations
 
 from bot.storage import Storage
-from bot.storage.directory import ChatEntry
-from bot.values import TurnStatus, Usage
+from bot.storage.directory import ChatEntry, ToolStep
+from bot.values import AuditAction, TurnStatus, Usage
 from tests.conformance.conftest import answered, turn
 
 
@@ -18,7 +19,6 @@ async def test_chats_come_from_turns_newest_activity_first(storage: Storage) -> 
     await answered(storage, "tg:2:u:5", "two", "b", chat="tg:2")
     await answered(storage, "tg:2:u:6", "three", "c", chat="tg:2")
     await storage.begin_turn(turn("tg:1", "pending"))  # pending counts, and is the newest
-    await storage.note_chat(ChatEntry("tg", "3", "group", "No turns yet"))
     chats = await storage.list_chats()
     assert [(c.chat_key, c.platform, c.chat_id, c.turns) for c in chats] == [
         ("tg:1", "tg", "1", 2),
@@ -27,8 +27,26 @@ async def test_chats_come_from_turns_newest_activity_first(storage: Storage) -> 
     assert chats[0].last_activity >= chats[1].last_activity > 0
     assert (chats[0].title, chats[0].chat_type) == ("", "")  # never noted
     assert await storage.chat_summary("tg:1") == chats[0]
-    assert await storage.chat_summary("tg:3") is None  # noted, but no turns
     assert await storage.chat_summary("tg:9") is None
+
+
+async def test_chats_known_by_their_entry_or_audit_are_listed_without_turns(
+    storage: Storage,
+) -> None:
+    await answered(storage, "tg:1", "one", "a")
+    await storage.note_chat(ChatEntry("tg", "3", "group", "No turns yet"))
+    await storage.record_change("tg:4", "7", "Ann", AuditAction.SCOPE, "chat -> user")
+    chats = await storage.list_chats()
+    assert [(c.chat_key, c.title, c.chat_type, c.turns) for c in chats] == [
+        ("tg:4", "", "", 0),  # its audit entry is the newest activity
+        ("tg:1", "", "", 1),
+        ("tg:3", "No turns yet", "group", 0),  # no activity stored: last
+    ]
+    assert chats[0].last_activity >= chats[1].last_activity > chats[2].last_activity == 0
+    assert await storage.chat_summary("tg:3") == chats[2]
+    assert await storage.chat_summary("tg:4") == chats[0]
+    assert [c.chat_key for c in await storage.list_chats("no turns")] == ["tg:3"]
+    assert [c.chat_key for c in await storage.list_chats(offset=2)] == ["tg:3"]
 
 
 async def test_context_turns_are_not_counted(storage: Storage) -> None:
@@ -118,18 +136,88 @@ async def test_history_answer_is_the_final_assistant_text(storage: Storage) -> N
         ("again?", "", TurnStatus.UNANSWERED),
         ("weather?", "It is sunny.", TurnStatus.ANSWERED),
     ]
+    assert page[1].tools == (ToolStep("w", "{}", "sunny"),) and page[0].tools == ()
 
 
-async def test_a_cleared_chat_leaves_the_list_and_its_pages(storage: Storage) -> None:
+async def test_history_items_carry_their_tool_calls_in_order(storage: Storage) -> None:
+    turn_id = await storage.begin_turn(turn("tg:1", "plan my day"))
+
+    def call(call_id: str, name: str, arguments: str) -> dict[str, object]:
+        return {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+
+    await storage.complete_turn(
+        turn_id,
+        [
+            {
+                "role": "assistant",
+                "content": "Looking.",
+                "tool_calls": [
+                    call("a", "weather", '{"city": "Lisbon"}'),
+                    call("b", "agenda", "{}"),
+                ],
+            },
+            {"role": "tool", "tool_call_id": "b", "content": "standup 10:30"},  # any order
+            {"role": "tool", "tool_call_id": "a", "content": "18°C, <b>sunny</b>"},
+            {"role": "assistant", "content": None, "tool_calls": [call("c", "remind", "{}")]},
+            {"role": "assistant", "content": "**Done**: a light jacket."},  # "c" never answered
+        ],
+        Usage(1, 1),
+        "m",
+    )
+    [item] = await storage.history_page("tg:1")
+    assert item.answer == "**Done**: a light jacket."
+    assert item.tools == (
+        ToolStep("weather", '{"city": "Lisbon"}', "18°C, <b>sunny</b>"),
+        ToolStep("agenda", "{}", "standup 10:30"),
+        ToolStep("remind", "{}", ""),
+    )
+
+
+async def test_a_cleared_chat_stays_listed_with_its_title_and_no_turns(storage: Storage) -> None:
     await answered(storage, "tg:1", "hi", "a")
     await answered(storage, "tg:2", "hi", "b")
-    await storage.note_chat(group("1", "Gone soon"))
+    await storage.note_chat(group("1", "Cleared soon"))
     await storage.clear_chat("tg:1", "ops", "http:ops")
-    assert [c.chat_key for c in await storage.list_chats()] == ["tg:2"]
-    assert await storage.chat_summary("tg:1") is None
+    chats = await storage.list_chats()
+    assert [(c.chat_key, c.title, c.chat_type, c.turns) for c in chats] == [
+        ("tg:1", "Cleared soon", "group", 0),  # the clear is its newest activity
+        ("tg:2", "", "", 1),
+    ]
+    assert await storage.chat_summary("tg:1") == chats[0]
     assert await storage.history_page("tg:1") == []
-    await answered(storage, "tg:1", "back", "again")  # the entry is kept for its return
-    assert [c.title for c in await storage.list_chats("gone")] == ["Gone soon"]
+    await answered(storage, "tg:1", "back", "again")
+    assert [(c.title, c.turns) for c in await storage.list_chats("cleared")] == [
+        ("Cleared soon", 1)
+    ]
+
+
+async def test_a_chat_cleared_without_an_entry_is_listed_by_its_audit(storage: Storage) -> None:
+    await answered(storage, "tg:5", "hi", "a")
+    await storage.clear_chat("tg:5", "7", "Ann")
+    summary = await storage.chat_summary("tg:5")
+    assert summary is not None and (summary.title, summary.turns) == ("", 0)
+    assert summary.last_activity > 0
+
+
+async def test_a_migrated_chat_takes_its_entry_to_the_new_key(storage: Storage) -> None:
+    await answered(storage, "tg:-1", "hi", "a")
+    await storage.note_chat(group("-1", "Old group"))
+    await storage.note_chat(group("-2", "Its neighbour"))
+    await storage.migrate_chat("tg:-1", "tg:-100")
+    chats = await storage.list_chats()
+    assert [(c.chat_key, c.chat_id, c.title, c.turns) for c in chats] == [
+        ("tg:-100", "-100", "Old group", 1),
+        ("tg:-2", "-2", "Its neighbour", 0),
+    ]
+    assert await storage.chat_summary("tg:-1") is None
+    await storage.note_chat(group("-300", "Has its own"))  # a new chat's own entry wins
+    await storage.note_chat(group("-3", "Older name"))
+    await storage.migrate_chat("tg:-3", "tg:-300")
+    assert [c.title for c in await storage.list_chats("tg:-3")] == ["Has its own"]
 
 
 async def test_an_erased_person_leaves_no_turns_and_no_private_title(storage: Storage) -> None:
@@ -147,6 +235,18 @@ async def test_an_erased_person_leaves_no_turns_and_no_private_title(storage: St
     assert await storage.history_page("tg:7") == []
     await answered(storage, "tg:7:u:7", "new start", "hi", chat="tg:7")
     assert [c.title for c in await storage.list_chats("tg:7")] == [""]  # the name went
+
+
+async def test_an_erased_persons_cleared_private_chat_keeps_its_audit_not_their_name(
+    storage: Storage,
+) -> None:
+    await answered(storage, "tg:8:u:8", "hello", "hi", chat="tg:8")
+    await storage.note_chat(ChatEntry("tg", "8", "private", "Erin Example"))
+    await storage.clear_chat("tg:8", "8", "Erin Example")  # /clear in their own chat
+    await storage.delete_user("tg", "8")
+    [chat] = await storage.list_chats()
+    assert (chat.chat_key, chat.title, chat.chat_type, chat.turns) == ("tg:8", "", "", 0)
+    assert await storage.list_chats("erin") == []
 
 
 async def test_chat_conversations_are_every_conversation_of_the_chat(storage: Storage) -> None:

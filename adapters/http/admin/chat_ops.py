@@ -1,14 +1,16 @@
 """What an operator does to a chat over HTTP, once for both the admin API and the dashboard:
-list and look up chats (with their scope and persona), page the history, clear, reset, read
-the audit trail, list and forget memories. Every change is made in the name of the caller's
-token (:attr:`~adapters.http.auth.Principal.audit_name`), so the audit trail says who did it.
+list and look up chats (with their scope and persona), page the history, clear, reset, change
+the scope or persona (through the service /scope and /persona use, so the running bot follows
+at once), read the audit trail, list and forget memories. Every change is made in the name of
+the caller's token (:attr:`~adapters.http.auth.Principal.audit_name`), so the audit trail says
+who did it.
 A chat key no chat can have (a control character: :func:`bot.storage.bounds.is_key`) is an
 :class:`UnknownChat` before any query, so no driver ever sees it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -21,23 +23,36 @@ from bot.context import ChatContext, ChatType, Scope
 from bot.storage.audit import forget_detail
 from bot.storage.bounds import INT64_MAX, is_key
 from bot.storage.directory import ChatSummary, HistoryItem
+from bot.text import clean_text
 from bot.values import AuditAction, AuditEntry, ClearResult, Memory
 
 if TYPE_CHECKING:
     from bot.platform.operator import Memories, Persona
     from bot.platform.seam import Platform
 
-__all__ = ["ChatOps", "ChatView", "HistoryPage", "MemoryOff", "UnknownChat", "ops_for"]
+__all__ = [
+    "BadSetting",
+    "ChatOps",
+    "ChatView",
+    "HistoryPage",
+    "MemoryOff",
+    "UnknownChat",
+    "ops_for",
+]
 
 MAX_LIMIT = 200  # rows one request may ask for (chats, history, memories)
 
 
 class UnknownChat(LookupError):
-    """No turn of that chat is stored."""
+    """The directory knows no such chat (no turn, entry or audit entry)."""
 
 
 class MemoryOff(LookupError):
     """``memory.enabled`` is false: there are no memories to show."""
+
+
+class BadSetting(ValueError):
+    """A scope or persona the chat cannot take; the message says why (nothing was changed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +110,48 @@ class ChatOps:
         await self._summary(chat_key)
         name = caller.audit_name
         return await self._platform.operator.chats.reset_chat(chat_key, name, name)
+
+    async def change(
+        self,
+        chat_key: str,
+        caller: Principal,
+        *,
+        scope: Scope | None = None,
+        persona: str | None = None,
+        reset_persona: bool = False,
+    ) -> tuple[ChatView, list[str]]:
+        """Set the chat's scope and/or persona (``reset_persona`` or an empty one: back to the
+        preset's or the default), as /scope and /persona do, each change audited in the
+        caller's name; a value already in effect changes nothing. Returns the chat after, and
+        what changed (``scope``, ``persona``). Raises :class:`UnknownChat`,
+        :class:`BadSetting` (before anything is written)."""
+        summary = await self._summary(chat_key)
+        seen = _context_of(summary)
+        service = self._platform.operator.chats
+        name = caller.audit_name
+        ctx = replace(seen, user_id=name, user_name=name)
+        text = None if persona is None else clean_text(persona).replace("\r\n", "\n").strip()
+        if scope is not None and seen.is_private:  # as /scope says there
+            raise BadSetting("a private chat always keeps one history per person")
+        cap = self._platform.settings.chat.max_persona_chars
+        if text is not None and len(text) > cap:
+            raise BadSetting(
+                f"that persona is {len(text):,} characters; the limit is {cap:,}"
+                " (chat.max_persona_chars: it goes into every prompt)"
+            )
+        changed = []
+        if scope is not None and scope is not service.scope_for(seen):
+            await service.set_scope(ctx, scope)
+            changed.append("scope")
+        override = service.prefs.system_prompt_override(chat_key)
+        if reset_persona or text == "":
+            if override is not None:
+                await service.set_system_prompt(ctx, None)
+                changed.append("persona")
+        elif text is not None and text != service.persona(seen).text:
+            await service.set_system_prompt(ctx, text)
+            changed.append("persona")
+        return self.view(summary), changed
 
     async def audit(self, chat_key: str) -> list[AuditEntry]:
         """The chat's clears, resets and changes, oldest first (kept after a clear)."""

@@ -1,5 +1,6 @@
-"""The admin API's chat routes (JSON): the chats, one chat, its history pages, clear, reset,
-its audit trail and its memories. The work is :mod:`adapters.http.admin.chat_ops`'s (the dashboard
+"""The admin API's chat routes (JSON): the chats, one chat, its history pages (with each turn's
+tool calls), clear, reset, its scope and persona (``PATCH .../settings``), its audit trail and
+its memories. The work is :mod:`adapters.http.admin.chat_ops`'s (the dashboard
 calls the same); this module only reads parameters and writes JSON.
 
 A chat key holds ``:`` (``telegram:-1001234``): send it URL-encoded in the path or as is.
@@ -16,10 +17,18 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.http.admin.chat_ops import ChatOps, ChatView, MemoryOff, UnknownChat, ops_for
+from adapters.http.admin.chat_ops import (
+    BadSetting,
+    ChatOps,
+    ChatView,
+    MemoryOff,
+    UnknownChat,
+    ops_for,
+)
 from adapters.http.admin.params import BadParameter, is_key, positive_id, query_int
 from adapters.http.context import PRINCIPAL, HTTPContext, json_error
 from adapters.http.identity import actor_of
+from bot.context import Scope
 from bot.storage.directory import HistoryItem
 from bot.values import AuditEntry, Memory
 
@@ -36,6 +45,7 @@ def add_routes(web_app: web.Application, context: HTTPContext) -> None:
     routes.add_get(f"{_CHAT}/history", _guarded(history))
     routes.add_post(f"{_CHAT}/clear", _guarded(clear))
     routes.add_post(f"{_CHAT}/reset", _guarded(reset))
+    routes.add_patch(f"{_CHAT}/settings", _guarded(change_settings))
     routes.add_get(f"{_CHAT}/audit", _guarded(audit))
     routes.add_get(f"{_CHAT}/memories", _guarded(memories))
     routes.add_delete(f"{_CHAT}/memories/{{id}}", _guarded(forget))
@@ -53,10 +63,10 @@ def _guarded(handler: Handler) -> Handler:
     async def run(request: web.Request) -> web.StreamResponse:
         try:
             return await handler(request)
-        except BadParameter as exc:
+        except (BadParameter, BadSetting) as exc:
             return json_error(400, str(exc), "invalid_parameter")
         except UnknownChat:
-            return json_error(404, "no such chat (no stored turn)", "chat_not_found")
+            return json_error(404, "no such chat", "chat_not_found")
         except MemoryOff as exc:
             return json_error(404, str(exc), "memory_off")
 
@@ -108,6 +118,10 @@ def item_json(item: HistoryItem) -> dict[str, Any]:
         "answer": item.answer,
         "status": item.status.value,
         "created_at": iso(item.created_at),
+        "tool_calls": [
+            {"name": step.name, "arguments": step.arguments, "result": step.result}
+            for step in item.tools
+        ],
     }
 
 
@@ -167,6 +181,32 @@ async def clear(request: web.Request) -> web.Response:
 async def reset(request: web.Request) -> web.Response:
     conversations = await _ops(request).reset(_chat_key(request), request[PRINCIPAL])
     return web.json_response({"reset": True, "conversations": conversations})
+
+
+async def change_settings(request: web.Request) -> web.Response:
+    """``{"scope": "user"}``, ``{"persona": "..."}`` (null or "": back to the preset's or the
+    default), or both; answers the chat after the change and what changed."""
+    chat_key = _chat_key(request)
+    try:
+        body = await request.json()
+    except (ValueError, RecursionError):  # RecursionError: nested past the interpreter's limit
+        raise BadParameter("the body must be a JSON object") from None
+    if not isinstance(body, dict) or not body or set(body) - {"scope", "persona"}:
+        raise BadParameter('the body is {"scope": "chat|user|thread", "persona": "..." | null}')
+    scope = body.get("scope")
+    if scope is not None and scope not in {s.value for s in Scope}:
+        raise BadParameter("scope must be chat, user or thread")
+    persona = body.get("persona")
+    if persona is not None and not isinstance(persona, str):
+        raise BadParameter("persona must be a string, or null for the default")
+    view, changed = await _ops(request).change(
+        chat_key,
+        request[PRINCIPAL],
+        scope=Scope(scope) if scope is not None else None,
+        persona=persona,
+        reset_persona="persona" in body and persona is None,
+    )
+    return web.json_response({**chat_json(view), "changed": changed})
 
 
 async def audit(request: web.Request) -> web.Response:

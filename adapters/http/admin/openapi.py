@@ -28,7 +28,7 @@ from adapters.http.admin.openapi_parts import (
     query,
     ref,
 )
-from adapters.http.admin.openapi_shapes import SHAPES
+from adapters.http.admin.openapi_shapes import SETTINGS_BODY, SHAPES
 from adapters.http.context import HTTPContext
 
 __all__ = ["add_routes", "document"]
@@ -72,10 +72,20 @@ def _chat_routes() -> JSON:
     loose = {"type": "object", "additionalProperties": True}
     trail = {"type": "object", "properties": {"entries": list_of("AuditEntry")}}
     kept = {"type": "object", "properties": {"memories": list_of("MemoryItem")}}
+    changed = {
+        "allOf": [ref("ChatSummary")],
+        "properties": {
+            "changed": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["scope", "persona"]},
+                "description": "empty when every value was already in effect",
+            }
+        },
+    }
     return {
         "/api/chats": {
             "get": admin(
-                "Chats with a stored turn, newest activity first",
+                "Every chat the bot knows (a cleared one too), newest activity first",
                 json_of(listed),
                 params=[
                     query("q", "matches the title or the chat key"),
@@ -118,6 +128,18 @@ def _chat_routes() -> JSON:
                 "Start the chat's conversations afresh (history kept; audited)",
                 json_of(loose),
                 errors=not_found,
+            ),
+        },
+        "/api/chats/{chat_key}/settings": {
+            "parameters": [CHAT_KEY],
+            "patch": admin(
+                "Change the chat's scope and/or persona (as /scope and /persona; audited)",
+                json_of(changed, "the chat after the change, and what changed"),
+                requestBody={
+                    "required": True,
+                    "content": {"application/json": {"schema": SETTINGS_BODY}},
+                },
+                errors={**not_found, "400": error("a bad body, or a value the chat refuses")},
             ),
         },
         "/api/chats/{chat_key}/audit": {

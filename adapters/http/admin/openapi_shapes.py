@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from adapters.http.admin.openapi_parts import JSON
 
-__all__ = ["SHAPES"]
+__all__ = ["SETTINGS_BODY", "SHAPES"]
 
 _STR, _INT, _TIME = (
     {"type": "string"},
@@ -26,8 +26,12 @@ SHAPES: dict[str, JSON] = {
         "chat_id": _STR,
         "chat_type": {"type": "string", "description": "private, group, channel; '' unknown"},
         "title": _STR,
-        "turns": _INT,
-        "last_activity": _TIME,
+        "turns": {
+            "type": "integer",
+            "description": "turns stored (every status but context); /clear and retention"
+            " delete them, so a cleared chat is listed with 0 (turns billed: /api/usage)",
+        },
+        "last_activity": {**_TIME, "description": "its newest stored turn or audit entry"},
         "scope": {"type": "string", "enum": ["chat", "user", "thread"]},
         "persona": {**_NULLABLE, "description": "the system prompt /persona set, or null"},
         "persona_source": {"type": "string", "enum": ["chat", "preset", "default"]},
@@ -41,6 +45,16 @@ SHAPES: dict[str, JSON] = {
         "answer": {"type": "string", "description": "the final answer ('' when none)"},
         "status": _STR,
         "created_at": _TIME,
+        "tool_calls": {
+            "type": "array",
+            "description": "the tools the bot called for this answer, in order",
+            "items": {"$ref": "#/components/schemas/ToolCall"},
+        },
+    },
+    "ToolCall": {
+        "name": _STR,
+        "arguments": {"type": "string", "description": "as the model wrote them (JSON text)"},
+        "result": {"type": "string", "description": "what the tool answered ('' when none)"},
     },
     "AuditEntry": {
         "at": _TIME,
@@ -68,5 +82,24 @@ SHAPES: dict[str, JSON] = {
         "scope": _STR,
         "text": _STR,
         "created_at": _TIME,
+    },
+}
+
+# The body of PATCH /api/chats/{chat_key}/settings (adapters.http.admin.chats.change_settings).
+SETTINGS_BODY: JSON = {
+    "type": "object",
+    "minProperties": 1,
+    "additionalProperties": False,
+    "properties": {
+        "scope": {
+            "type": "string",
+            "enum": ["chat", "user", "thread"],
+            "description": "whose history is shared (as /scope; a private chat has only user)",
+        },
+        "persona": {
+            "type": ["string", "null"],
+            "description": "the chat's system prompt (as /persona); null or '': back to the"
+            " preset's or the default",
+        },
     },
 }

@@ -1,5 +1,5 @@
-"""The dashboard's pages: chats, a chat (history, clear, reset, audit), usage, memories,
-reminders, plugins and MCP servers.
+"""The dashboard's pages: chats, a chat (history with tool calls and rendered answers, clear,
+reset, scope and persona, audit), usage, memories, reminders, plugins and MCP servers.
 
 Server-rendered (:mod:`adapters.http.dashboard.render`), so every page works without JavaScript; the
 one script only asks for confirmation before a destructive form is sent. State changes are POST
@@ -19,12 +19,13 @@ from urllib.parse import quote
 from aiohttp import web
 
 from adapters.http.admin import ops as admin_ops
-from adapters.http.admin.chat_ops import MemoryOff, UnknownChat, ops_for
+from adapters.http.admin.chat_ops import BadSetting, MemoryOff, UnknownChat, ops_for
 from adapters.http.admin.params import BadParameter, is_key, positive_id, query_int
 from adapters.http.context import CONTEXT, PRINCIPAL, HTTPContext, see_other
 from adapters.http.dashboard.render import render
 from adapters.http.dashboard.usage_chart import bar_chart
 from adapters.http.identity import actor_of
+from bot.context import Scope
 from bot.values import ClearResult
 
 __all__ = ["add_routes"]
@@ -42,6 +43,7 @@ def add_routes(web_app: web.Application, context: HTTPContext) -> None:
     router.add_get("/chats/{chat_key}", chat_page)
     router.add_post("/chats/{chat_key}/clear", clear)
     router.add_post("/chats/{chat_key}/reset", reset)
+    router.add_post("/chats/{chat_key}/settings", change_settings)
     router.add_get("/chats/{chat_key}/memories", memories_page)
     router.add_post("/chats/{chat_key}/memories/{memory_id}/delete", delete_memory)
     router.add_get("/usage", usage_page)
@@ -89,33 +91,43 @@ async def chats_page(request: web.Request) -> web.Response:
 
 
 async def chat_page(request: web.Request) -> web.Response:
+    return await _chat_page(request, _chat_key(request))
+
+
+async def _chat_page(
+    request: web.Request, chat_key: str, *, error: str = "", status: int = 200
+) -> web.Response:
+    """The chat's facts, settings, history and audit; a chat the directory does not know
+    (no turn, entry or audit entry) is a 404."""
     ops = ops_for(request)
-    chat_key = _chat_key(request)
     try:
         before = query_int(request, "before", None, 1)
     except BadParameter as exc:
         raise web.HTTPBadRequest(text=str(exc)) from None
-    audit = list(reversed(await ops.audit(chat_key)))  # newest first; kept after a clear
     try:
         view = await ops.chat(chat_key)
     except UnknownChat:
-        if not audit:
-            return render(
-                request, "missing.html", status=404, what=f"No chat {chat_key} is stored."
-            )
-        view = None
-    page = await ops.history(chat_key, before, PAGE) if view else None
+        return render(request, "missing.html", status=404, what=f"No chat {chat_key} is stored.")
+    page = await ops.history(chat_key, before, PAGE)
+    platform = request.app[CONTEXT].platform
+    billed = (await admin_ops.usage(platform, days=USAGE_DAYS, chat=chat_key)).total.turns
     return render(
         request,
         "chat.html",
+        status=status,
         chat_key=chat_key,
-        summary=view.summary if view else None,
+        summary=view.summary,
         view=view,
-        history=page.items if page else (),
-        older=page.next_before if page else None,
-        audit=audit,
+        scopes=[scope.value for scope in Scope],
+        max_persona=platform.settings.chat.max_persona_chars,
+        billed=billed,
+        usage_days=USAGE_DAYS,
+        history=page.items,
+        older=page.next_before,
+        audit=list(reversed(await ops.audit(chat_key))),  # newest first; kept after a clear
         actor=actor_of,
         done=request.query.get("done", ""),
+        error=error,
         chat_url=chat_url,
         when=when,
     )
@@ -143,6 +155,39 @@ async def reset(request: web.Request) -> web.Response:
         count = 0
     log.info("dashboard reset chat=%s caller=%s", chat_key, caller.audit_name)
     return see_other(chat_url(chat_key, f"?done=reset-{count}"))
+
+
+async def change_settings(request: web.Request) -> web.Response:
+    """The scope form (``scope``) or the persona form (``persona``; ``reset`` for the
+    preset's or the default), through the same service as /scope and /persona."""
+    chat_key = _chat_key(request)
+    form = await request.post()
+    scope_text = str(form.get("scope", "")) or None
+    persona = form.get("persona")
+    try:
+        scope = Scope(scope_text) if scope_text else None
+    except ValueError:
+        return await _chat_page(request, chat_key, error="No such scope.", status=400)
+    try:
+        _, changed = await ops_for(request).change(
+            chat_key,
+            request[PRINCIPAL],
+            scope=scope,
+            persona=None if persona is None else str(persona),
+            reset_persona="reset" in form,
+        )
+    except UnknownChat:
+        raise web.HTTPNotFound(text="no such chat") from None
+    except BadSetting as exc:
+        error = f"Nothing was changed: {exc}."
+        return await _chat_page(request, chat_key, error=error, status=400)
+    log.info(
+        "dashboard settings chat=%s caller=%s changed=%s",
+        chat_key,
+        request[PRINCIPAL].audit_name,
+        ",".join(changed) or "-",
+    )
+    return see_other(chat_url(chat_key, f"?done=changed-{'-'.join(changed) or 'nothing'}"))
 
 
 async def memories_page(request: web.Request) -> web.Response:

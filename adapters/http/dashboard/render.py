@@ -1,11 +1,15 @@
 """Server-rendered pages: Jinja2 templates (autoescaped) and the adapter's own static files.
 
+Templates also get ``|markdown`` (an answer as safe HTML: :mod:`.markdown`), ``|clipped``
+(a long text cut for a page) and ``counted`` (``1 turn``, ``2 turns``).
+
 Everything a page needs ships in this package (``templates/``, ``static/``): no CDN, no web
 font, no external script, so the dashboard works offline and under a strict CSP.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +17,11 @@ import jinja2
 from aiohttp import web
 
 from adapters.http.auth import Principal
+from adapters.http.dashboard.markdown import markdown_html
 
-__all__ = ["STATIC_DIR", "render"]
+__all__ = ["CLIP", "STATIC_DIR", "counted", "render"]
+
+CLIP = 10_000  # characters of one tool's arguments or result a page shows (the API has all)
 
 HERE = Path(__file__).resolve().parent
 STATIC_DIR = HERE / "static"
@@ -25,6 +32,32 @@ _env = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+
+
+def counted(number: int, one: str, many: str | None = None) -> str:
+    """``1 turn``, ``2 turns``: a count an operator reads."""
+    return f"{number:,} {one if number == 1 else (many or one + 's')}"
+
+
+def clipped(text: str, limit: int = CLIP) -> str:
+    """``text``, or its first ``limit`` characters and how many more there are."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… ({counted(len(text) - limit, 'more character')})"
+
+
+def pretty(text: str) -> str:
+    """JSON text indented for reading (anything else as it is)."""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser
+        return text
+
+
+_env.filters["markdown"] = markdown_html
+_env.filters["pretty"] = pretty
+_env.filters["clipped"] = clipped
+_env.globals["counted"] = counted
 
 
 def render(

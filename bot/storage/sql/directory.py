@@ -1,26 +1,32 @@
 """The chat directory (:class:`bot.storage.directory.ChatDirectory`).
 
-``chats`` holds what adapters noted; the list itself comes from ``turns``, grouped by chat over
-the index ``turns_by_chat_status_time (chat_key, status, created_at)`` (one pass over the
-index, never the rows). History pages walk ``(chat_key, id)`` backwards (SQLite's
-``turns_by_chat`` holds the row id; PostgreSQL's ``turns_by_chat_id``).
+``chats`` holds what adapters noted; the list is every chat of ``turns`` (grouped by chat over
+the index ``turns_by_chat_status_time (chat_key, status, created_at)``: one pass over the
+index, never the rows), of ``chats`` and of the two audit tables (an operator's actions: few
+rows), so a cleared chat stays listed. History pages walk ``(chat_key, id)`` backwards
+(SQLite's ``turns_by_chat`` holds the row id; PostgreSQL's ``turns_by_chat_id``).
 """
 
 from __future__ import annotations
 
 import time
 
-from bot.storage.answers import final_text
+from bot.storage.answers import final_text, tool_steps
 from bot.storage.directory import ChatEntry, ChatSummary, HistoryItem, summary_of
 from bot.storage.sql.seam import Database
 from bot.values import TurnStatus
 
-# {where}: filters the turns (one chat) or nothing; {q}, {limit}, {offset}: placeholders after it.
+# {where}: filters each table (one chat) or nothing; {q}, {limit}, {offset}: placeholders after it.
 _CHATS_SQL = """
-WITH active AS (
+WITH known AS (
     SELECT chat_key, count(*) FILTER (WHERE status != 'context') AS turns,
         max(created_at) AS last
     FROM turns {where} GROUP BY chat_key
+    UNION ALL SELECT chat_key, 0, max(at) FROM clear_audit {where} GROUP BY chat_key
+    UNION ALL SELECT chat_key, 0, max(at) FROM chat_audit {where} GROUP BY chat_key
+    UNION ALL SELECT chat_key, 0, 0 FROM chats {where}
+), active AS (
+    SELECT chat_key, sum(turns) AS turns, max(last) AS last FROM known GROUP BY chat_key
 )
 SELECT a.chat_key, c.chat_type, c.title, a.turns, a.last
 FROM active AS a LEFT JOIN chats AS c ON c.chat_key = a.chat_key
@@ -88,6 +94,7 @@ class Directory:
                 answer=final_text(answer),
                 status=TurnStatus(status),
                 created_at=float(at),
+                tools=tool_steps(answer),
             )
             for turn_id, conv, user, name, text, answer, status, at in rows
         ]

@@ -118,6 +118,13 @@ class Upkeep:
                 " THEN $1 || substr(conv_key, $2) ELSE conv_key END WHERE chat_key = $3",
                 *args,
             )
+            await tx.execute(  # the directory's entry (its title), unless the new has one
+                "UPDATE chats SET chat_key = $1, chat_id = substr($1, length(platform) + 2)"
+                " WHERE chat_key = $2 AND NOT EXISTS (SELECT 1 FROM chats WHERE chat_key = $1)",
+                new_chat_key,
+                old_chat_key,
+            )
+            await tx.execute("DELETE FROM chats WHERE chat_key = $1", old_chat_key)
             await self._chat_moved(tx, new_chat_key)  # indexes that name chats follow
         self._windows.forget_chat(old_chat_key)
         self._windows.forget_chat(new_chat_key)

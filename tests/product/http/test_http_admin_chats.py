@@ -1,5 +1,6 @@
-"""The admin API's chat routes: chats listed from turns with their titles, search, history
-pages with speakers, clear and reset audited in the token's name, memories, and who may call."""
+"""The admin API's chat routes: chats listed with their titles (a cleared one too), search,
+history pages with speakers, clear and reset audited in the token's name, memories, and who
+may call."""
 
 from __future__ import annotations
 
@@ -133,9 +134,12 @@ async def test_clear_deletes_the_chat_and_the_audit_names_the_token(
         cleared = await post_json(http, chat_path(BOOK_CLUB, "/clear"))
         assert cleared == {"cleared": True, "turns": 2, "messages": 4}
         assert await served.app.store.history_page(BOOK_CLUB) == []
-        keys = [c["chat_key"] for c in (await get_json(http, "/api/chats"))["chats"]]
-        assert keys == [CHESS]
-        await get_json(http, chat_path(BOOK_CLUB), 404)
+        listed = (await get_json(http, "/api/chats"))["chats"]  # still listed, newest activity
+        assert [(c["chat_key"], c["title"], c["turns"]) for c in listed] == [
+            (BOOK_CLUB, "Book Club", 0),
+            (CHESS, "Chess Nerds", 1),
+        ]
+        assert (await get_json(http, chat_path(BOOK_CLUB)))["chat_type"] == "group"
         entries = (await get_json(http, chat_path(BOOK_CLUB, "/audit")))["entries"]
         assert [(e["action"], e["actor_id"], e["actor_name"]) for e in entries] == [
             ("clear", "http:ops", "http:ops")
@@ -143,7 +147,10 @@ async def test_clear_deletes_the_chat_and_the_audit_names_the_token(
         assert entries[0]["detail"] == "deleted 2 turns, 4 messages"
         [stored] = await served.app.store.audit(BOOK_CLUB)
         assert stored.actor_id == "http:ops"
-        await post_json(http, chat_path(BOOK_CLUB, "/clear"), 404)  # nothing left to clear
+        chess = await post_json(http, chat_path(CHESS, "/clear"))
+        assert chess == {"cleared": True, "turns": 1, "messages": 2}
+        entries = (await get_json(http, chat_path(CHESS, "/audit")))["entries"]
+        assert entries[0]["detail"] == "deleted 1 turn, 2 messages"  # not "1 turns"
     assert ADMIN_TOKEN not in caplog.text
 
 
