@@ -28,7 +28,8 @@ the tool's answer to the model says so, it never leaves the MCP manager),
 ``adapters.http.auth.TooManyFailures`` (a client past its wrong-token limit: a 429 from the
 HTTP guard) and ``adapters.http.openai.errors.APIError`` (an answer of the chat endpoint in
 OpenAI's error shape; the HTTP adapter turns it into the response). The admin API's
-``adapters.http.admin.chat_ops.UnknownChat``, ``adapters.http.admin.chat_ops.MemoryOff`` (404) and
+``adapters.http.admin.chat_ops.UnknownChat``, ``adapters.http.admin.chat_ops.MemoryOff`` (404),
+``adapters.http.admin.chat_ops.BadSetting`` (a scope or persona the chat cannot take: 400) and
 ``adapters.http.admin.params.BadParameter`` (400) become its answers, never leaving the adapter;
 ``adapters.http.openai.once.ClientGoneError`` (a client that hung up before its answer) stops
 the turn and is answered with nothing.
