@@ -41,3 +41,8 @@ def clean_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [clean_json(item) for item in value]
     return value
+
+
+def counted(number: int, one: str, many: str | None = None) -> str:
+    """``1 turn``, ``2 turns``, ``1,500 audit entries``: a count a person reads."""
+    return f"{number:,} {one if number == 1 else (many or one + 's')}"

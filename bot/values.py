@@ -233,3 +233,99 @@ class UserDeletion:
     def counts(self) -> dict[str, int]:
         """Every kind with its count, in a fixed order (for printing)."""
         return {field.name: getattr(self, field.name) for field in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatEntry:
+    """What an adapter knows of a chat (noted when a turn begins)."""
+
+    platform: str
+    chat_id: str
+    chat_type: str  # bot.context.ChatType value: private, group, channel...
+    title: str  # Telegram's chat title, "Guild #channel" on Discord; a private chat: the person
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSummary:
+    chat_key: str  # "telegram:-1001234"
+    platform: str
+    chat_id: str
+    chat_type: str  # "" when never noted
+    title: str  # "" when never noted
+    turns: int  # turns stored (every status but context): 0 once cleared or aged out
+    last_activity: float  # unix time of the newest stored turn or audit entry (0: neither)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStep:
+    """One tool call of a turn, as the stored answer holds it."""
+
+    name: str
+    arguments: str  # as the model wrote them (JSON text, unchecked)
+    result: str  # what the tool answered ("" when no answer was stored)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryItem:
+    """One stored turn as a history page shows it: who said what, the tools the bot called on
+    the way (in order) and the answer."""
+
+    turn_id: int
+    conversation_key: str
+    user_id: str
+    user_name: str
+    text: str  # what the person wrote
+    answer: str  # the final assistant text ("" while pending or when unanswered)
+    status: TurnStatus
+    created_at: float
+    tools: tuple[ToolStep, ...] = ()  # the answer's tool calls with their results, in order
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    chat_key: str
+    conversation_key: str  # the conversation it was said in
+    user_id: str
+    user_name: str
+    scope: MemoryScope
+    text: str
+    source_turn_id: int | None = None
+    created_by: str = "user"  # "user", "tool", "summary"
+
+
+@dataclass(frozen=True, slots=True)
+class FoundTurn:
+    """A past user message found by a search: who said it, what, and when (recall dates it)."""
+
+    turn_id: int
+    user_id: str
+    user_name: str
+    text: str  # the turn's user message
+    created_at: float  # seconds since the epoch
+    score: float = 0.0  # relevance, higher is better: -bm25, or the fused RRF score
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    id: int  # inbox row id (arrival order)
+    source: str  # "telegram", ...
+    update_id: int  # the platform's id: unique per source, increasing within a lane
+    lane: str  # updates of one lane run one at a time, in update_id order
+    payload: str  # the update as received (JSON text)
+    attempts: int  # claims so far, this one included
+
+
+@dataclass(frozen=True, slots=True)
+class RateDecision:
+    allowed: bool
+    retry_after: float  # seconds until one message is allowed again (0 when allowed)
+    first_refusal: bool  # the first refusal since the key was last allowed: say it out loud
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerState:
+    failures: int  # provider-side failures in a row
+    open_until: float  # database clock (seconds since the epoch); in the past: closed
+    # Seconds it stays open from now, by the database clock (0: closed or cooled down), so that
+    # a replica whose own clock differs from the database's can still time its cooldown.
+    open_for: float = 0.0

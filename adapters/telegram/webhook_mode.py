@@ -23,7 +23,7 @@ from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.webhook import WebhookServer
 from bot.scheduling.inbox import InboxWorker
 from bot.storage import Storage
-from bot.storage.coordination import InboxItem
+from bot.values import InboxItem
 
 __all__ = ["WebhookMode"]
 

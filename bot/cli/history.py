@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from bot.cli.parser import person
 from bot.guardrails.redact import Redactor
 from bot.storage import Storage
+from bot.text import counted
 from bot.values import AuditEntry, UserDeletion
 
 __all__ = ["history_command"]
@@ -84,7 +85,7 @@ async def _export(args: argparse.Namespace, store: Storage, redactor: Redactor) 
             messages += wrote
             conversations += wrote > 0
     sys.stderr.write(
-        f"exported {_count(messages, 'message')} from {_count(conversations, 'conversation')}\n"
+        f"exported {counted(messages, 'message')} from {counted(conversations, 'conversation')}\n"
     )
     return 0
 
@@ -132,7 +133,7 @@ async def _audit(args: argparse.Namespace, store: Storage, redactor: Redactor) -
     elif entries:
         sys.stdout.write(redactor(audit_table(entries)))
     where = f" in {args.chat}" if args.chat else ""
-    sys.stderr.write(f"{_count(len(entries), 'audit entry', 'audit entries')}{where}\n")
+    sys.stderr.write(f"{counted(len(entries), 'audit entry', 'audit entries')}{where}\n")
     return 0
 
 
@@ -212,8 +213,3 @@ def deletion_report(user: str, deleted: UserDeletion) -> str:
     lines = [f"{user}:"]
     lines += [f"  {n:>{width}}  {_DELETION_WORDS[kind]}" for kind, n in counts.items()]
     return "\n".join(lines) + "\n"
-
-
-def _count(number: int, one: str, many: str | None = None) -> str:
-    """``1 conversation``, ``2 conversations``: counts an operator reads."""
-    return f"{number} {one if number == 1 else (many or one + 's')}"

@@ -13,7 +13,8 @@ import logging
 from cachetools import LRUCache
 
 from bot.context import ChatContext
-from bot.storage.directory import ChatDirectory, ChatEntry
+from bot.storage.directory import ChatDirectory
+from bot.values import ChatEntry
 
 __all__ = ["DirectoryNotes"]
 

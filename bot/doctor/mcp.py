@@ -23,6 +23,7 @@ from bot.mcp.catalog import Catalog, build_catalog, chat_name
 from bot.mcp.connection import ServerConnection, describe_failure
 from bot.plugins.external import ExternalCall
 from bot.plugins.output import ToolOutput
+from bot.text import counted
 
 __all__ = ["check_mcp"]
 
@@ -68,7 +69,7 @@ def _listed(
 ) -> Check:
     protocol, tools = result
     count = len(tools)
-    found = f"{count} tool{'' if count == 1 else 's'} via {server.transport} (protocol {protocol})"
+    found = f"{counted(count, 'tool')} via {server.transport} (protocol {protocol})"
     offered = [tool.name for tool in catalog.tools]
     if catalog.skipped:
         reasons = "; ".join(f"{s.name}: {s.reason}" for s in catalog.skipped)

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from bot.doctor import Check
+from bot.text import counted
 
 __all__ = ["json_lines", "table"]
 
@@ -27,7 +28,7 @@ def table(checks: Sequence[Check], redact: Callable[[str], str]) -> str:
     warned = sum(c.status == "warn" for c in checks)
     lines.append("")
     lines.append(
-        f"{failed} failed, {warned} warning{'' if warned == 1 else 's'}: "
+        f"{failed} failed, {counted(warned, 'warning')}: "
         + ("fix the FAIL rows above" if failed else "everything needed works")
     )
     return "".join(redact(line).rstrip() + "\n" for line in lines)

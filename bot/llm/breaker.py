@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from bot.errors import LLMError, LLMUnavailableError
-from bot.storage.coordination import BreakerState, SharedLimits
+from bot.storage.coordination import SharedLimits
+from bot.values import BreakerState
 
 log = logging.getLogger(__name__)
 

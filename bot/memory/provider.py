@@ -22,7 +22,7 @@ from bot.context import ChatContext
 from bot.llm.tokens import estimate_tokens
 from bot.memory.recalled import recalled_item, recalled_lines
 from bot.prompt.assembly import is_shared
-from bot.storage.memories import FoundTurn
+from bot.values import FoundTurn
 
 if TYPE_CHECKING:
     from bot.memory.store import MemoryStore

@@ -23,8 +23,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from bot.prompt.safety import one_line_json
-from bot.storage.memories import FoundTurn
-from bot.values import Memory
+from bot.values import FoundTurn, Memory
 
 __all__ = [
     "MERGE_GAP",

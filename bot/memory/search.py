@@ -18,7 +18,6 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from bot.storage.memories import FoundTurn
 from bot.storage.search_text import (
     MAX_QUERY_TERMS,
     match_query,
@@ -27,7 +26,7 @@ from bot.storage.search_text import (
     search_form,
     unpack_vector,
 )
-from bot.values import Memory
+from bot.values import FoundTurn, Memory
 
 __all__ = [
     "MAX_QUERY_TERMS",

@@ -48,14 +48,8 @@ from bot.memory.search import (
     turn_id,
 )
 from bot.memory.turn_vectors import TurnVectorFiller
-from bot.storage.memories import (
-    FoundTurn,
-    MemoryRecords,
-    MemorySearch,
-    MemoryVectors,
-    NewMemory,
-)
-from bot.values import Memory, MemoryScope
+from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors
+from bot.values import FoundTurn, Memory, MemoryScope, NewMemory
 
 __all__ = [
     "Audience",

@@ -29,8 +29,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from bot.storage.coordination import INBOX_MAX_ATTEMPTS, Inbox, InboxItem
+from bot.storage.coordination import INBOX_MAX_ATTEMPTS, Inbox
 from bot.storage.owners import new_owner
+from bot.values import InboxItem
 
 __all__ = ["InboxHandler", "InboxWorker"]
 

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.storage.directory import ToolStep
+from bot.values import ToolStep
 
 __all__ = ["answer_json", "api_messages", "final_text", "tool_steps", "turn_messages"]
 
@@ -79,13 +79,7 @@ def tool_steps(answer: str | None) -> tuple[ToolStep, ...]:
 
 
 def _text_of(content: object) -> str:
-    """A message's content as text: a string as is, text parts joined, anything else JSON."""
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if isinstance(content, list) and all(
-        isinstance(p, dict) and p.get("type") == "text" for p in content
-    ):
-        return "".join(str(p.get("text", "")) for p in content)
+    """A stored message's content as text (ours are strings; anything else shown as JSON)."""
+    if content is None or isinstance(content, str):
+        return content or ""
     return json.dumps(content, ensure_ascii=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from bot.text import counted
 from bot.values import AuditAction, AuditEntry
 
 __all__ = ["CHANGES", "AuditTrail", "check_change", "clear_detail", "forget_detail"]
@@ -20,11 +21,7 @@ def check_change(action: AuditAction) -> None:
 
 def clear_detail(turns: int, messages: int) -> str:
     """A clear's ``detail``, the same words on every backend (``deleted 1 turn, 2 messages``)."""
-    return f"deleted {_count(turns, 'turn')}, {_count(messages, 'message')}"
-
-
-def _count(number: int, word: str) -> str:
-    return f"{number} {word}{'' if number == 1 else 's'}"
+    return f"deleted {counted(turns, 'turn')}, {counted(messages, 'message')}"
 
 
 def forget_detail(memory_id: int) -> str:

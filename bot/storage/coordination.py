@@ -19,16 +19,14 @@ differ still agree. Owners are :func:`bot.storage.owners.new_owner` strings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
+
+from bot.values import BreakerState, InboxItem, RateDecision
 
 __all__ = [
     "INBOX_MAX_ATTEMPTS",
-    "BreakerState",
     "Inbox",
-    "InboxItem",
     "Leases",
-    "RateDecision",
     "SharedLimits",
     "bucket_decision",
 ]
@@ -36,16 +34,6 @@ __all__ = [
 # An update claimed this many times without being finished is given up (logged, marked done with
 # an error) rather than blocking its lane forever.
 INBOX_MAX_ATTEMPTS = 5
-
-
-@dataclass(frozen=True, slots=True)
-class InboxItem:
-    id: int  # inbox row id (arrival order)
-    source: str  # "telegram", ...
-    update_id: int  # the platform's id: unique per source, increasing within a lane
-    lane: str  # updates of one lane run one at a time, in update_id order
-    payload: str  # the update as received (JSON text)
-    attempts: int  # claims so far, this one included
 
 
 class Inbox(Protocol):
@@ -137,22 +125,6 @@ class Leases(Protocol):
     async def lease_holder(self, name: str) -> str | None:
         """The owner holding ``name`` now (unexpired), or None."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class RateDecision:
-    allowed: bool
-    retry_after: float  # seconds until one message is allowed again (0 when allowed)
-    first_refusal: bool  # the first refusal since the key was last allowed: say it out loud
-
-
-@dataclass(frozen=True, slots=True)
-class BreakerState:
-    failures: int  # provider-side failures in a row
-    open_until: float  # database clock (seconds since the epoch); in the past: closed
-    # Seconds it stays open from now, by the database clock (0: closed or cooled down), so that
-    # a replica whose own clock differs from the database's can still time its cooldown.
-    open_for: float = 0.0
 
 
 class SharedLimits(Protocol):

@@ -9,58 +9,11 @@ costs one page; each turn comes with its tool calls, so an operator sees what th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
-from bot.values import TurnStatus
+from bot.values import ChatEntry, ChatSummary, HistoryItem
 
-__all__ = ["ChatDirectory", "ChatEntry", "ChatSummary", "HistoryItem", "ToolStep", "summary_of"]
-
-
-@dataclass(frozen=True, slots=True)
-class ChatEntry:
-    """What an adapter knows of a chat (noted when a turn begins)."""
-
-    platform: str
-    chat_id: str
-    chat_type: str  # bot.context.ChatType value: private, group, channel...
-    title: str  # Telegram's chat title, "Guild #channel" on Discord; a private chat: the person
-
-
-@dataclass(frozen=True, slots=True)
-class ChatSummary:
-    chat_key: str  # "telegram:-1001234"
-    platform: str
-    chat_id: str
-    chat_type: str  # "" when never noted
-    title: str  # "" when never noted
-    turns: int  # turns stored (every status but context): 0 once cleared or aged out
-    last_activity: float  # unix time of the newest stored turn or audit entry (0: neither)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolStep:
-    """One tool call of a turn, as the stored answer holds it."""
-
-    name: str
-    arguments: str  # as the model wrote them (JSON text, unchecked)
-    result: str  # what the tool answered ("" when no answer was stored)
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryItem:
-    """One stored turn as a history page shows it: who said what, the tools the bot called on
-    the way (in order) and the answer."""
-
-    turn_id: int
-    conversation_key: str
-    user_id: str
-    user_name: str
-    text: str  # what the person wrote
-    answer: str  # the final assistant text ("" while pending or when unanswered)
-    status: TurnStatus
-    created_at: float
-    tools: tuple[ToolStep, ...] = ()  # the answer's tool calls with their results, in order
+__all__ = ["ChatDirectory", "summary_of"]
 
 
 def summary_of(

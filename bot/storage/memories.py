@@ -8,35 +8,21 @@ hold (or be cut short by) rows the audience may not see.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from bot.storage.bounds import storable_text
-from bot.values import Memory, MemoryScope
+from bot.values import FoundTurn, Memory, NewMemory
 
 if TYPE_CHECKING:
     from bot.storage.audience import Audience
 
 __all__ = [
-    "FoundTurn",
     "MemoryRecords",
     "MemorySearch",
     "MemoryVectors",
-    "NewMemory",
     "storable_memory",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class NewMemory:
-    chat_key: str
-    conversation_key: str  # the conversation it was said in
-    user_id: str
-    user_name: str
-    scope: MemoryScope
-    text: str
-    source_turn_id: int | None = None
-    created_by: str = "user"  # "user", "tool", "summary"
 
 
 def storable_memory(memory: NewMemory) -> NewMemory:
@@ -46,18 +32,6 @@ def storable_memory(memory: NewMemory) -> NewMemory:
     if text is memory.text and name is memory.user_name:
         return memory
     return replace(memory, text=text, user_name=name)
-
-
-@dataclass(frozen=True, slots=True)
-class FoundTurn:
-    """A past user message found by a search: who said it, what, and when (recall dates it)."""
-
-    turn_id: int
-    user_id: str
-    user_name: str
-    text: str  # the turn's user message
-    created_at: float  # seconds since the epoch
-    score: float = 0.0  # relevance, higher is better: -bm25, or the fused RRF score
 
 
 class MemoryRecords(Protocol):

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.storage import Storage
-from bot.storage.coordination import InboxItem
+from bot.values import InboxItem
 from tests.conformance.conftest import Backend
 
 SHORT = 0.2  # a lease meant to run out

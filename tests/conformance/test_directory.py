@@ -4,8 +4,7 @@ history pages with their tool calls."""
 from __future__ import annotations
 
 from bot.storage import Storage
-from bot.storage.directory import ChatEntry, ToolStep
-from bot.values import AuditAction, TurnStatus, Usage
+from bot.values import AuditAction, ChatEntry, ToolStep, TurnStatus, Usage
 from tests.conformance.conftest import answered, turn
 
 

@@ -9,8 +9,7 @@ from bot.guardrails.budgets import utc_day
 from bot.memory.scope import Audience
 from bot.storage import Storage
 from bot.storage.erasure import sent_by
-from bot.storage.memories import NewMemory
-from bot.values import AuditAction, MemoryScope, NewTurn, Usage, UserDeletion, WindowMark
+from bot.values import AuditAction, MemoryScope, NewMemory, NewTurn, Usage, UserDeletion, WindowMark
 
 GROUP, PRIVATE = "tg:-1", "tg:5"  # a group, and person 5's private chat
 OWN_IN_GROUP, OWN_PRIVATE = "tg:-1:u:5", "tg:5:u:5"  # 5's own conversations

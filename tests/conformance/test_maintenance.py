@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from bot.memory.scope import Audience
 from bot.storage import Storage
-from bot.storage.memories import NewMemory
-from bot.values import MemoryScope, TurnStatus, Usage
+from bot.values import MemoryScope, NewMemory, TurnStatus, Usage
 from tests.conformance.conftest import Backend, answered, turn
 
 

@@ -19,10 +19,9 @@ from bot.context import ChatContext, ChatType, Scope
 from bot.llm.embeddings import Embedder
 from bot.memory.store import Audience, Memory, MemoryScope, MemoryStore
 from bot.storage import Storage
-from bot.storage.memories import NewMemory
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.tools import tool_context
-from bot.values import NewTurn
+from bot.values import NewMemory, NewTurn
 from plugins.memory import recall as recall_tool
 from tests.conformance.conftest import Backend, answered
 from tests.conftest import TEST_KEY

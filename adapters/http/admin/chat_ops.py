@@ -22,9 +22,8 @@ from adapters.http.settings import HTTPSettings
 from bot.context import ChatContext, ChatType, Scope
 from bot.storage.audit import forget_detail
 from bot.storage.bounds import INT64_MAX, is_key
-from bot.storage.directory import ChatSummary, HistoryItem
 from bot.text import clean_text
-from bot.values import AuditAction, AuditEntry, ClearResult, Memory
+from bot.values import AuditAction, AuditEntry, ChatSummary, ClearResult, HistoryItem, Memory
 
 if TYPE_CHECKING:
     from bot.platform.operator import Memories, Persona

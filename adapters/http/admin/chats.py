@@ -29,8 +29,7 @@ from adapters.http.admin.params import BadParameter, is_key, positive_id, query_
 from adapters.http.context import PRINCIPAL, HTTPContext, json_error
 from adapters.http.identity import actor_of
 from bot.context import Scope
-from bot.storage.directory import HistoryItem
-from bot.values import AuditEntry, Memory
+from bot.values import AuditEntry, HistoryItem, Memory
 
 __all__ = ["add_routes", "iso"]
 

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from adapters.http.auth import Principal
 from adapters.http.dashboard.markdown import markdown_html
+from bot.text import counted
 
 __all__ = ["CLIP", "STATIC_DIR", "counted", "render"]
 
@@ -32,11 +33,6 @@ _env = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-
-
-def counted(number: int, one: str, many: str | None = None) -> str:
-    """``1 turn``, ``2 turns``: a count an operator reads."""
-    return f"{number:,} {one if number == 1 else (many or one + 's')}"
 
 
 def clipped(text: str, limit: int = CLIP) -> str:

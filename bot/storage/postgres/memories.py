@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from bot.errors import StoreError
 from bot.storage.audience import Audience
-from bot.storage.memories import FoundTurn, NewMemory, storable_memory
+from bot.storage.memories import storable_memory
 from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.postgres.memory_schema import MEMORY_SEARCH_COMPONENT
 from bot.storage.postgres.search_bm25 import MEMORY_SEARCH_SQL, TURN_SEARCH_SQL
@@ -41,7 +41,7 @@ from bot.storage.postgres.search_index import (
 )
 from bot.storage.search_text import pack_vector, unpack_vector
 from bot.storage.sql.memories import COLUMNS, MemoryRows, audience_args, found_turn, memory_of
-from bot.values import Memory
+from bot.values import FoundTurn, Memory, NewMemory
 
 __all__ = ["PostgresMemories"]
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from bot.storage.coordination import BreakerState, InboxItem, RateDecision, bucket_decision
+from bot.storage.coordination import bucket_decision
 from bot.storage.sql.seam import Database, fetchval
+from bot.values import BreakerState, InboxItem, RateDecision
 
 __all__ = ["CoordinationRows"]
 

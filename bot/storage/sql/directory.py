@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 
 from bot.storage.answers import final_text, tool_steps
-from bot.storage.directory import ChatEntry, ChatSummary, HistoryItem, summary_of
+from bot.storage.directory import summary_of
 from bot.storage.sql.seam import Database
-from bot.values import TurnStatus
+from bot.values import ChatEntry, ChatSummary, HistoryItem, TurnStatus
 
 # {where}: filters each table (one chat) or nothing; {q}, {limit}, {offset}: placeholders after it.
 _CHATS_SQL = """

@@ -12,10 +12,9 @@ from collections.abc import Sequence
 
 from bot.storage.audience import Audience
 from bot.storage.bounds import fits_int64
-from bot.storage.memories import FoundTurn
 from bot.storage.search_text import unpack_vector
 from bot.storage.sql.seam import Database, Row
-from bot.values import Memory, MemoryScope
+from bot.values import FoundTurn, Memory, MemoryScope
 
 __all__ = ["COLUMNS", "TURN_COLUMNS", "MemoryRows", "audience_args", "found_turn", "memory_of"]
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from bot.errors import StoreError
 from bot.storage.audience import Audience
-from bot.storage.memories import FoundTurn, NewMemory, storable_memory
+from bot.storage.memories import storable_memory
 from bot.storage.search_text import match_query, pack_vector, search_form, unpack_vector
 from bot.storage.sql.memories import (
     COLUMNS,
@@ -35,7 +35,7 @@ from bot.storage.sqlite.scopes import (
     index_scope,
     scope_token,
 )
-from bot.values import Memory
+from bot.values import FoundTurn, Memory, NewMemory
 
 # CROSS JOIN keeps the FTS match as the outer loop; each hit is then one primary-key lookup.
 # bm25 weights: the body counts, the scope column (see scopes.py) does not.

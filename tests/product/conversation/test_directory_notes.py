@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from bot.storage.directory import ChatEntry
 from bot.testing.fake_llm import FakeLLM
+from bot.values import ChatEntry
 from tests.conftest import AppFactory, group
 
 

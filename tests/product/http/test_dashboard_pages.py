@@ -11,9 +11,8 @@ import pytest
 
 from bot.plugins.context import PluginStore
 from bot.scheduling.scheduler import REMINDERS_KIND
-from bot.storage.memories import NewMemory
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
-from bot.values import AuditAction, MemoryScope
+from bot.values import AuditAction, MemoryScope, NewMemory
 from tests.conftest import AppFactory, group
 from tests.http_harness import ADMIN_TOKEN, logged_in, serve_http
 

@@ -13,9 +13,8 @@ import aiohttp
 import pytest
 
 from bot.context import ChatContext, ChatType
-from bot.storage.memories import NewMemory
 from bot.testing.fake_llm import FakeLLM
-from bot.values import MemoryScope
+from bot.values import MemoryScope, NewMemory
 from tests.conftest import AppFactory, group, private
 from tests.http_harness import ADMIN_TOKEN, CHAT_TOKEN, OTHER_ADMIN_TOKEN, Served, serve_http
 

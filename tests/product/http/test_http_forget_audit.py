@@ -13,9 +13,8 @@ from urllib.parse import quote
 import aiohttp
 import pytest
 
-from bot.storage.memories import NewMemory
 from bot.testing.fake_llm import FakeLLM
-from bot.values import AuditAction, MemoryScope
+from bot.values import AuditAction, MemoryScope, NewMemory
 from tests.conftest import AppFactory
 from tests.http_harness import ADMIN_TOKEN, OTHER_ADMIN_TOKEN, Served, logged_in, serve_http
 from tests.postgres_support import BACKEND_NAMES, storage_section

@@ -14,9 +14,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.storage.memories import NewMemory
 from bot.testing.fake_llm import FakeLLM
-from bot.values import MemoryScope
+from bot.values import MemoryScope, NewMemory
 from tests.conftest import AppFactory, group
 from tests.http_harness import ADMIN_TOKEN, Served, serve_http
 from tests.postgres_support import BACKEND_NAMES, storage_section

@@ -10,8 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.memory.recalled import MERGE_GAP, interleave, merge_neighbours, recalled_lines
-from bot.storage.memories import FoundTurn
-from bot.values import Memory, MemoryScope
+from bot.values import FoundTurn, Memory, MemoryScope
 
 NOV_30 = 1_796_000_000.0  # 2026-11-30 (UTC)
 

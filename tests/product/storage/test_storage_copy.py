@@ -21,10 +21,16 @@ from bot.memory.scope import Audience
 from bot.scheduling.portable_jobs import JOBS, JobsStore
 from bot.scheduling.scheduler import Scheduler
 from bot.storage import Storage, open_storage_url
-from bot.storage.directory import ChatEntry
-from bot.storage.memories import NewMemory
 from bot.storage.portable import PortableStore, Row, Table, key_of
-from bot.values import AuditAction, ChatPreferences, MemoryScope, NewTurn, Usage
+from bot.values import (
+    AuditAction,
+    ChatEntry,
+    ChatPreferences,
+    MemoryScope,
+    NewMemory,
+    NewTurn,
+    Usage,
+)
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
 from tests.product.app.test_cli import run_cli as shared_run_cli
 from tests.product.app.test_cli import run_cli_process
