@@ -266,8 +266,7 @@ class PostgresSeam:
     async def execute(self, sql: str, *args: object) -> int:
         return count_of(await self._db.pool.execute(sql, *args))
 
-    async def write(self, sql: str, *args: object) -> list[Row]:
-        return list(await self._db.pool.fetch(sql, *args))
+    write = fetch  # a write's RETURNING rows come back as a read's do
 
     async def executemany(self, sql: str, args: Sequence[Sequence[object]]) -> None:
         await self._db.pool.executemany(sql, args)

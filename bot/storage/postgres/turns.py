@@ -23,7 +23,7 @@ from bot.storage.postgres.connection import Database, PostgresDialect, PostgresS
 from bot.storage.sql.history import TURN_ORDER_LOCK
 from bot.storage.sql.seam import NoWindows
 from bot.storage.sql.summaries import LAST_ID, TURN_COLUMNS, stored_turn
-from bot.storage.sql.turns import TurnRows
+from bot.storage.sql.turns import TurnRows, turn_row
 from bot.values import NewTurn, StoredTurn, TurnStatus
 
 __all__ = ["LAST_ID", "PostgresTurns", "window_page"]
@@ -61,7 +61,7 @@ class PostgresTurns(TurnRows):
             return await self.begin_with_overheard(turn)
         lock = self._db.lock_key(TURN_ORDER_LOCK)
         return self.new_id(
-            await self.db.write(_INSERT_TURN, lock, *self.turn_row(turn), self.owner)
+            await self.db.write(_INSERT_TURN, lock, *turn_row(turn, self.db), self.owner)
         )
 
     async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:

@@ -135,6 +135,9 @@ class via(Generic[P, R]):
     def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
         self.part, self.name = part, method.__name__
 
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = name
+
     @overload
     def __get__(self, obj: None, owner: type) -> via[P, R]: ...
 
@@ -142,4 +145,8 @@ class via(Generic[P, R]):
     def __get__(self, obj: object, owner: type) -> Callable[P, R]: ...
 
     def __get__(self, obj: object, owner: type) -> Any:
-        return self if obj is None else getattr(getattr(obj, self.part), self.name)
+        if obj is None:
+            return self
+        # Kept on the store as functools.cached_property does (a store's parts stay put).
+        bound = obj.__dict__[self.attribute] = getattr(getattr(obj, self.part), self.name)
+        return bound

@@ -19,7 +19,7 @@ from bot.storage.sql.overheard import turn_row
 from bot.storage.sql.seam import Database, Row, Windows
 from bot.values import NO_USAGE, NewTurn, Usage
 
-__all__ = ["INSERT_TURN", "TurnRows"]
+__all__ = ["INSERT_TURN", "TurnRows", "turn_row"]
 
 INSERT_TURN = (
     "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
@@ -31,9 +31,6 @@ INSERT_TURN = (
 class TurnRows:
     def __init__(self, db: Database, windows: Windows, owner: str) -> None:
         self.db, self.windows, self.owner = db, windows, owner
-
-    def turn_row(self, turn: NewTurn) -> tuple[str, str, str, str, str | None, str, float]:
-        return turn_row(turn, self.db)
 
     @staticmethod
     def new_id(rows: list[Row]) -> int:
@@ -62,7 +59,7 @@ class TurnRows:
                 turn.conversation_key,
                 max(turn.overheard),
             )
-            rows = await tx.fetch(INSERT_TURN, *self.turn_row(turn), self.owner)
+            rows = await tx.fetch(INSERT_TURN, *turn_row(turn, self.db), self.owner)
         self.windows.forget(turn.conversation_key)
         return self.new_id(rows)
 

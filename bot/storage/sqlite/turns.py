@@ -10,7 +10,7 @@ kept in memory (:mod:`bot.storage.sqlite.window_cache`).
 from __future__ import annotations
 
 from bot.storage.answers import turn_messages
-from bot.storage.sql.turns import INSERT_TURN, TurnRows
+from bot.storage.sql.turns import INSERT_TURN, TurnRows, turn_row
 from bot.storage.sqlite.connection import Database, SQLiteSeam
 from bot.storage.sqlite.window_cache import WindowCache
 from bot.values import NewTurn, StoredTurn, TurnStatus
@@ -19,17 +19,17 @@ from bot.values import NewTurn, StoredTurn, TurnStatus
 # not count toward N). Walks the (conv_key, id) index backwards: O(window), whatever the size.
 WINDOW_SQL = """
 WITH after AS (
-    SELECT coalesce((SELECT after_turn_id FROM resets WHERE conv_key = ?1), 0) AS id
+    SELECT coalesce((SELECT after_turn_id FROM resets WHERE conv_key = $1), 0) AS id
 ),
 oldest AS (
     SELECT coalesce(
-        (SELECT id FROM turns WHERE conv_key = ?2 AND id > (SELECT id FROM after)
-            AND status != 'context' ORDER BY id DESC LIMIT 1 OFFSET ?4 - 1),
+        (SELECT id FROM turns WHERE conv_key = $1 AND id > (SELECT id FROM after)
+            AND status != 'context' ORDER BY id DESC LIMIT 1 OFFSET $2 - 1),
         (SELECT id FROM after) + 1
     ) AS id
 )
 SELECT id, user_id, user_name, status, user_text, answer, chat_key FROM turns
-WHERE conv_key = ?3 AND id >= (SELECT id FROM oldest) AND id > (SELECT id FROM after)
+WHERE conv_key = $1 AND id >= (SELECT id FROM oldest) AND id > (SELECT id FROM after)
 ORDER BY id DESC
 """
 
@@ -45,7 +45,8 @@ class SQLiteTurns(TurnRows):
     async def begin_turn(self, turn: NewTurn) -> int:
         if turn.overheard:
             return await self.begin_with_overheard(turn)
-        turn_id = self.new_id(await self.db.write(INSERT_TURN, *self.turn_row(turn), self.owner))
+        rows = await self.db.write(INSERT_TURN, *turn_row(turn, self.db), self.owner)
+        turn_id = self.new_id(rows)
         user = {"role": "user", "content": turn.text}
         stored = StoredTurn(turn_id, turn.user_id, turn.user_name, TurnStatus.PENDING, (user,))
         self._windows.began(turn.conversation_key, stored)
@@ -57,11 +58,7 @@ class SQLiteTurns(TurnRows):
         cached = self._windows.get(conversation_key, max_turns, version)
         if cached is not None:
             return cached
-        rows = list(
-            await self._db.reader.execute_fetchall(
-                WINDOW_SQL, (conversation_key,) * 3 + (max_turns,)
-            )
-        )
+        rows = await self.db.fetch(WINDOW_SQL, conversation_key, max_turns)
         turns = [
             StoredTurn(
                 turn_id=int(turn_id),
