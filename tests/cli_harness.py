@@ -28,6 +28,8 @@ import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from tests.waits import STARTUP
+
 ROOT = Path(__file__).resolve().parents[1]
 _one_at_a_time = threading.Lock()  # main() owns the process-wide state while it runs
 
@@ -53,7 +55,7 @@ async def run_process(
         env=env,
         cwd=cwd,
     )
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=60)
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=STARTUP)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 

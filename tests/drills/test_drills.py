@@ -30,13 +30,13 @@ from bot.testing.fake_llm import FakeLLM, RecordedRequest, hang, rate_limited, r
 from bot.testing.fake_telegram import FakeTelegram
 from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
 from tests.secret_scan import find_secrets
+from tests.waits import EXIT, STARTUP, TURN
 
 pytestmark = pytest.mark.slow
 
 # A token of the real shape, so the output scan checks the token pattern as well as the value.
 TOKEN = "7104428391:AAG3xq0TpLw8ZkYv2NcRb5HsUe9JdMfQa1o"
 UNAVAILABLE = LLMUnavailableError.chat_text
-STARTUP = 30.0  # seconds: importing the bot on a busy 2-core machine is the slow part
 
 
 @pytest_asyncio.fixture
@@ -60,7 +60,7 @@ class BotProcess:
     def exited(self) -> bool:
         return self.proc.returncode is not None
 
-    async def terminate(self, timeout: float = 30.0) -> int:  # noqa: ASYNC109
+    async def terminate(self, timeout: float = EXIT) -> int:  # noqa: ASYNC109
         """SIGTERM, then the exit code once the process has finished on its own."""
         self.proc.send_signal(signal.SIGTERM)
         return await asyncio.wait_for(self.proc.wait(), timeout)
@@ -118,7 +118,7 @@ def configure(tmp_path: Path, tg: FakeTelegram, llm: str = "") -> None:
     write_config(tmp_path, text + (f"llm:\n{llm}" if llm else ""))
 
 
-async def until(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:  # noqa: ASYNC109
+async def until(predicate: Callable[[], bool], what: str, timeout: float = TURN) -> None:  # noqa: ASYNC109
     """Poll for something the fake LLM records (it has no change notification)."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -218,11 +218,11 @@ async def test_kill_9_mid_turn_leaves_a_history_the_next_process_can_use(
 
     async with bot_process(tmp_path, tg, fake_llm.base_url, name="second") as bot:
         # Nothing was shown before the crash: the question is told, in reply, that it was cut.
-        [notice] = await tg.wait_for_message(group["id"], timeout=15)
+        [notice] = await tg.wait_for_message(group["id"], timeout=TURN)
         assert "[interrupted" in notice["text"] and "ask again" in notice["text"]
         assert notice["reply_to_message"]["message_id"] == question["message_id"]
         tg.send(group, bob, "@parlour_bot are you back?")
-        await tg.wait_for_message(group["id"], count=2, timeout=15)
+        await tg.wait_for_message(group["id"], count=2, timeout=TURN)
         await tg.wait_idle(quiet=0.3)
         assert [m["text"] for m in tg.messages(group["id"])][1:] == ["echo: [Bob] are you back?"]
         assert await bot.terminate() == 0
@@ -353,7 +353,7 @@ async def test_a_429_storm_still_answers_everyone(
                 [m.get("text") for m in tg.messages(chat_id)] == [text]
                 for chat_id, text in expected.items()
             ),
-            timeout=60,
+            timeout=TURN,
             what="every chat's answer",
         )
         await tg.wait_idle(quiet=0.3)
@@ -415,7 +415,7 @@ async def test_kill_9_mid_stream_marks_the_preview_interrupted_after_restart(
         tg.send(chat, alice, "tell me a long story")
         await tg.wait_until(
             lambda: (p := preview()) is not None and len(tg.edits(chat["id"], p["message_id"])) > 1,
-            timeout=20,
+            timeout=TURN,
             what="the preview to be edited",
         )
         await tg.wait_until(lambda: not tg.pending_updates, what="the update to be confirmed")
@@ -428,7 +428,7 @@ async def test_kill_9_mid_stream_marks_the_preview_interrupted_after_restart(
     async with bot_process(tmp_path, tg, fake_llm.base_url, name="second") as bot:
         await tg.wait_until(
             lambda: "[interrupted" in (preview() or {}).get("text", ""),
-            timeout=15,
+            timeout=TURN,
             what="the preview to be marked",
         )
         await tg.wait_idle(quiet=0.3)

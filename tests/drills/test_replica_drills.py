@@ -35,10 +35,10 @@ from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
 from tests.product.app.test_cli import SECRET, env_for
 from tests.secret_scan import find_secrets
 from tests.telegram_balancer import PATH, RoundRobin, balancer
+from tests.waits import STARTUP, TURN
 
 pytestmark = pytest.mark.slow  # two interpreters starting: ~40 s each drill here
 
-STARTUP = 40.0  # seconds: two interpreters importing the bot at once on a busy machine
 WEBHOOK_SECRET = "drill-webhook-secret"
 LEASE = 2.0
 
@@ -167,7 +167,7 @@ async def test_kill_9_of_one_replica_loses_nothing_and_answers_once(
             await until(lambda: serving(first) and serving(second), "both replicas to serve")
             for n in range(total // 2):
                 push(n)
-            await until(lambda: answered() >= total // 4, "a quarter answered", 30)
+            await until(lambda: answered() >= total // 4, "a quarter answered", TURN)
             killed_pid = first.proc.pid
             held_at_kill = await unfinished(database, tmp_path, f"{socket.gethostname()}:")
             answered_at_kill = answered()
@@ -177,7 +177,7 @@ async def test_kill_9_of_one_replica_loses_nothing_and_answers_once(
             )
             for n in range(total // 2, total):
                 push(n)
-            await until(lambda: _complete(tg, chats, sent), "every message answered", 60)
+            await until(lambda: _complete(tg, chats, sent), "every message answered", 2 * TURN)
             await tg.wait_idle(quiet=1.0, timeout=20)
             assert await unfinished(database, tmp_path) == 0
 
@@ -241,5 +241,5 @@ async def test_a_second_poller_of_one_token_refuses_to_start(
                 ) in second.output
             alice = tg.user(7, "Alice")
             tg.send(tg.private_chat(alice), alice, "one poller")
-            await tg.wait_for_message(alice["id"], timeout=15)
+            await tg.wait_for_message(alice["id"], timeout=TURN)
             assert await first.terminate() == 0

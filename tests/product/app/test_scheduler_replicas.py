@@ -30,6 +30,7 @@ from bot.storage import Storage, open_storage_url
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import make_settings, private
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
+from tests.waits import STARTUP
 
 pytestmark = pytest.mark.skipif(pg_base_url() is None, reason=HOW_TO_RUN)
 
@@ -250,7 +251,7 @@ async def start_replica(tmp_path: Path, url: str, name: str, schedule_in: float)
             any(line.startswith("STARTED") for line in replica.lines) or proc.returncode is not None
         ),
         f"{name} to start",
-        timeout=60,
+        timeout=STARTUP,
     )
     assert proc.returncode is None, "\n".join(replica.lines)
     return replica

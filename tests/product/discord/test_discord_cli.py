@@ -13,6 +13,7 @@ from bot.testing.fake_discord import FakeDiscord
 from bot.testing.fake_llm import FakeLLM
 from tests.discord_harness import GENERAL, GUILD, world
 from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
+from tests.waits import EXIT, STARTUP, TURN
 
 pytestmark = pytest.mark.slow
 
@@ -44,20 +45,20 @@ async def test_run_answers_ask_and_a_mention_end_to_end(
     )
     try:
         # Start-up speed is the bench's; here only that it starts (room for a loaded machine).
-        await dc.wait_until(lambda: bool(dc.commands(GUILD)), timeout=75)
-        await dc.wait_ready(timeout=30)
+        await dc.wait_until(lambda: bool(dc.commands(GUILD)), timeout=STARTUP)
+        await dc.wait_ready(timeout=STARTUP)
         interaction = dc.slash(w.general, w.admin, "ask", {"prompt": "hello from a slash"})
 
         def answered() -> bool:
             original = dc.original(int(interaction["id"]))
             return bool(original and original["content"])
 
-        await dc.wait_until(answered, timeout=15)
+        await dc.wait_until(answered, timeout=TURN)
         dc.message(w.general, w.member, f"<@{dc.application_id}> and from a mention")
-        await dc.wait_for_message(GENERAL, count=2, timeout=15)
+        await dc.wait_for_message(GENERAL, count=2, timeout=TURN)
         await dc.wait_idle(quiet=0.5)
         proc.send_signal(signal.SIGTERM)
-        out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=EXIT)
     finally:
         if proc.returncode is None:
             proc.kill()

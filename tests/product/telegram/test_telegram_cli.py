@@ -12,6 +12,7 @@ import pytest
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_telegram import FakeTelegram
 from tests.product.app.test_cli import SECRET, env_for, run_cli, write_config
+from tests.waits import EXIT, STARTUP, TURN
 
 pytestmark = pytest.mark.slow
 
@@ -36,18 +37,19 @@ async def test_run_answers_a_group_mention_end_to_end(
         env=env,
     )
     try:
-        # Start-up speed is the bench's (section 12); here only that it starts: importing aiogram
-        # alone took 6-7 s on a loaded 2-core CI machine, so the wait leaves it room.
-        await tg.wait_until(lambda: any(c.method == "getUpdates" for c in tg.calls), timeout=75)
+        # Start-up speed is the bench's (section 12); here only that it starts (tests/waits.py).
+        await tg.wait_until(
+            lambda: any(c.method == "getUpdates" for c in tg.calls), timeout=STARTUP, what="a poll"
+        )
         alice = tg.user(7, "Alice")
         group = tg.group(-100, "Team", supergroup=True)
         tg.send(group, alice, "@parlour_bot hello from the group")
-        await tg.wait_for_message(group["id"], timeout=15)
+        await tg.wait_for_message(group["id"], timeout=TURN)
         await tg.wait_idle(quiet=0.5)
         [answer] = tg.messages(group["id"])
         assert answer["text"] == "echo: [Alice] hello from the group"
         proc.send_signal(signal.SIGTERM)
-        out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=EXIT)
     finally:
         if proc.returncode is None:
             proc.kill()
