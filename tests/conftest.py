@@ -20,6 +20,7 @@ from tests import postgres_support
 from tests.secret_scan import secret_scan as secret_scan  # autouse: no secret in any log
 from tests.summary import pytest_terminal_summary as pytest_terminal_summary
 from tests.summary import pytest_terminal_summary_closing as pytest_terminal_summary_closing
+from tests.waits import SLOW_TIMEOUT
 
 TEST_KEY = "sk-test-parlour-0123456789abcdef"
 
@@ -51,6 +52,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # The pytest11 entry point registers the test kit when Parlour is installed; else do it here.
     if not config.pluginmanager.has_plugin("parlour"):
         config.pluginmanager.import_plugin("bot.testing.pytest_plugin")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts real processes (``slow``) may wait up to ``tests.waits.STARTUP`` for
+    each one: its time limit leaves room for that (the suite's own, 120 s, would not)."""
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
 
 
 def group(user: str = "1", name: str = "Alice", chat: str = "-100", **kw: Any) -> ChatContext:

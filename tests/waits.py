@@ -9,3 +9,4 @@ bot's first poll. A passing test never waits this long; a hung one fails with it
 STARTUP = 120.0  # spawn -> first poll (or the first line a test waits for)
 TURN = 60.0  # a message in -> the answer out, in a process sharing the machine with others
 EXIT = 60.0  # SIGTERM or end of input -> the process has exited
+SLOW_TIMEOUT = 600.0  # the time limit of a `slow` test (tests/conftest.py): room for its processes

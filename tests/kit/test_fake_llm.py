@@ -175,7 +175,7 @@ async def test_a_server_that_ignores_max_tokens_answers_in_full(
     fake_llm: FakeLLM, client: openai.AsyncOpenAI
 ) -> None:
     fake_llm.ignore_max_tokens = True
-    huge = "word " * 60_000  # 300,000 characters
+    huge = "word " * 5_000  # 5,000 tokens where 5 were asked for (a runaway answer)
     fake_llm.script(reply(huge), reply(huge), reply(huge))
     done = await client.chat.completions.create(model=MODEL, messages=USER, max_tokens=5)
     assert done.choices[0].finish_reason == "stop"
@@ -189,6 +189,7 @@ async def test_a_server_that_ignores_max_tokens_answers_in_full(
     assert "".join(parts) == huge
     assert not fake_llm.chat_requests[-1].disconnected
 
+    fake_llm.stream_interval = 0.01  # still streaming (for a minute) when the client hangs up
     stream = await client.chat.completions.create(
         model=MODEL, messages=USER, max_tokens=5, stream=True
     )

@@ -27,6 +27,7 @@ from bot.values import NewTurn, TurnStatus, Usage
 from tests.conftest import AppFactory, make_settings, private
 from tests.product.app.test_cli import env_for, run_cli, write_config
 from tests.product.conversation.test_service import AddTool
+from tests.waits import EXIT, STARTUP
 
 
 async def test_interrupted_turns_are_closed_when_the_store_opens(tmp_path: Path) -> None:
@@ -209,6 +210,7 @@ async def hanging_llm() -> AsyncIterator[FakeLLM]:
         yield fake
 
 
+@pytest.mark.slow
 async def test_second_signal_stops_a_chat_stuck_on_the_model(
     hanging_llm: FakeLLM, tmp_path: Path
 ) -> None:
@@ -227,15 +229,14 @@ async def test_second_signal_stops_a_chat_stuck_on_the_model(
     assert proc.stdin is not None
     proc.stdin.write(b"are you stuck?\n")
     await proc.stdin.drain()
-    for _ in range(200):
-        if hanging_llm.requests:
-            break
+    deadline = time.monotonic() + STARTUP
+    while not hanging_llm.requests and time.monotonic() < deadline:  # noqa: ASYNC110 (no event)
         await asyncio.sleep(0.05)
     assert hanging_llm.requests, "the bot never called the model"
     proc.send_signal(signal.SIGTERM)
     await asyncio.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
-    await asyncio.wait_for(proc.communicate(), timeout=8)
+    await asyncio.wait_for(proc.communicate(), timeout=EXIT)
     async with SQLiteStore(tmp_path / "bot.db") as store:
         (key, _), *_ = await store.conversations()
         (turn,) = await store.load_window(key, 5)

@@ -279,6 +279,50 @@ async def test_a_turn_written_during_a_read_is_never_counted_twice(
         assert await budgets.total_today() == 200  # a figure from before: the tokens added
 
 
+class _SlowLedger(_Ledger):
+    """Counts its reads, each of which waits until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+        self.go = asyncio.Event()
+
+    async def tokens_on(self, day: str, chat_key: str | None = None) -> int:
+        self.reads += 1
+        await self.go.wait()
+        return self.tokens
+
+
+async def test_a_burst_of_checks_shares_one_read_of_each_figure(make_app: AppFactory) -> None:
+    async with make_app(limits={"daily_tokens_total": 1000}) as app:
+        ledger = _SlowLedger()
+        ledger.tokens = 1000
+        budgets = Budgets(app.settings.limits, ledger, app.service.access)  # type: ignore[arg-type]
+        checks = [asyncio.ensure_future(budgets.check(private(str(n)))) for n in range(50)]
+        await asyncio.sleep(0.01)
+        ledger.go.set()
+        outcomes = await asyncio.gather(*checks, return_exceptions=True)
+        assert ledger.reads == 1  # the whole bot's figure, read once for all fifty
+        assert all(isinstance(o, UserFacingError) for o in outcomes)  # each told it is spent
+
+
+async def test_a_check_that_gives_up_leaves_the_shared_read_to_the_others(
+    make_app: AppFactory,
+) -> None:
+    async with make_app() as app:
+        ledger = _SlowLedger()
+        ledger.tokens = 7
+        budgets = Budgets(app.settings.limits, ledger, app.service.access)  # type: ignore[arg-type]
+        first = asyncio.ensure_future(budgets.total_today())
+        second = asyncio.ensure_future(budgets.total_today())
+        await asyncio.sleep(0.01)
+        first.cancel()  # the user's message was cancelled while its check waited
+        await asyncio.sleep(0.01)
+        ledger.go.set()
+        assert await second == 7
+        assert first.cancelled() and ledger.reads == 1
+
+
 async def test_an_answer_after_the_turn_was_closed_as_interrupted_is_still_booked(
     tmp_path: Path,
 ) -> None:
