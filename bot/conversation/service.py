@@ -12,6 +12,7 @@ error (with its chat-safe text) reaches the adapter.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable
@@ -275,12 +276,14 @@ class ChatService:
                 on_admitted()
             await self.admission.check_budgets(ctx)
             await self.llm.check_available()  # known to be down: nothing stored
+            noting = self.directory.note_soon(ctx)  # never fails the turn; awaited at its end
             said = await self.media.read(text, attachments)  # caps; voice transcribed
             tools = self.tools.definitions(ctx) if self.tools else []
-            history = await self.store.load_window(key, self.settings.history.max_turns)
-            overheard = await self.overheard.recent(ctx, key)
+            history, overheard = await asyncio.gather(  # two reads, one wait
+                self.store.load_window(key, self.settings.history.max_turns),
+                self.overheard.recent(ctx, key),
+            )
             prompt = await self.prompts.build(ctx, key, said, history, overheard, tools)
-            await self.directory.note(ctx)  # never fails the turn
             turn = PendingTurn(self.store, self.budgets, ctx, key, said.stored, overheard)
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
@@ -304,6 +307,8 @@ class ChatService:
                 turn_id = await turn.complete(answer.messages, bill.total, final.model)
                 if self.compactor is not None:  # background: never delays this reply
                     self.compactor.turn_done(ctx, key, cut=prompt.cut)
+                if noting is not None:
+                    await noting
             except BaseException as exc:
                 await turn.fail(exc, bill.total)
                 raise

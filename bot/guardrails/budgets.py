@@ -11,6 +11,8 @@ when one runs out still finish.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -57,6 +59,7 @@ class Budgets:
         self._sweep_at = _SWEEP
         self._booking = 0  # ledger writes in progress in this process
         self._booked = 0  # ledger writes done: a read that overlaps either is not trusted
+        self._reading: dict[str, asyncio.Future[int]] = {}  # figures being read, by key
 
     async def check(self, ctx: ChatContext) -> None:
         """Raise :class:`BudgetSpentError` if today's whole-bot, chat or user budget is used."""
@@ -129,6 +132,26 @@ class Budgets:
         known = self._spent.get(key)
         if not fresh and known is not None and known[0] == today and now - known[1] < self.reread:
             return known[2]
+        if fresh:
+            return await self._read(key, read, today, now)
+        # A burst of turns checks the same figure (the whole bot's, a busy chat's) at once:
+        # they share one read of the ledger instead of one each.
+        reading = self._reading.get(key)
+        if reading is None:
+            reading = asyncio.ensure_future(self._read(key, read, today, now))
+            self._reading[key] = reading
+            reading.add_done_callback(functools.partial(self._read_done, key))
+        return await asyncio.shield(reading)
+
+    def _read_done(self, key: str, reading: asyncio.Future[int]) -> None:
+        if self._reading.get(key) is reading:
+            del self._reading[key]
+        if not reading.cancelled():
+            reading.exception()  # retrieved: every waiter has its own copy raised
+
+    async def _read(
+        self, key: str, read: Callable[[str], Awaitable[int]], today: str, now: float
+    ) -> int:
         booked, busy = self._booked, self._booking
         tokens = await read(today)
         read_at = now
