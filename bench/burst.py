@@ -1,0 +1,401 @@
+"""Section 13: a burst of private Telegram chats, Parlour against the bare protocol floor.
+
+``N`` private chats write one message each, all pushed at once to the fake Bot API; the fake
+model answers each after 1 s. Measured: the wall time from the push to the last chat's final edit
+(by the fake's clock), whether every chat shows exactly its own answer (right, wrong, missing),
+and when the model requests arrive after the push (median, p90, max): the spread of those is the
+work a bot does, one turn after the other, before it calls the model.
+
+* **floor**: :class:`bench.burst_floor.BareLoop`, a bare aiohttp loop making the same Bot API
+  calls per update as Parlour (typing, ``sendMessage`` on the first words, one final edit) and
+  the same streamed completion, all updates at once.
+* **Parlour, SQLite**: ``App`` with the real ``TelegramAdapter`` long-polling (the bench's
+  settings: no plugins, no recall, no rate limits), on a fresh database file.
+* **Parlour, PostgreSQL, two replicas**: two ``App`` + ``TelegramAdapter`` in webhook mode on one
+  fresh schema (each with its store's default pool of 10), behind a round-robin balancer. Webhook
+  mode is how replicas run (a second long-poller of a token is refused), and how the replica
+  drill runs them; the fake posts up to 40 updates at once, as Telegram does
+  (:mod:`bench.burst_child`). Both replicas live in the bench's process, as in section 8: one
+  process and one core for the bot side, like the floor; two processes would give the bot side
+  two cores the fakes and PostgreSQL need on a small machine. What the row costs beyond SQLite
+  is then the database and the replicas' coordination (inbox, leases), not parallelism. Its floor
+  is the same bare long-polling loop (two bare pollers of one token cannot share updates): the
+  ratio is what answering through a shared database costs over the least a bot can do.
+
+Arrangement: the bot side (the floor or Parlour) runs in this process; the fake model and the fake
+Bot API (with the balancer) each in their own (:mod:`bench.burst_child`), so their CPU time is
+neither side's. A fresh fake Bot API per run (nothing pending from the run before) and a fresh
+database; every run first answers a 5-chat burst untimed (connections, tokenizer, lazy imports),
+then collects garbage: the first full collection after start-up scans every object the imports
+made (about 0.4 s on the 2-core machine), which would land in whichever run came first.
+Runs are interleaved in pairs, floor then Parlour, so a shared machine's drift hits both; the
+ratio is the median of the pairs' ratios, the other figures medians over the runs.
+
+``python -m bench.burst`` runs this section alone (``--chats 200 1000 --backends sqlite postgres
+--runs 3``); ``--profile FILE`` profiles Parlour's side of a 200-chat SQLite burst (cProfile,
+this thread only: aiosqlite's thread is not in it) and writes the top functions of ``bot/`` and
+``adapters/`` there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import dataclasses
+import gc
+import io
+import logging
+import os
+import pstats
+import socket
+import statistics
+import tempfile
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.telegram.adapter import TelegramAdapter
+from bench.burst_child import HOOK_PATH, Child, child
+from bench.burst_floor import POLL_SECONDS, BareLoop
+from bench.common import PROJECT, Row, make_settings, raise_fd_limit
+from bench.pg import PG_URL_ENV, bench_schema
+from bot.app import App
+
+S13 = "13. Burst vs protocol floor"
+CHATS = (200, 1000)
+BACKENDS = ("sqlite", "postgres")
+RUNS = 3
+LATENCY = 1.0
+WARMUP_CHATS = 5
+WARMUP_FIRST = 900_000  # the warm-up's chats are not the burst's
+REPLICA_POOL = 10  # the store's default pool size, per replica
+TARGETS = {"sqlite": 1.2, "postgres": 1.5}  # Parlour / floor, issue 31
+LABELS = {"sqlite": "SQLite", "postgres": "PostgreSQL, 2 replicas (webhook)"}
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RunFigures:
+    side: str  # floor, sqlite or postgres
+    chats: int
+    wall: float  # push to the last final edit, seconds
+    right: int
+    wrong: int
+    missing: int
+    starts: tuple[float, ...]  # model requests' arrival after the push, sorted
+    typing_last: float  # the last typing action after the push
+    calls: Mapping[str, int]  # Bot API calls by method, getUpdates aside
+
+    def spread(self) -> tuple[float, float, float]:
+        """Median, p90 and max of the model requests' arrival after the push."""
+        if not self.starts:
+            return (float("nan"),) * 3
+        p90 = self.starts[min(len(self.starts) - 1, int(0.9 * len(self.starts)))]
+        return statistics.median(self.starts), p90, self.starts[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    backend: str
+    floor: RunFigures
+    parlour: RunFigures
+
+    @property
+    def ratio(self) -> float:
+        return self.parlour.wall / self.floor.wall
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _telegram(tg: Child, **extra: Any) -> dict[str, Any]:
+    return {
+        "enabled": True,
+        "token": tg.hello["token"],
+        "api_server": tg.hello["api_server"],
+        "polling_timeout": POLL_SECONDS,
+        **extra,
+    }
+
+
+async def _started(adapter: TelegramAdapter, task: asyncio.Future[Any]) -> None:
+    """Until the adapter takes updates; its failure if it stopped first."""
+    ready: asyncio.Future[Any] = asyncio.ensure_future(adapter.ready.wait())
+    await asyncio.wait({ready, task}, timeout=120, return_when=asyncio.FIRST_COMPLETED)
+    ready.cancel()
+    if task.done():
+        task.result()
+        raise RuntimeError("the Telegram adapter stopped before it was ready")
+
+
+async def _stop(adapter: TelegramAdapter, task: asyncio.Future[None]) -> None:
+    await adapter.stop()
+    await task
+
+
+@asynccontextmanager
+async def _floor(tg: Child, llm_url: str, where: Path, pg_url: str | None) -> AsyncIterator[None]:
+    bare = BareLoop(tg.hello["api_server"], tg.hello["token"], llm_url)
+    task = asyncio.ensure_future(bare.run())
+    try:
+        await tg.ask("ready")
+        yield
+    finally:
+        await bare.stop()
+        await task
+    if bare.failures:
+        logging.getLogger(__name__).warning("floor: %d failed, first: %r", *bare.failures[:1])
+
+
+@asynccontextmanager
+async def _sqlite(tg: Child, llm_url: str, where: Path, pg_url: str | None) -> AsyncIterator[None]:
+    settings = make_settings(llm_url, where / "parlour.db", telegram=_telegram(tg))
+    async with App(settings) as app:
+        adapter = TelegramAdapter(app.platform)
+        task = asyncio.ensure_future(adapter.run())
+        try:
+            await _started(adapter, task)
+            await tg.ask("ready")
+            yield
+        finally:
+            await _stop(adapter, task)
+
+
+@asynccontextmanager
+async def _postgres(
+    tg: Child, llm_url: str, where: Path, pg_url: str | None
+) -> AsyncIterator[None]:
+    assert pg_url is not None, "checked by measure_burst"
+    ports = [free_port(), free_port()]
+    balancer = await tg.ask("balance", ports=ports)
+    async with bench_schema(pg_url, "burst") as schema, AsyncExitStack() as stack:
+        url = dataclasses.replace(schema, pool_size=REPLICA_POOL).url
+        for n, port in enumerate(ports):
+            hook = {"url": balancer["url"], "path": HOOK_PATH}
+            hook |= {"listen_host": "127.0.0.1", "listen_port": port}
+            settings = make_settings(
+                llm_url,
+                url,
+                storage={"jobs_path": str(where / f"replica{n}.jobs.sqlite")},
+                telegram=_telegram(tg, mode="webhook", webhook=hook),
+            )
+            app = await stack.enter_async_context(App(settings))
+            adapter = TelegramAdapter(app.platform)
+            task = asyncio.ensure_future(adapter.run())
+            stack.push_async_callback(_stop, adapter, task)  # before its App closes
+            await _started(adapter, task)
+        await tg.ask("ready", webhook=True)
+        yield
+
+
+Side = Callable[[Child, str, Path, "str | None"], AbstractAsyncContextManager[None]]
+SIDES: dict[str, Side] = {"floor": _floor, "sqlite": _sqlite, "postgres": _postgres}
+
+
+def _settle_seconds(chats: int) -> float:
+    return 60.0 + chats * 0.1
+
+
+async def run_once(
+    side: str,
+    llm: Child,
+    chats: int,
+    root: Path,
+    pg_url: str | None,
+    profiler: cProfile.Profile | None = None,
+) -> RunFigures:
+    """One burst of ``chats`` through ``side``, with a fresh fake Bot API and database."""
+    with tempfile.TemporaryDirectory(prefix=f"burst-{side}-", dir=root) as where:
+        async with (
+            child("telegram") as tg,
+            SIDES[side](tg, llm.hello["base_url"], Path(where), pg_url),
+        ):
+            await tg.ask("push", chats=WARMUP_CHATS, first=WARMUP_FIRST)
+            await tg.ask("settle", timeout=_settle_seconds(WARMUP_CHATS))
+            await llm.ask("starts")  # forget the warm-up's requests
+            gc.collect()  # not the first full collection after start-up (0.4 s here) in a run
+            if profiler is not None:
+                profiler.enable()
+            pushed = await tg.ask("push", chats=chats)
+            result = await tg.ask("settle", timeout=_settle_seconds(chats))
+            if profiler is not None:
+                profiler.disable()
+            arrivals = await llm.ask("starts")
+    starts = sorted(at - pushed["pushed_at"] for at in arrivals["starts"])
+    return RunFigures(
+        side,
+        chats,
+        float(result["wall"]),
+        int(result["right"]),
+        int(result["wrong"]),
+        int(result["missing"]),
+        tuple(starts),
+        max(result["typing"], default=float("nan")),
+        dict(result["calls"]),
+    )
+
+
+async def measure_burst(
+    root: Path,
+    pg_url: str | None,
+    chats: Sequence[int] = CHATS,
+    backends: Sequence[str] = BACKENDS,
+    runs: int = RUNS,
+    progress: Progress = lambda _: None,
+) -> list[Pair]:
+    """``runs`` interleaved pairs (floor, then Parlour) per chat count and backend."""
+    backends = [b for b in backends if b != "postgres" or pg_url]
+    pairs: list[Pair] = []
+    async with child("llm", LATENCY) as llm:
+        for count in chats:
+            for run in range(runs):
+                for backend in backends:
+                    progress(f"burst: {count} chats, run {run + 1}/{runs}, floor then {backend}")
+                    floor = await run_once("floor", llm, count, root, pg_url)
+                    parlour = await run_once(backend, llm, count, root, pg_url)
+                    pairs.append(Pair(backend, floor, parlour))
+    return pairs
+
+
+async def profile_burst(root: Path, chats: int = 200) -> tuple[cProfile.Profile, RunFigures]:
+    """Parlour's side of one SQLite burst under cProfile (push to the last edit)."""
+    profiler = cProfile.Profile()
+    async with child("llm", LATENCY) as llm:
+        figures = await run_once("sqlite", llm, chats, root, None, profiler)
+    return profiler, figures
+
+
+def profile_report(profiler: cProfile.Profile, figures: RunFigures, limit: int = 40) -> str:
+    """The top ``limit`` functions of ``bot/`` and ``adapters/``, by cumulative and own time."""
+    out = io.StringIO()
+    ours = rf"{PROJECT}/(bot|adapters)/"
+    stats = pstats.Stats(profiler, stream=out)
+    out.write(
+        f"Parlour, SQLite, {figures.chats}-chat burst, 1 s model, under cProfile (this thread only;"
+        f" aiosqlite's thread is not in it). Wall {figures.wall:.2f} s with the profiler;"
+        f" right {figures.right}, wrong {figures.wrong}, missing {figures.missing}."
+        f" Function calls in this thread: {stats.total_calls:,}"  # type: ignore[attr-defined]
+        f" ({stats.total_calls / figures.chats:,.0f} per turn).\n"  # type: ignore[attr-defined]
+    )
+    for key in ("cumulative", "tottime"):
+        out.write(f"\n==== bot/ and adapters/, top {limit} by {key} ====\n")
+        stats.sort_stats(key).print_stats(ours, limit)
+    out.write(f"\n==== everything, top {limit} by tottime ====\n")
+    stats.sort_stats("tottime").print_stats(limit)
+    return out.getvalue().replace(f"{PROJECT}/", "")
+
+
+def _med(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _spread(runs: Sequence[RunFigures]) -> str:
+    p50, p90, top = (_med([r.spread()[i] for r in runs]) for i in range(3))
+    return f"{p50:.2f} / {p90:.2f} / {top:.2f} s"
+
+
+def _answers(runs: Sequence[RunFigures]) -> tuple[str, bool]:
+    worst = min(runs, key=lambda r: r.right)
+    return (
+        f"{worst.right}/{worst.chats} (wrong {worst.wrong}, missing {worst.missing})",
+        all(r.right == r.chats for r in runs),
+    )
+
+
+def _calls(run: RunFigures) -> str:
+    return ", ".join(f"{m} {n / run.chats:g}" for m, n in sorted(run.calls.items()))
+
+
+def burst_rows(pairs: Sequence[Pair]) -> list[Row]:
+    rows: list[Row] = []
+    groups: dict[tuple[str, int], list[Pair]] = {}
+    for pair in pairs:
+        groups.setdefault((pair.backend, pair.floor.chats), []).append(pair)
+    for (backend, chats), group in groups.items():
+        floors, parlours = [p.floor for p in group], [p.parlour for p in group]
+        ratios = [p.ratio for p in group]
+        ratio, target = _med(ratios), TARGETS[backend]
+        label = LABELS[backend]
+        floor_ok, parlour_ok = _answers(floors), _answers(parlours)
+        rows += [
+            Row(
+                S13,
+                f"{chats} private chats x 1 message at once, 1 s model: floor (bare aiohttp"
+                " loop, same wire calls)",
+                f"{_med([f.wall for f in floors]):.2f} s",
+            ),
+            Row(S13, f"Parlour, {label}", f"{_med([p.wall for p in parlours]):.2f} s"),
+            Row(
+                S13,
+                f"ratio Parlour / floor, {label}, {chats} chats (median of {len(group)} pairs:"
+                f" {', '.join(f'{r:.2f}' for r in ratios)})",
+                f"{ratio:.2f}x",
+                f"<= {target}x",
+                ratio <= target,
+            ),
+            Row(
+                S13,
+                "model requests arrive after the push, median / p90 / max: floor",
+                _spread(floors),
+            ),
+            Row(S13, f"... Parlour, {label}", _spread(parlours)),
+            Row(
+                S13,
+                "last typing action after the push: floor / Parlour",
+                f"{_med([f.typing_last for f in floors]):.2f} /"
+                f" {_med([p.typing_last for p in parlours]):.2f} s",
+            ),
+            Row(S13, "answers right: floor", floor_ok[0], f"{chats}/{chats}", floor_ok[1]),
+            Row(S13, f"... Parlour, {label}", parlour_ok[0], f"{chats}/{chats}", parlour_ok[1]),
+            Row(S13, "Bot API calls per chat: floor", _calls(floors[0])),
+            Row(S13, f"... Parlour, {label}", _calls(parlours[0])),
+        ]
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.burst", description=__doc__)
+    parser.add_argument("--chats", type=int, nargs="+", default=list(CHATS))
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
+    parser.add_argument("--runs", type=int, default=RUNS, help="interleaved pairs per case")
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get(PG_URL_ENV) or None,
+        help=f"the PostgreSQL server (default: ${PG_URL_ENV}); without one, SQLite only",
+    )
+    parser.add_argument(
+        "--profile", type=Path, metavar="FILE", help="also profile a 200-chat SQLite burst"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    raise_fd_limit()
+    from bench.table import machine_line, render
+
+    def progress(message: str) -> None:
+        print(message, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="parlour-burst-") as tmp:
+        pairs = asyncio.run(
+            measure_burst(Path(tmp), args.pg_url, args.chats, args.backends, args.runs, progress)
+        )
+        if args.profile is not None:
+            progress("profiling Parlour's side of a 200-chat SQLite burst")
+            profiler, figures = asyncio.run(profile_burst(Path(tmp)))
+            args.profile.write_text(profile_report(profiler, figures), encoding="utf-8")
+    print(machine_line())
+    if "postgres" in args.backends and not args.pg_url:
+        print(f"No PostgreSQL rows: give --pg-url or set {PG_URL_ENV}.")
+    print()
+    print(render(burst_rows(pairs)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
