@@ -36,7 +36,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.burst import Pair, burst_rows, measure_burst
+from bench.burst import measure_burst
+from bench.burst_rows import Pair, burst_rows
 from bench.common import Row, fake_in_child, raise_fd_limit
 from bench.concurrency import fan_out, ordered, sdk_floor
 from bench.floor import FloorFigures, floor_rows, measure_floor

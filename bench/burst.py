@@ -49,22 +49,21 @@ import logging
 import os
 import pstats
 import socket
-import statistics
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from adapters.telegram.adapter import TelegramAdapter
 from bench.burst_child import HOOK_PATH, Child, child
 from bench.burst_floor import POLL_SECONDS, BareLoop
-from bench.common import PROJECT, Row, make_settings, raise_fd_limit
+from bench.burst_rows import Pair, RunFigures, burst_rows
+from bench.common import PROJECT, make_settings, raise_fd_limit
 from bench.pg import PG_URL_ENV, bench_schema
 from bot.app import App
 
-S13 = "13. Burst vs protocol floor"
 CHATS = (200, 1000)
 BACKENDS = ("sqlite", "postgres")
 RUNS = 3
@@ -72,41 +71,8 @@ LATENCY = 1.0
 WARMUP_CHATS = 5
 WARMUP_FIRST = 900_000  # the warm-up's chats are not the burst's
 REPLICA_POOL = 10  # the store's default pool size, per replica
-TARGETS = {"sqlite": 1.2, "postgres": 1.5}  # Parlour / floor, issue 31
-LABELS = {"sqlite": "SQLite", "postgres": "PostgreSQL, 2 replicas (webhook)"}
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class RunFigures:
-    side: str  # floor, sqlite or postgres
-    chats: int
-    wall: float  # push to the last final edit, seconds
-    right: int
-    wrong: int
-    missing: int
-    starts: tuple[float, ...]  # model requests' arrival after the push, sorted
-    typing_last: float  # the last typing action after the push
-    calls: Mapping[str, int]  # Bot API calls by method, getUpdates aside
-
-    def spread(self) -> tuple[float, float, float]:
-        """Median, p90 and max of the model requests' arrival after the push."""
-        if not self.starts:
-            return (float("nan"),) * 3
-        p90 = self.starts[min(len(self.starts) - 1, int(0.9 * len(self.starts)))]
-        return statistics.median(self.starts), p90, self.starts[-1]
-
-
-@dataclass(frozen=True, slots=True)
-class Pair:
-    backend: str
-    floor: RunFigures
-    parlour: RunFigures
-
-    @property
-    def ratio(self) -> float:
-        return self.parlour.wall / self.floor.wall
 
 
 def free_port() -> int:
@@ -223,8 +189,10 @@ async def run_once(
             gc.collect()  # not the first full collection after start-up (0.4 s here) in a run
             if profiler is not None:
                 profiler.enable()
+            cpu = time.process_time()
             pushed = await tg.ask("push", chats=chats)
             result = await tg.ask("settle", timeout=_settle_seconds(chats))
+            cpu = time.process_time() - cpu
             if profiler is not None:
                 profiler.disable()
             arrivals = await llm.ask("starts")
@@ -239,6 +207,11 @@ async def run_once(
         tuple(starts),
         max(result["typing"], default=float("nan")),
         dict(result["calls"]),
+        dict(result["failed"]),
+        cpu,
+        float(result["cpu"]),
+        float(arrivals["cpu"]),
+        None if result["acked"] is None else float(result["acked"]),
     )
 
 
@@ -292,74 +265,6 @@ def profile_report(profiler: cProfile.Profile, figures: RunFigures, limit: int =
     return out.getvalue().replace(f"{PROJECT}/", "")
 
 
-def _med(values: Sequence[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
-def _spread(runs: Sequence[RunFigures]) -> str:
-    p50, p90, top = (_med([r.spread()[i] for r in runs]) for i in range(3))
-    return f"{p50:.2f} / {p90:.2f} / {top:.2f} s"
-
-
-def _answers(runs: Sequence[RunFigures]) -> tuple[str, bool]:
-    worst = min(runs, key=lambda r: r.right)
-    return (
-        f"{worst.right}/{worst.chats} (wrong {worst.wrong}, missing {worst.missing})",
-        all(r.right == r.chats for r in runs),
-    )
-
-
-def _calls(run: RunFigures) -> str:
-    return ", ".join(f"{m} {n / run.chats:g}" for m, n in sorted(run.calls.items()))
-
-
-def burst_rows(pairs: Sequence[Pair]) -> list[Row]:
-    rows: list[Row] = []
-    groups: dict[tuple[str, int], list[Pair]] = {}
-    for pair in pairs:
-        groups.setdefault((pair.backend, pair.floor.chats), []).append(pair)
-    for (backend, chats), group in groups.items():
-        floors, parlours = [p.floor for p in group], [p.parlour for p in group]
-        ratios = [p.ratio for p in group]
-        ratio, target = _med(ratios), TARGETS[backend]
-        label = LABELS[backend]
-        floor_ok, parlour_ok = _answers(floors), _answers(parlours)
-        rows += [
-            Row(
-                S13,
-                f"{chats} private chats x 1 message at once, 1 s model: floor (bare aiohttp"
-                " loop, same wire calls)",
-                f"{_med([f.wall for f in floors]):.2f} s",
-            ),
-            Row(S13, f"Parlour, {label}", f"{_med([p.wall for p in parlours]):.2f} s"),
-            Row(
-                S13,
-                f"ratio Parlour / floor, {label}, {chats} chats (median of {len(group)} pairs:"
-                f" {', '.join(f'{r:.2f}' for r in ratios)})",
-                f"{ratio:.2f}x",
-                f"<= {target}x",
-                ratio <= target,
-            ),
-            Row(
-                S13,
-                "model requests arrive after the push, median / p90 / max: floor",
-                _spread(floors),
-            ),
-            Row(S13, f"... Parlour, {label}", _spread(parlours)),
-            Row(
-                S13,
-                "last typing action after the push: floor / Parlour",
-                f"{_med([f.typing_last for f in floors]):.2f} /"
-                f" {_med([p.typing_last for p in parlours]):.2f} s",
-            ),
-            Row(S13, "answers right: floor", floor_ok[0], f"{chats}/{chats}", floor_ok[1]),
-            Row(S13, f"... Parlour, {label}", parlour_ok[0], f"{chats}/{chats}", parlour_ok[1]),
-            Row(S13, "Bot API calls per chat: floor", _calls(floors[0])),
-            Row(S13, f"... Parlour, {label}", _calls(parlours[0])),
-        ]
-    return rows
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.burst", description=__doc__)
     parser.add_argument("--chats", type=int, nargs="+", default=list(CHATS))
@@ -375,6 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("adapters.telegram.adapter").setLevel(logging.ERROR)  # privacy mode note
     raise_fd_limit()
     from bench.table import machine_line, render
 

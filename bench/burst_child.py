@@ -100,6 +100,7 @@ class Burst:
         self.tg = tg
         self.chats = chats
         self.first_call = len(tg.calls)
+        self.first_delivery = len(tg.webhook_deliveries)
         users = [tg.user(FIRST_USER + first + n, f"User {n}") for n in range(chats)]
         rooms = [tg.private_chat(user) for user in users]
         self.pending = {int(room["id"]): n for n, room in enumerate(rooms)}
@@ -107,6 +108,7 @@ class Burst:
         for n, (user, room) in enumerate(zip(users, rooms, strict=True)):
             tg.send(room, user, text_of(n))
         self.pushed_at = time.monotonic()  # all updates visible at once: nothing ran meanwhile
+        self.cpu = time.process_time()
 
     def _answered(self, chat_id: int) -> bool:
         shown = self.tg.messages(chat_id)
@@ -118,6 +120,7 @@ class Burst:
         while self.pending and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
             self.pending = {c: n for c, n in self.pending.items() if not self._answered(c)}
+        cpu = time.process_time() - self.cpu
         calls = self.tg.calls[self.first_call :]
         finals: dict[int, float] = {}
         typing: list[float] = []
@@ -127,6 +130,7 @@ class Burst:
                 finals[int(chat)] = call.at
             elif call.method == "sendChatAction":
                 typing.append(call.at - self.pushed_at)
+        acked = [d.at for d in self.tg.webhook_deliveries[self.first_delivery :] if d.status == 200]
         right = wrong = 0
         for chat_id, expected in self.expected.items():
             shown = [m.get("text") for m in self.tg.messages(chat_id)]
@@ -141,6 +145,9 @@ class Burst:
             "missing": self.chats - right - wrong,
             "typing": typing,
             "calls": dict(Counter(c.method for c in calls if c.method != "getUpdates")),
+            "failed": dict(Counter(f"{c.method}: {c.error}" for c in calls if not c.ok)),
+            "cpu": cpu,  # this process's CPU seconds from the push to the end
+            "acked": max(acked) - self.pushed_at if acked else None,  # webhooks: the last 200
         }
 
 
@@ -216,11 +223,16 @@ async def _llm(
 ) -> tuple[JSONDict, dict[str, Handler]]:
     llm = await stack.enter_async_context(FakeLLM(latency=latency))
 
+    cpu = [time.process_time()]
+
     async def starts(command: Command) -> JSONDict:
-        """Arrival times of the chat requests since the last call, forgotten after."""
+        """Arrival times of the chat requests since the last call, forgotten after, and the CPU
+        seconds this process spent meanwhile."""
         chat = [r.received_at for r in llm.chat_requests]
         llm.requests.clear()
-        return {"starts": chat}
+        now = time.process_time()
+        spent, cpu[0] = now - cpu[0], now
+        return {"starts": chat, "cpu": spent}
 
     return {"base_url": llm.base_url}, {"starts": starts}
 
