@@ -257,12 +257,41 @@ def profile_report(profiler: cProfile.Profile, figures: RunFigures, limit: int =
         f" Function calls in this thread: {stats.total_calls:,}"  # type: ignore[attr-defined]
         f" ({stats.total_calls / figures.chats:,.0f} per turn).\n"  # type: ignore[attr-defined]
     )
+    out.write(
+        "(A coroutine counts one call per resumption; cumulative time is time on the stack,"
+        " not time suspended.)\n\n==== own time by package, ms per turn ====\n"
+    )
+    for package, seconds in _by_package(stats):
+        out.write(f"{seconds / figures.chats * 1000:8.3f}  {package}\n")
     for key in ("cumulative", "tottime"):
         out.write(f"\n==== bot/ and adapters/, top {limit} by {key} ====\n")
         stats.sort_stats(key).print_stats(ours, limit)
     out.write(f"\n==== everything, top {limit} by tottime ====\n")
     stats.sort_stats("tottime").print_stats(limit)
     return out.getvalue().replace(f"{PROJECT}/", "")
+
+
+def _by_package(stats: pstats.Stats) -> list[tuple[str, float]]:
+    """Own time summed per package (``bot``, ``adapters``, a site-package, the stdlib module,
+    or ``built-in`` for C functions called from anywhere; the event loop's wait apart), largest
+    first."""
+    totals: dict[str, float] = {}
+    entries: dict[tuple[str, int, str], tuple[Any, ...]] = stats.stats  # type: ignore[attr-defined]
+    for (filename, _, function), (_, _, own, *_) in entries.items():
+        path = Path(filename)
+        if "select.epoll" in function:
+            package = "waiting for I/O (epoll: idle, not work)"
+        elif filename == "~" or not path.is_absolute():
+            package = "built-in"
+        elif path.is_relative_to(PROJECT):
+            package = path.relative_to(PROJECT).parts[0]
+        elif "site-packages" in path.parts:
+            package = path.parts[path.parts.index("site-packages") + 1].removesuffix(".py")
+        else:  # lib/python3.x/asyncio/events.py, lib/python3.x/selectors.py
+            top = path.parent.name
+            package = f"stdlib {path.stem if top.startswith('python') else top}"
+        totals[package] = totals.get(package, 0.0) + own
+    return sorted(totals.items(), key=lambda item: -item[1])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
