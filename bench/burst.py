@@ -117,7 +117,8 @@ async def _floor(tg: Child, llm_url: str, where: Path, pg_url: str | None) -> As
         await bare.stop()
         await task
     if bare.failures:
-        logging.getLogger(__name__).warning("floor: %d failed, first: %r", *bare.failures[:1])
+        log = logging.getLogger(__name__)
+        log.warning("floor: %d answers failed, the first: %r", len(bare.failures), bare.failures[0])
 
 
 @asynccontextmanager

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -35,7 +36,7 @@ from aiohttp import web
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_telegram import FakeTelegram
 from bot.testing.service import serve
-from bot.testing.telegram.wire import JSONDict
+from bot.testing.telegram.wire import ApiError, JSONDict
 
 Command = dict[str, Any]
 Handler = Callable[[Command], Awaitable[JSONDict]]
@@ -43,6 +44,7 @@ Handler = Callable[[Command], Awaitable[JSONDict]]
 FIRST_USER = 700_000  # chat n of a burst is the private chat of user FIRST_USER + first + n
 HOOK_PATH = "/hook"
 ANSWERED = ("sendMessage", "editMessageText")
+_ANSWERED = {method.lower() for method in ANSWERED}
 
 
 def text_of(n: int) -> str:
@@ -51,7 +53,22 @@ def text_of(n: int) -> str:
 
 
 class BurstTelegram(FakeTelegram):
-    """The kit's fake Bot API, delivering webhooks as Telegram does (see the module docstring)."""
+    """The kit's fake Bot API, delivering webhooks as Telegram does (see the module docstring),
+    and noting the chats each answer touched (so a burst's end is found without rescanning
+    every chat: that would cost this process more the longer a side takes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.touched: set[int] = set()
+
+    async def _invoke(
+        self, name: str, params: JSONDict, failure: ApiError | None = None
+    ) -> web.Response:
+        response = await super()._invoke(name, params, failure)
+        chat = params.get("chat_id")
+        if name.lower() in _ANSWERED and chat is not None:
+            self.touched.add(int(chat))
+        return response
 
     async def _webhook_worker(self) -> None:
         flying: dict[int, asyncio.Task[None]] = {}
@@ -96,11 +113,12 @@ def _lane(update: JSONDict) -> object:
 class Burst:
     """The chats of the last push, and what the bot did to them since."""
 
-    def __init__(self, tg: FakeTelegram, chats: int, first: int = 0) -> None:
+    def __init__(self, tg: BurstTelegram, chats: int, first: int = 0) -> None:
         self.tg = tg
         self.chats = chats
         self.first_call = len(tg.calls)
         self.first_delivery = len(tg.webhook_deliveries)
+        tg.touched.clear()
         users = [tg.user(FIRST_USER + first + n, f"User {n}") for n in range(chats)]
         rooms = [tg.private_chat(user) for user in users]
         self.pending = {int(room["id"]): n for n, room in enumerate(rooms)}
@@ -119,7 +137,10 @@ class Burst:
         deadline = time.monotonic() + timeout
         while self.pending and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
-            self.pending = {c: n for c, n in self.pending.items() if not self._answered(c)}
+            touched, self.tg.touched = self.tg.touched, set()
+            for chat_id in touched:
+                if chat_id in self.pending and self._answered(chat_id):
+                    del self.pending[chat_id]
         cpu = time.process_time() - self.cpu
         calls = self.tg.calls[self.first_call :]
         finals: dict[int, float] = {}
@@ -237,8 +258,16 @@ async def _llm(
     return {"base_url": llm.base_url}, {"starts": starts}
 
 
+def _exit_if_orphaned(loop: asyncio.AbstractEventLoop, parent: int) -> None:
+    """A bench killed outright leaves no fake behind: exit once the parent is gone."""
+    if os.getppid() != parent:
+        os._exit(1)
+    loop.call_later(1.0, _exit_if_orphaned, loop, parent)
+
+
 async def _serve(kind: str, latency: float) -> None:
     loop = asyncio.get_running_loop()
+    _exit_if_orphaned(loop, os.getppid())
     reader = asyncio.StreamReader(limit=2**20)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     async with contextlib.AsyncExitStack() as stack:
