@@ -34,7 +34,8 @@ ratio is the median of the pairs' ratios, the other figures medians over the run
 ``python -m bench.burst`` runs this section alone (``--chats 200 1000 --backends sqlite postgres
 --runs 3``); ``--profile FILE`` profiles Parlour's side of a 200-chat SQLite burst (cProfile,
 this thread only: aiosqlite's thread is not in it) and writes the top functions of ``bot/`` and
-``adapters/`` there.
+``adapters/`` there (the raw stats beside it, ``.pstats``). Under the profiler a turn is slower,
+so the preview is edited more often than in the timed runs.
 """
 
 from __future__ import annotations
@@ -44,10 +45,8 @@ import asyncio
 import cProfile
 import dataclasses
 import gc
-import io
 import logging
 import os
-import pstats
 import socket
 import tempfile
 import time
@@ -59,8 +58,9 @@ from typing import Any
 from adapters.telegram.adapter import TelegramAdapter
 from bench.burst_child import HOOK_PATH, Child, child
 from bench.burst_floor import POLL_SECONDS, BareLoop
+from bench.burst_profile import profile_report
 from bench.burst_rows import Pair, RunFigures, burst_rows
-from bench.common import PROJECT, make_settings, raise_fd_limit
+from bench.common import make_settings, raise_fd_limit
 from bench.pg import PG_URL_ENV, bench_schema
 from bot.app import App
 
@@ -246,55 +246,6 @@ async def profile_burst(root: Path, chats: int = 200) -> tuple[cProfile.Profile,
     return profiler, figures
 
 
-def profile_report(profiler: cProfile.Profile, figures: RunFigures, limit: int = 40) -> str:
-    """The top ``limit`` functions of ``bot/`` and ``adapters/``, by cumulative and own time."""
-    out = io.StringIO()
-    ours = rf"{PROJECT}/(bot|adapters)/"
-    stats = pstats.Stats(profiler, stream=out)
-    out.write(
-        f"Parlour, SQLite, {figures.chats}-chat burst, 1 s model, under cProfile (this thread only;"
-        f" aiosqlite's thread is not in it). Wall {figures.wall:.2f} s with the profiler;"
-        f" right {figures.right}, wrong {figures.wrong}, missing {figures.missing}."
-        f" Function calls in this thread: {stats.total_calls:,}"  # type: ignore[attr-defined]
-        f" ({stats.total_calls / figures.chats:,.0f} per turn).\n"  # type: ignore[attr-defined]
-    )
-    out.write(
-        "(A coroutine counts one call per resumption; cumulative time is time on the stack,"
-        " not time suspended.)\n\n==== own time by package, ms per turn ====\n"
-    )
-    for package, seconds in _by_package(stats):
-        out.write(f"{seconds / figures.chats * 1000:8.3f}  {package}\n")
-    for key in ("cumulative", "tottime"):
-        out.write(f"\n==== bot/ and adapters/, top {limit} by {key} ====\n")
-        stats.sort_stats(key).print_stats(ours, limit)
-    out.write(f"\n==== everything, top {limit} by tottime ====\n")
-    stats.sort_stats("tottime").print_stats(limit)
-    return out.getvalue().replace(f"{PROJECT}/", "")
-
-
-def _by_package(stats: pstats.Stats) -> list[tuple[str, float]]:
-    """Own time summed per package (``bot``, ``adapters``, a site-package, the stdlib module,
-    or ``built-in`` for C functions called from anywhere; the event loop's wait apart), largest
-    first."""
-    totals: dict[str, float] = {}
-    entries: dict[tuple[str, int, str], tuple[Any, ...]] = stats.stats  # type: ignore[attr-defined]
-    for (filename, _, function), (_, _, own, *_) in entries.items():
-        path = Path(filename)
-        if "select.epoll" in function:
-            package = "waiting for I/O (epoll: idle, not work)"
-        elif filename == "~" or not path.is_absolute():
-            package = "built-in"
-        elif path.is_relative_to(PROJECT):
-            package = path.relative_to(PROJECT).parts[0]
-        elif "site-packages" in path.parts:
-            package = path.parts[path.parts.index("site-packages") + 1].removesuffix(".py")
-        else:  # lib/python3.x/asyncio/events.py, lib/python3.x/selectors.py
-            top = path.parent.name
-            package = f"stdlib {path.stem if top.startswith('python') else top}"
-        totals[package] = totals.get(package, 0.0) + own
-    return sorted(totals.items(), key=lambda item: -item[1])
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.burst", description=__doc__)
     parser.add_argument("--chats", type=int, nargs="+", default=list(CHATS))
@@ -306,7 +257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"the PostgreSQL server (default: ${PG_URL_ENV}); without one, SQLite only",
     )
     parser.add_argument(
-        "--profile", type=Path, metavar="FILE", help="also profile a 200-chat SQLite burst"
+        "--profile",
+        type=Path,
+        metavar="FILE",
+        help="also profile a 200-chat SQLite burst: the report in FILE, the stats in FILE.pstats",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -325,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress("profiling Parlour's side of a 200-chat SQLite burst")
             profiler, figures = asyncio.run(profile_burst(Path(tmp)))
             args.profile.write_text(profile_report(profiler, figures), encoding="utf-8")
+            profiler.dump_stats(args.profile.with_suffix(".pstats"))  # for pstats or snakeviz
     print(machine_line())
     if "postgres" in args.backends and not args.pg_url:
         print(f"No PostgreSQL rows: give --pg-url or set {PG_URL_ENV}.")
