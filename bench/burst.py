@@ -99,6 +99,8 @@ async def _started(adapter: TelegramAdapter, task: asyncio.Future[Any]) -> None:
     if task.done():
         task.result()
         raise RuntimeError("the Telegram adapter stopped before it was ready")
+    if not adapter.ready.is_set():
+        raise RuntimeError("the Telegram adapter was not ready after 120 s")
 
 
 async def _stop(adapter: TelegramAdapter, task: asyncio.Future[None]) -> None:
