@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--skip-startup", action="store_true", help="skip section 12 (start-up, about a minute)"
     )
     parser.add_argument(
-        "--skip-burst", action="store_true", help="skip section 13 (bursts, about 5 minutes)"
+        "--skip-burst", action="store_true", help="skip section 13 (bursts, about 8 minutes)"
     )
     parser.add_argument(
         "--pg-url",
