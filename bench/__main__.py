@@ -12,12 +12,15 @@ bench.prompt_cache``); 10. MCP tools: start, call latency over stdio and HTTP, c
 (alone: ``python -m bench.mcp``); 11. the HTTP API: a turn through the OpenAI-compatible endpoint
 against one made directly, the chats list (alone: ``python -m bench.http_api``); 12. start-up:
 ``--help``, ``check-config``, ``history list``, ``usage``, and ``run`` to its first Telegram poll,
-beside the import time of the libraries (alone: ``python -m bench.startup``). Sections 1, 3 and 7
-run on SQLite and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too;
-section 8 needs one. Targets are printed next to the figures; nothing asserts. ``--quick`` skips the
-10^6- and 10^7-message databases and the 10^5-chat run, ``--skip-memory`` section 6,
-``--skip-prompt-cache`` section 9, ``--skip-mcp`` section 10, ``--skip-http`` section 11,
-``--skip-startup`` section 12. Progress goes to stderr only when it is a terminal.
+beside the import time of the libraries (alone: ``python -m bench.startup``); 13. bursts of 200 and
+1,000 private Telegram chats at a 1 s model, Parlour against a bare aiohttp loop doing the same
+protocol work, interleaved (alone: ``python -m bench.burst``). Sections 1, 3 and 7 run on SQLite
+and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too; section 8
+needs one, section 13 runs its two-replica rows on it. Targets are printed next to the figures;
+nothing asserts. ``--quick`` skips the 10^6- and 10^7-message databases and the 10^5-chat run,
+``--skip-memory`` section 6, ``--skip-prompt-cache`` section 9, ``--skip-mcp`` section 10,
+``--skip-http`` section 11, ``--skip-startup`` section 12, ``--skip-burst`` section 13. Progress
+goes to stderr only when it is a terminal.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common import Row, fake_in_child
+from bench.burst import measure_burst
+from bench.burst_rows import Pair, burst_rows
+from bench.common import Row, fake_in_child, raise_fd_limit
 from bench.concurrency import fan_out, ordered, sdk_floor
 from bench.floor import FloorFigures, floor_rows, measure_floor
 from bench.http_api import HTTPFigures, http_rows, measure_http
@@ -80,14 +85,6 @@ def _progress(message: str) -> None:
         sys.stderr.flush()
 
 
-def _raise_fd_limit(wanted: int = 8192) -> None:
-    """A 1,000-connection burst with the fake in this process needs >2,000 descriptors."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-    if soft != resource.RLIM_INFINITY and soft < target:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-
-
 async def _concurrency(root: Path) -> Concurrency:
     async with FakeLLM(latency=LATENCY) as fake:
         _progress(f"{FANOUT} conversations at once, fake in this process")
@@ -127,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--skip-startup", action="store_true", help="skip section 12 (start-up, about a minute)"
     )
     parser.add_argument(
+        "--skip-burst", action="store_true", help="skip section 13 (bursts, about 8 minutes)"
+    )
+    parser.add_argument(
         "--pg-url",
         default=os.environ.get(PG_URL_ENV) or None,
         help=f"a PostgreSQL server for the PostgreSQL figures (default: ${PG_URL_ENV})",
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger().setLevel(logging.WARNING)
-    _raise_fd_limit()
+    raise_fd_limit()
     started = time.perf_counter()
 
     sizes = [10**3, 10**4, 10**5] + ([] if args.quick else [10**6, 10**7])
@@ -168,6 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_startup:
             _progress("start-up: fresh processes for --help, check-config, history, run")
             startup = asyncio.run(measure_startup(root))
+        burst: list[Pair] = []
+        if not args.skip_burst:
+            _progress("burst: Telegram chats at once, Parlour against the protocol floor")
+            burst = asyncio.run(measure_burst(root, args.pg_url, progress=_progress))
     _progress("RSS against distinct chats, one fresh process per backend")
     rss = run_backends(args.pg_url, RSS_CHECKPOINTS[:2] if args.quick else RSS_CHECKPOINTS)
     replicas: ReplicaFigures | None = None
@@ -193,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *(mcp_rows(mcp) if mcp is not None else []),
         *(http_rows(http) if http is not None else []),
         *(startup_rows(startup) if startup is not None else []),
+        *burst_rows(burst),
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))
