@@ -1,15 +1,15 @@
 """Telling the chat directory (bot.storage.directory) where turns happen, and what the chat is
 called, so the admin dashboard can list chats by name.
 
-Noted when a turn begins (beside its model call, not before it), but written only when a chat's
-title or type differs from what this process last wrote (a bounded cache): a busy chat costs one
-write, not one per message. The directory is a convenience: a failing write is logged and never
+Noted when a turn's answer is stored (never before its model call: in a burst of new chats the
+notes would queue ahead of the turns' own writes), but written only when a chat's title or type
+differs from what this process last wrote (a bounded cache): a busy chat costs one write, not
+one per message. The directory is a convenience: a failing write is logged and never
 fails the turn.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from cachetools import LRUCache
@@ -29,13 +29,6 @@ class DirectoryNotes:
     def __init__(self, store: ChatDirectory, size: int = NOTED_CHATS) -> None:
         self._store = store
         self._noted: LRUCache[str, tuple[str, str]] = LRUCache(maxsize=size)
-
-    def note_soon(self, ctx: ChatContext) -> asyncio.Future[None] | None:
-        """:meth:`note`, started now: a turn starts it beside its model call, not before it,
-        and awaits it at its end. None when there is nothing to write."""
-        if self._noted.get(ctx.chat_key) == (ctx.chat_title, ctx.chat_type.value):
-            return None
-        return asyncio.ensure_future(self.note(ctx))
 
     async def note(self, ctx: ChatContext) -> None:
         """Write the chat's entry unless this process already wrote the same one."""

@@ -73,6 +73,7 @@ class PromptBuilder:
         history: list[StoredTurn],
         overheard: list[Overheard],
         tools: list[dict[str, Any]],
+        mark: WindowMark | None,
     ) -> Prompt:
         """Recall from what left the window, place the window (cut it if it is over) beside
         what recall brought, build the prompt. A cut moves turns out of the window: recall
@@ -80,7 +81,6 @@ class PromptBuilder:
         shared = is_shared(key)
         text = said.text
         user = user_message(text, ctx.user_name or ctx.user_id, shared, said.images)
-        mark = await self.store.load_window_mark(key)
         before = recall_boundary(history, mark)
         recalled = await self.memory.recall(ctx, key, said.query, before_turn_id=before)
         placement = await self._window(ctx, key, history, overheard, user, tools, mark, recalled)

@@ -132,8 +132,11 @@ class ChatService:
         )
 
     async def start(self) -> None:
-        """Load per-chat preferences so a conversation key is known without awaiting."""
+        """Load per-chat preferences so a conversation key is known without awaiting, and the
+        whole bot's spending today, so a burst of first turns does not read it once each."""
         await self.prefs.load()
+        if self.settings.limits.daily_tokens_total is not None:
+            await self.budgets.total_today()
 
     # -- whose conversation, and its settings ------------------------------------------------
 
@@ -274,16 +277,18 @@ class ChatService:
             text = self.edits.start(key, ctx.message_id, waiting, text)
             if on_admitted is not None:
                 on_admitted()
-            await self.admission.check_budgets(ctx)
-            await self.llm.check_available()  # known to be down: nothing stored
-            noting = self.directory.note_soon(ctx)  # never fails the turn; awaited at its end
-            said = await self.media.read(text, attachments)  # caps; voice transcribed
-            tools = self.tools.definitions(ctx) if self.tools else []
-            history, overheard = await asyncio.gather(  # two reads, one wait
+            # The budgets and what the prompt needs, read together: one wait, not five in a
+            # row (in a burst, each of those waits queues behind every other turn's reads).
+            _, history, overheard, mark = await asyncio.gather(
+                self.admission.check_budgets(ctx),
                 self.store.load_window(key, self.settings.history.max_turns),
                 self.overheard.recent(ctx, key),
+                self.store.load_window_mark(key),
             )
-            prompt = await self.prompts.build(ctx, key, said, history, overheard, tools)
+            await self.llm.check_available()  # known to be down: nothing stored
+            said = await self.media.read(text, attachments)  # caps; voice transcribed
+            tools = self.tools.definitions(ctx) if self.tools else []
+            prompt = await self.prompts.build(ctx, key, said, history, overheard, tools, mark)
             turn = PendingTurn(self.store, self.budgets, ctx, key, said.stored, overheard)
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
@@ -307,11 +312,11 @@ class ChatService:
                 turn_id = await turn.complete(answer.messages, bill.total, final.model)
                 if self.compactor is not None:  # background: never delays this reply
                     self.compactor.turn_done(ctx, key, cut=prompt.cut)
-                if noting is not None:
-                    await noting
             except BaseException as exc:
                 await turn.fail(exc, bill.total)
                 raise
+            finally:  # answered or not, the chat is listed; never before the model call
+                await asyncio.shield(self.directory.note(ctx))
             reply = Reply(
                 final.text,
                 turn_id,

@@ -2,8 +2,10 @@
 
 The usage ledger (:class:`bot.storage.usage.UsageLedger`) is the truth. Reading it before every
 turn would cost three queries, so what was spent today is read once per key and then kept
-current in memory as this process's turns complete; a re-read every ``REREAD`` seconds picks up
-other processes sharing the database (the console next to the bot). Replicas (a shared
+current in memory as this process's turns complete; a re-read every ``REREAD`` seconds, made
+beside the turn that finds the figure old (never before it), picks up other processes sharing
+the database (the console next to the bot). The whole bot's figure is read at start, so a
+burst of new chats does not read it once each. Replicas (a shared
 PostgreSQL database) book each other's turns all the time: there every check reads the ledger.
 Budgets are checked before a turn against what earlier turns booked: turns already running
 when one runs out still finish.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -30,6 +33,7 @@ log = logging.getLogger(__name__)
 REREAD = 30.0  # seconds a figure read from the ledger is trusted (plus what this process booked)
 _SWEEP = 4096  # figures kept before stale ones are swept
 _TOTAL = "total"
+_UNSURE = -math.inf  # "read at" of a figure read while a turn was booked: read it again first
 
 
 def utc_day(at: float | None = None) -> str:
@@ -59,7 +63,7 @@ class Budgets:
         self._sweep_at = _SWEEP
         self._booking = 0  # ledger writes in progress in this process
         self._booked = 0  # ledger writes done: a read that overlaps either is not trusted
-        self._reading: dict[str, asyncio.Future[int]] = {}  # figures being read, by key
+        self._refreshing: dict[str, asyncio.Future[int]] = {}  # old figures being re-read
 
     async def check(self, ctx: ChatContext) -> None:
         """Raise :class:`BudgetSpentError` if today's whole-bot, chat or user budget is used."""
@@ -75,21 +79,21 @@ class Budgets:
                     chat_text="I've used today's budget for everyone. I'll be back after "
                     "midnight (UTC).",
                 )
-        if limits.daily_tokens_per_chat is not None:
-            chat = await self._chat_today(ctx)
-            if chat >= limits.daily_tokens_per_chat:
-                raise BudgetSpentError(
-                    f"daily chat budget spent chat={ctx.chat_key} tokens={chat}",
-                    chat_text="This chat has used today's budget for me. I'll be back after "
-                    "midnight (UTC).",
-                )
-        if limits.daily_tokens_per_user is not None:
-            mine = await self._user_today(ctx)
-            if mine >= limits.daily_tokens_per_user:
-                raise BudgetSpentError(
-                    f"daily user budget spent user={ctx.platform}:{ctx.user_id} tokens={mine}",
-                    chat_text="You have used today's budget for me. It resets at midnight (UTC).",
-                )
+        chat, mine = await asyncio.gather(  # read together: one wait for a new chat and user
+            self._chat_today(ctx) if limits.daily_tokens_per_chat is not None else _none(),
+            self._user_today(ctx) if limits.daily_tokens_per_user is not None else _none(),
+        )
+        if limits.daily_tokens_per_chat is not None and chat >= limits.daily_tokens_per_chat:
+            raise BudgetSpentError(
+                f"daily chat budget spent chat={ctx.chat_key} tokens={chat}",
+                chat_text="This chat has used today's budget for me. I'll be back after "
+                "midnight (UTC).",
+            )
+        if limits.daily_tokens_per_user is not None and mine >= limits.daily_tokens_per_user:
+            raise BudgetSpentError(
+                f"daily user budget spent user={ctx.platform}:{ctx.user_id} tokens={mine}",
+                chat_text="You have used today's budget for me. It resets at midnight (UTC).",
+            )
 
     @contextmanager
     def booking(self, ctx: ChatContext, usage: Usage) -> Iterator[None]:
@@ -130,24 +134,20 @@ class Budgets:
     async def _figure(self, key: str, read: Callable[[str], Awaitable[int]], fresh: bool) -> int:
         today, now = utc_day(), time.monotonic()
         known = self._spent.get(key)
-        if not fresh and known is not None and known[0] == today and now - known[1] < self.reread:
-            return known[2]
-        if fresh:
-            return await self._read(key, read, today, now)
-        # A burst of turns checks the same figure (the whole bot's, a busy chat's) at once:
-        # they share one read of the ledger instead of one each.
-        reading = self._reading.get(key)
-        if reading is None:
-            reading = asyncio.ensure_future(self._read(key, read, today, now))
-            self._reading[key] = reading
-            reading.add_done_callback(functools.partial(self._read_done, key))
-        return await asyncio.shield(reading)
+        if fresh or not self.reread or known is None or known[0] != today or known[1] == _UNSURE:
+            return await self._read(key, read, today, now)  # replicas: always the ledger's
+        if now - known[1] >= self.reread and key not in self._refreshing:
+            # Known, but old: answer with it now (it holds every turn this process booked
+            # since) and read the ledger again beside the turn, for other processes' turns.
+            refresh = asyncio.ensure_future(self._read(key, read, today, now))
+            self._refreshing[key] = refresh
+            refresh.add_done_callback(functools.partial(self._refreshed, key))
+        return known[2]
 
-    def _read_done(self, key: str, reading: asyncio.Future[int]) -> None:
-        if self._reading.get(key) is reading:
-            del self._reading[key]
-        if not reading.cancelled():
-            reading.exception()  # retrieved: every waiter has its own copy raised
+    def _refreshed(self, key: str, refresh: asyncio.Future[int]) -> None:
+        del self._refreshing[key]
+        if not refresh.cancelled() and (exc := refresh.exception()) is not None:
+            log.warning("budget figure not re-read key=%s error=%r", key, exc)
 
     async def _read(
         self, key: str, read: Callable[[str], Awaitable[int]], today: str, now: float
@@ -158,7 +158,7 @@ class Budgets:
         if busy or self._booking or booked != self._booked:
             # A turn was written while the ledger was read: the figure may or may not hold
             # it. Use it this once (off by one turn at most); the next check reads again.
-            read_at = now - self.reread  # not trusted
+            read_at = _UNSURE  # a booking added to it could count that turn twice
         if len(self._spent) >= self._sweep_at:
             self._spent = {
                 k: v for k, v in self._spent.items() if v[0] == today and now - v[1] < self.reread
@@ -166,6 +166,10 @@ class Budgets:
             self._sweep_at = max(_SWEEP, 2 * len(self._spent))
         self._spent[key] = (today, read_at, tokens)
         return tokens
+
+
+async def _none() -> int:
+    return 0  # a budget that is off: nothing to read
 
 
 def _user_key(ctx: ChatContext) -> str:

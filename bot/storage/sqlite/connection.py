@@ -50,7 +50,6 @@ class Database:
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
-        self._version_read: asyncio.Future[int] | None = None  # the data_version read on its way
 
     async def open(self) -> aiosqlite.Connection:
         """Connect and migrate; returns the writer, not yet shared, for work at open."""
@@ -109,27 +108,11 @@ class Database:
             await asyncio.shield(conn.execute("COMMIT"))
 
     async def external_version(self) -> int:
-        """Changes whenever another connection (another process) commits to the database.
-
-        Callers at the same moment (a burst of turns) share one read: a commit another process
-        makes while that read is on its way is one they could as well have just missed."""
+        """Changes whenever another connection (another process) commits to the database."""
         if self._writer is None:
             raise StoreError("the history store is not open")
-        if self._version_read is None:
-            self._version_read = asyncio.ensure_future(self._read_version(self._writer))
-            self._version_read.add_done_callback(self._version_read_done)
-        return await asyncio.shield(self._version_read)
-
-    @staticmethod
-    async def _read_version(writer: aiosqlite.Connection) -> int:
-        rows = await writer.execute_fetchall("PRAGMA data_version")
+        rows = await self._writer.execute_fetchall("PRAGMA data_version")
         return int(next(iter(rows))[0])
-
-    def _version_read_done(self, read: asyncio.Future[int]) -> None:
-        if self._version_read is read:
-            self._version_read = None
-        if not read.cancelled():
-            read.exception()  # retrieved: every waiter has its own copy raised
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path, isolation_level=None)

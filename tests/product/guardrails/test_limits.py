@@ -293,34 +293,24 @@ class _SlowLedger(_Ledger):
         return self.tokens
 
 
-async def test_a_burst_of_checks_shares_one_read_of_each_figure(make_app: AppFactory) -> None:
-    async with make_app(limits={"daily_tokens_total": 1000}) as app:
-        ledger = _SlowLedger()
-        ledger.tokens = 1000
-        budgets = Budgets(app.settings.limits, ledger, app.service.access)  # type: ignore[arg-type]
-        checks = [asyncio.ensure_future(budgets.check(private(str(n)))) for n in range(50)]
-        await asyncio.sleep(0.01)
-        ledger.go.set()
-        outcomes = await asyncio.gather(*checks, return_exceptions=True)
-        assert ledger.reads == 1  # the whole bot's figure, read once for all fifty
-        assert all(isinstance(o, UserFacingError) for o in outcomes)  # each told it is spent
-
-
-async def test_a_check_that_gives_up_leaves_the_shared_read_to_the_others(
+async def test_an_old_figure_answers_at_once_and_is_read_again_beside_the_turns(
     make_app: AppFactory,
 ) -> None:
     async with make_app() as app:
         ledger = _SlowLedger()
-        ledger.tokens = 7
-        budgets = Budgets(app.settings.limits, ledger, app.service.access)  # type: ignore[arg-type]
-        first = asyncio.ensure_future(budgets.total_today())
-        second = asyncio.ensure_future(budgets.total_today())
-        await asyncio.sleep(0.01)
-        first.cancel()  # the user's message was cancelled while its check waited
-        await asyncio.sleep(0.01)
+        ledger.tokens, ledger.go = 7, asyncio.Event()
+        budgets = Budgets(app.settings.limits, ledger, app.service.access, reread=0.05)  # type: ignore[arg-type]
         ledger.go.set()
-        assert await second == 7
-        assert first.cancelled() and ledger.reads == 1
+        assert await budgets.total_today() == 7  # unknown: read before answering
+        ledger.go.clear()
+        ledger.tokens = 9  # another process's turn
+        await asyncio.sleep(0.06)  # the figure is now old
+        checks = await asyncio.gather(*(budgets.total_today() for _ in range(50)))
+        assert checks == [7] * 50  # none waited for the ledger
+        assert ledger.reads == 2  # one re-read for the fifty, still on its way
+        ledger.go.set()
+        await asyncio.sleep(0.01)
+        assert await budgets.total_today() == 9  # the re-read landed
 
 
 async def test_an_answer_after_the_turn_was_closed_as_interrupted_is_still_booked(
