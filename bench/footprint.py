@@ -3,18 +3,21 @@ an interpreter that imports only the libraries such a bot must use.
 
 A bot run here is ``python -m bot run`` through a small wrapper (``PROBE``, ``runpy`` as ``-m``
 does) that writes its ``sys.modules`` to a file on SIGUSR1. The wrapper is timed from the
-process's start to the first ``getUpdates`` the fake Bot API sees; ``IDLE`` seconds later its
-``VmRSS`` is read from ``/proc/PID/status`` (the bot long-polls an empty queue meanwhile), then
-its modules are dumped and it is stopped with SIGTERM. The libraries-only process imports
-``LIBRARIES`` in one interpreter and reports its own ``VmRSS`` and modules the same way. The
-difference of the two RSS figures is Parlour's own; the third-party packages the bot has loaded
-beyond the libraries' own imports are listed, so one that it need not load shows by name.
+process's start to the first ``getUpdates`` the fake Bot API sees, and the CPU time it had used
+by then is read from ``/proc/PID/stat`` (a figure that load on the machine moves far less than
+wall time). ``IDLE`` seconds later (the bot long-polls an empty queue meanwhile) its ``VmRSS``
+is read from ``/proc/PID/status``, its modules are dumped, and it is stopped with SIGTERM. The
+libraries-only process imports ``LIBRARIES`` in one interpreter and reports its own ``VmRSS``,
+CPU time and modules. The difference of the two RSS figures is Parlour's own; the third-party
+packages the bot has loaded beyond the libraries' own imports are listed, so one that it need
+not load shows by name.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -28,13 +31,14 @@ from bot.testing.fake_telegram import FakeTelegram
 LIBRARIES = ("pydantic", "yaml", "aiosqlite", "openai", "aiogram")
 IDLE = 3.0  # seconds the bot idles after its first poll before its RSS is read
 FIRST_POLL_LIMIT = 120.0  # seconds; a run that does not poll by then is a failure, not a figure
-# Packages a Telegram-only bot with the default plugins does not use (issue 31 names them).
+# Packages a Telegram-only bot with the default plugins does not use while it idles (issue 31
+# names them; markdown_it and tiktoken load with the first reply). apscheduler is not among
+# them: the bot's own housekeeping jobs and the reminders plugin run on it.
 UNNEEDED = (
     "discord",
     "mcp",
     "sqlalchemy",
     "prometheus_client",
-    "apscheduler",
     "jinja2",
     "markdown_it",
     "tiktoken",
@@ -59,17 +63,20 @@ runpy.run_module("bot", run_name="__main__", alter_sys=True)
 """
 
 LIBRARIES_PROBE = f"""\
-import json, sys
+import os
 import {", ".join(LIBRARIES)}
+cpu = sum(os.times()[:2])
+import json, sys
 with open("/proc/self/status") as status:
     rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
-print(json.dumps({{"rss_kib": rss, "modules": sorted(sys.modules)}}))
+print(json.dumps({{"rss_kib": rss, "cpu": cpu, "modules": sorted(sys.modules)}}))
 """
 
 
 @dataclass(frozen=True, slots=True)
 class BotRun:
     first_poll: float  # seconds from the process's start to its first getUpdates
+    cpu: float  # CPU seconds (user + system) it had used by then
     rss_kib: int  # VmRSS after IDLE seconds of polling
     modules: frozenset[str]
 
@@ -77,6 +84,7 @@ class BotRun:
 @dataclass(frozen=True, slots=True)
 class LibrariesRun:
     rss_kib: int
+    cpu: float  # CPU seconds (user + system) to import the libraries
     modules: frozenset[str]
 
 
@@ -86,6 +94,12 @@ def rss_of(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def packages(modules: Iterable[str]) -> set[str]:
@@ -106,7 +120,7 @@ def libraries_run(env: dict[str, str], cwd: Path) -> LibrariesRun:
         check=True,
     )
     found = json.loads(done.stdout)
-    return LibrariesRun(int(found["rss_kib"]), frozenset(found["modules"]))
+    return LibrariesRun(int(found["rss_kib"]), float(found["cpu"]), frozenset(found["modules"]))
 
 
 async def bot_run(tg: FakeTelegram, env: dict[str, str], cwd: Path, *, idle: float) -> BotRun:
@@ -134,8 +148,9 @@ async def bot_run(tg: FakeTelegram, env: dict[str, str], cwd: Path, *, idle: flo
             polls = [c.at for c in tg.calls if c.method == "getUpdates"][polled:]
         if not polls:
             raise RuntimeError(f"the bot did not poll (exit status {proc.returncode})")
+        cpu = cpu_of(proc.pid)
         if not idle:
-            return BotRun(polls[0] - began, 0, frozenset())
+            return BotRun(polls[0] - began, cpu, 0, frozenset())
         await asyncio.sleep(idle)
         rss = rss_of(proc.pid)
         proc.send_signal(signal.SIGUSR1)
@@ -144,7 +159,8 @@ async def bot_run(tg: FakeTelegram, env: dict[str, str], cwd: Path, *, idle: flo
                 break
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)  # the dump is one write; let it finish
-        return BotRun(polls[0] - began, rss, frozenset(json.loads(listing.read_text())))
+        modules = frozenset(json.loads(listing.read_text()))
+        return BotRun(polls[0] - began, cpu, rss, modules)
     finally:
         if proc.returncode is None:
             proc.terminate()

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from bot.cli import collector
 from bot.cli.parser import build_parser, history_usage_error
 from bot.errors import ConfigError, ParlourError
 from bot.guardrails.redact import Redactor, configure_logging
@@ -53,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return doctor(args.config, as_json=args.json, llm_timeout=args.timeout)
     redactor = Redactor()
+    serving = args.command in (None, "run", "chat")
+    if serving:
+        collector.pause()  # until the imports are done (bot.cli.serve settles it)
 
     def work() -> int:
         import asyncio
@@ -64,7 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(_log_level(args, settings), redactor)
         return asyncio.run(_dispatch(args, settings, redactor))
 
-    return _reporting(work, redactor)
+    try:
+        return _reporting(work, redactor)
+    finally:
+        collector.resume()
 
 
 def _storage(args: argparse.Namespace) -> int:
