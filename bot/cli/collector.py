@@ -8,6 +8,8 @@ then what they made is frozen out of every later collection (``gc.freeze``: modu
 and schemas live as long as the process anyway) and the collector is on again (:func:`settle`).
 Later collections then walk only what the running bot makes, so they stay short under load too.
 :func:`resume` turns it back on if the command ends before it settled (an error at start).
+Only a process of its own does this (``main()`` reading ``sys.argv``): a test that calls
+``main(argv)`` in its own process keeps its collector as it was.
 """
 
 from __future__ import annotations

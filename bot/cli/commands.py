@@ -54,9 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return doctor(args.config, as_json=args.json, llm_timeout=args.timeout)
     redactor = Redactor()
-    serving = args.command in (None, "run", "chat")
-    if serving:
-        collector.pause()  # until the imports are done (bot.cli.serve settles it)
+    if argv is None and args.command in (None, "run", "chat"):
+        # A process of its own (tests call main(argv) in theirs, whose objects must stay
+        # collectable): the collector rests until the imports are done (bot.cli.collector).
+        collector.pause()
 
     def work() -> int:
         import asyncio

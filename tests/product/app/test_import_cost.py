@@ -275,3 +275,20 @@ def test_recording_metrics_and_making_a_counter_load_no_library_yet(statement: s
     )
     loaded = set(json.loads(out.stdout))
     assert _among(loaded, ("prometheus_client", "tiktoken")) == []
+
+
+async def test_main_called_in_a_test_process_leaves_its_collector_alone(tmp_path: Path) -> None:
+    """Only a process of its own pauses the collector and freezes its objects at start; a
+    caller's objects (a test runner's) stay collectable."""
+    import gc
+
+    from tests.cli_harness import run_main
+
+    (tmp_path / "config.yaml").write_text(f"storage:\n  path: {tmp_path / 'bot.db'}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PARLOUR_"))}
+    env.update(PARLOUR_CONFIG=str(tmp_path / "config.yaml"), OPENAI_API_KEY="sk-test-0123456789")
+    frozen = gc.get_freeze_count()
+    code, _out, err = await run_main("chat", env=env, stdin="")  # serves the console, input ends
+    assert code == 0, err
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
