@@ -18,14 +18,17 @@ entity for (headings, lists, rules, tables) become text layouts.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-from markdown_it.tree import SyntaxTreeNode
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+    from markdown_it.tree import SyntaxTreeNode
 
 __all__ = ["defuse_mentions", "html_to_text", "markdown_to_html", "unescape_html"]
 
@@ -47,15 +50,20 @@ _EMPTY_ELEMENT = re.compile(r"<([a-z-]+)(?: [^>]*)?></\1>")
 _MARKS = {"strong": "b", "em": "i", "s": "s"}
 
 
-class _Parser(MarkdownIt):
-    """CommonMark + tables + ~~strike~~; every link is parsed so we can drop bad schemes."""
-
-    def validateLink(self, url: str) -> bool:  # markdown-it's hook name
-        return True
-
-
 _MAX_NESTING = 32  # markdown-it silently drops what is nested deeper: we fall back instead
-_MD = _Parser("commonmark", {"maxNesting": _MAX_NESTING}).enable(["strikethrough", "table"])
+
+
+@functools.cache
+def _markdown() -> MarkdownIt:
+    """CommonMark + tables + ~~strike~~; every link is parsed so we can drop bad schemes.
+    Built (and markdown-it imported) for the first reply: an idle bot holds neither."""
+    from markdown_it import MarkdownIt
+
+    class _Parser(MarkdownIt):
+        def validateLink(self, url: str) -> bool:  # markdown-it's hook name
+            return True
+
+    return _Parser("commonmark", {"maxNesting": _MAX_NESTING}).enable(["strikethrough", "table"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +75,9 @@ class _Ctx:
 
 def markdown_to_html(text: str) -> str:
     """Render ``text`` (LLM Markdown) to Telegram HTML; never raises on any input string."""
-    tokens = _MD.parse(text)
+    from markdown_it.tree import SyntaxTreeNode
+
+    tokens = _markdown().parse(text)
     if any(tok.nesting == 1 and tok.level >= _MAX_NESTING - 1 for tok in tokens):
         return _plain_fallback(text)  # markdown-it skipped the rest of the input
     try:

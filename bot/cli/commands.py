@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from bot.cli import collector
 from bot.cli.parser import build_parser, history_usage_error
 from bot.errors import ConfigError, ParlourError
 from bot.guardrails.redact import Redactor, configure_logging
@@ -53,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return doctor(args.config, as_json=args.json, llm_timeout=args.timeout)
     redactor = Redactor()
+    if argv is None and args.command in (None, "run", "chat"):
+        # A process of its own (tests call main(argv) in theirs, whose objects must stay
+        # collectable): the collector rests until the imports are done (bot.cli.collector).
+        collector.pause()
 
     def work() -> int:
         import asyncio
@@ -64,7 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(_log_level(args, settings), redactor)
         return asyncio.run(_dispatch(args, settings, redactor))
 
-    return _reporting(work, redactor)
+    try:
+        return _reporting(work, redactor)
+    finally:
+        collector.resume()
 
 
 def _storage(args: argparse.Namespace) -> int:

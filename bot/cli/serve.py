@@ -12,6 +12,7 @@ import logging
 import signal
 
 from bot.app import App
+from bot.cli import collector
 from bot.cli.adapters import load_adapter
 from bot.config import Settings
 from bot.doctor.adapters import check_adapter_settings
@@ -30,6 +31,7 @@ async def serve(settings: Settings, names: list[str]) -> int:
         check_adapter_settings(name, settings)
     async with App(settings) as app:
         adapters: list[Adapter] = [factory(app.platform) for factory in factories]
+        collector.settle()  # what serving needs is imported now (bot.cli.collector)
         loop = asyncio.get_running_loop()
 
         runs = [app.adapter_runs.start(adapter) for adapter in adapters]  # watched: /status

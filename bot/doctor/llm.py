@@ -36,7 +36,7 @@ async def check_llm(settings: Settings, seconds: float = TIMEOUT) -> list[Check]
             rows.append(await _models(label, endpoint, seconds))
             rows.append(await _completion(label, endpoint, seconds))
         finally:
-            await endpoint.client.close()
+            await endpoint.close()
     return rows
 
 

@@ -66,15 +66,33 @@ class Endpoint:
         self.uses_completion_tokens = "api.openai.com" in self.base_url
         self.sends_cache_key = settings.sends_cache_key
         self._hint_secret = key  # keys the prompt_cache_key hash (bot.llm.cache_hints)
-        self.client = openai.AsyncOpenAI(
-            api_key=key or _NO_KEY,
-            base_url=self.base_url,
-            max_retries=0,
-            timeout=timeout,
-            # The SDK's aiohttp transport costs about half the CPU per request of its httpx one,
-            # which decides how many conversations a small machine can serve at once (bench/).
-            http_client=openai.DefaultAioHttpClient(timeout=timeout),
-        )
+        self._timeout = timeout
+        self._client: openai.AsyncOpenAI | None = None
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client, made on first use: it costs a TLS context and tens of milliseconds
+        that a start, and a bot nobody has written to yet, need not spend (issue 31)."""
+        client = self._client
+        if client is None:
+            timeout = self._timeout
+            client = self._client = openai.AsyncOpenAI(
+                api_key=self._hint_secret or _NO_KEY,
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=timeout,
+                # The SDK's aiohttp transport costs about half the CPU per request of its httpx
+                # one, which decides how many conversations a small machine can serve at once
+                # (bench/).
+                http_client=openai.DefaultAioHttpClient(timeout=timeout),
+            )
+        return client
+
+    async def close(self) -> None:
+        """Close the SDK client if one was made (a later request makes a new one)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
 
     def body(
         self,
@@ -186,7 +204,7 @@ class LLMClient:
 
     async def close(self) -> None:
         for endpoint in self.endpoints:
-            await endpoint.client.close()
+            await endpoint.close()
 
     async def complete(
         self,

@@ -65,7 +65,7 @@ class Embedder:
         self._sleep: Sleep = asyncio.sleep if sleep is None else sleep
 
     async def close(self) -> None:
-        await self.endpoint.client.close()
+        await self.endpoint.close()
 
     async def embed(
         self, texts: list[str], *, policy: RetryPolicy | None = None

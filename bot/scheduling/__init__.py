@@ -8,7 +8,8 @@
 * :mod:`.runner` -- apscheduler's loop, made to fire only while this replica may;
 * :mod:`.leader` -- the lease that makes one replica at a time the one that fires.
 
-apscheduler 3 (``AsyncIOScheduler``, ``SQLAlchemyJobStore``) with these decisions:
+apscheduler 3 (``AsyncIOScheduler``; its jobs in SQLite through the standard library, in
+PostgreSQL through its ``SQLAlchemyJobStore``) with these decisions:
 
 * **Where jobs live** (:mod:`bot.scheduling.jobstore`): on SQLite, the scheduler's own file
   (``storage.jobs_path``, beside the history database; the store is synchronous and runs on the

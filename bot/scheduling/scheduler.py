@@ -292,7 +292,7 @@ class Scheduler:
                 try:
                     aps.start(paused=True)  # binds the running loop, creates the table
                 except BaseException:
-                    store.engine.dispose()
+                    store.shutdown()
                     raise
             self._aps = aps
         return self._aps

@@ -1,6 +1,8 @@
 """The public face is light: importing it loads no database, LLM, scheduler or platform library.
 The command line is light too: ``--help``, ``check-config`` and ``history list`` load only what
-they use (issue 27: ``--help`` took 2 s, importing the app and the OpenAI SDK first).
+they use (issue 27: ``--help`` took 2 s, importing the app and the OpenAI SDK first). And a
+Telegram-only bot, once it polls, has loaded no library it does not use (issue 31: it idled with
+SQLAlchemy, the Prometheus client, tiktoken and a 75 MiB encoding loaded).
 
 Each check runs a fresh interpreter, so what other tests imported cannot hide a regression.
 What is checked is which modules are loaded, never how long it took.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +24,9 @@ import bot
 import bot.plugins
 from bot.config import settings_from_mapping
 from bot.storage import open_storage
+from bot.testing.fake_llm import FakeLLM
+from bot.testing.fake_telegram import FakeTelegram
+from tests.waits import EXIT, STARTUP
 
 HEAVY = ("aiosqlite", "openai", "apscheduler", "sqlalchemy", "aiohttp", "aiogram", "discord")
 
@@ -170,3 +176,119 @@ def test_config_and_storage_commands_load_no_app_llm_or_platform_library(
     assert status == 0
     assert "bot.config" in loaded  # it did read the config
     assert _among(loaded, SERVING) == []
+
+
+# -- a Telegram-only bot, polling ----------------------------------------------------------
+
+UNUSED_BY_TELEGRAM = (  # what a Telegram-only bot with the default plugins never needs
+    "discord",
+    "mcp",
+    "sqlalchemy",  # the scheduler's SQLite file is read with the standard library
+    "prometheus_client",  # only a /metrics scrape renders the figures (the HTTP adapter)
+    "aiohttp_jinja2",
+    "jinja2",
+    "psycopg",
+    "asyncpg",
+)
+UNTIL_FIRST_REPLY = ("tiktoken", "markdown_it")  # the token counter, the reply renderer
+
+# ``python -m bot run`` through runpy, as ``-m`` runs it; SIGUSR1 writes what it has loaded and
+# how its garbage collector is set.
+LOADED_ON_SIGNAL = """\
+import gc, json, runpy, signal, sys
+listing = sys.argv.pop(1)
+def dump(signum, frame):
+    state = {"modules": sorted(sys.modules), "gc": gc.isenabled(), "frozen": gc.get_freeze_count()}
+    with open(listing + ".part", "w") as out:
+        json.dump(state, out)
+    import os
+    os.replace(listing + ".part", listing)
+signal.signal(signal.SIGUSR1, dump)
+sys.argv = ["bot", *sys.argv[1:]]
+runpy.run_module("bot", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.slow
+async def test_a_telegram_only_bot_polls_without_the_libraries_it_does_not_use(
+    fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    tg = fake_telegram
+    (tmp_path / "config.yaml").write_text(
+        f"llm:\n  base_url: {fake_llm.base_url}\n"
+        "storage:\n  path: bot.db\n"
+        f"telegram:\n  enabled: true\n  token: {tg.token}\n  api_server: {tg.api_server}\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PARLOUR_"))}
+    env["PARLOUR_CONFIG"] = str(tmp_path / "config.yaml")
+    listing = tmp_path / "loaded.json"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        LOADED_ON_SIGNAL,
+        str(listing),
+        "run",
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        await tg.wait_until(
+            lambda: any(c.method == "getUpdates" for c in tg.calls), timeout=STARTUP, what="a poll"
+        )
+        proc.send_signal(signal.SIGUSR1)
+        await tg.wait_until(listing.exists, timeout=EXIT, what="the list of loaded modules")
+        proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(proc.communicate(), timeout=EXIT)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    state = json.loads(listing.read_text())
+    loaded = set(state["modules"])
+    assert {"bot.app", "adapters.telegram.adapter", "aiogram", "openai"} <= loaded  # it serves
+    assert _among(loaded, UNUSED_BY_TELEGRAM + UNTIL_FIRST_REPLY) == []
+    # The collector, paused while the start imported (bot.cli.collector), is on again, and what
+    # the imports made is kept out of its walks.
+    assert state["gc"] is True
+    assert state["frozen"] > 0
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "from bot.metrics import Metrics\n"
+        "m = Metrics()\n"
+        "m.turn('telegram', 'answered'); m.llm_call('gpt-4o-mini', 0.4); m.queue_wait('llm', 0.1)",
+        "from bot.llm.tokens import get_counter\nget_counter('gpt-4o-mini')",
+    ],
+)
+def test_recording_metrics_and_making_a_counter_load_no_library_yet(statement: str) -> None:
+    """Counting loads the Prometheus client only for a scrape, a counter its encoding only when
+    it counts."""
+    probe = f"{statement}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=60
+    )
+    loaded = set(json.loads(out.stdout))
+    assert _among(loaded, ("prometheus_client", "tiktoken")) == []
+
+
+async def test_main_called_in_a_test_process_leaves_its_collector_alone(tmp_path: Path) -> None:
+    """Only a process of its own pauses the collector and freezes its objects at start; a
+    caller's objects (a test runner's) stay collectable."""
+    import gc
+
+    from tests.cli_harness import run_main
+
+    (tmp_path / "config.yaml").write_text(f"storage:\n  path: {tmp_path / 'bot.db'}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PARLOUR_"))}
+    env.update(PARLOUR_CONFIG=str(tmp_path / "config.yaml"), OPENAI_API_KEY="sk-test-0123456789")
+    frozen = gc.get_freeze_count()
+    code, _out, err = await run_main("chat", env=env, stdin="")  # serves the console, input ends
+    assert code == 0, err
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen

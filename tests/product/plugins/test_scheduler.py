@@ -301,3 +301,41 @@ async def test_a_job_stored_before_the_scheduler_moved_still_fires(tmp_path: Pat
     async with second:
         assert [j.job_id for j in second.pending()] == ["reminders:7"]
         assert await rec.next() == ("reminders:7", {"text": "old"})
+
+
+async def test_a_jobs_file_written_through_sqlalchemy_loads_and_fires(tmp_path: Path) -> None:
+    """Releases before issue 31 wrote the jobs file with apscheduler's SQLAlchemy store; the
+    standard-library store reads its table as it is (and a one-off still fires once)."""
+    from apscheduler.job import Job
+    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+    from apscheduler.schedulers.background import BackgroundScheduler
+    from apscheduler.triggers.date import DateTrigger
+
+    path = tmp_path / "jobs.sqlite"
+    old = SQLAlchemyJobStore(url=f"sqlite:///{path}")
+    aps = BackgroundScheduler()
+    old.start(aps, "default")  # creates the table, as apscheduler's start does
+    when = soon(0.3)
+    job = Job(
+        aps,
+        id="reminders:3",
+        func="bot.scheduling.scheduler:_fire",
+        args=("parlour", "remind", "reminders:3", {"text": "old file"}),
+        kwargs={},
+        trigger=DateTrigger(run_date=when),
+        executor="default",
+        misfire_grace_time=None,
+        coalesce=True,
+        max_instances=1,
+        next_run_time=when,
+        name="reminders:3",
+    )
+    old.add_job(job)
+    old.shutdown()
+    rec = Recorder()
+    again = Scheduler(path)
+    again.register("remind", rec)
+    async with again:
+        assert [j.job_id for j in again.pending()] == ["reminders:3"]
+        assert await rec.next() == ("reminders:3", {"text": "old file"})
+        assert again.pending() == []
