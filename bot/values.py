@@ -100,7 +100,7 @@ class Overheard:
     created_at: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakly: bot.prompt.assembly.TurnTokens
 class StoredTurn:
     """One turn as loaded for the context window: its messages in OpenAI format."""
 

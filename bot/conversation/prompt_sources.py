@@ -23,10 +23,11 @@ from bot.llm.tokens import TokenCounter
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
 from bot.prompt.assembly import (
+    PricedHistory,
     Prompt,
     PromptLimits,
+    TurnTokens,
     build_prompt,
-    history_cost,
     history_room,
     is_shared,
     system_block,
@@ -64,6 +65,7 @@ class PromptBuilder:
         self.compactor = compactor
         self.system_prompt = system_prompt  # the chat's persona: ChatService.system_prompt
         self.limits = PromptLimits.of(settings)
+        self.turn_tokens = TurnTokens(counter)  # a window's turns counted once, not per message
 
     async def build(
         self,
@@ -83,7 +85,9 @@ class PromptBuilder:
         user = user_message(text, ctx.user_name or ctx.user_id, shared, said.images)
         before = recall_boundary(history, mark)
         recalled = await self.memory.recall(ctx, key, said.query, before_turn_id=before)
-        placement = await self._window(ctx, key, history, overheard, user, tools, mark, recalled)
+        placement, priced = await self._window(
+            ctx, key, history, overheard, user, tools, mark, recalled
+        )
         if placement.cut is not None and placement.recall_before != before:
             recalled = await self.memory.recall(
                 ctx, key, said.query, before_turn_id=placement.recall_before
@@ -102,6 +106,7 @@ class PromptBuilder:
                 counter=self.counter,
                 limits=self.limits,
                 images=said.images,
+                priced=priced,
             )
         except ContextTooLongError:  # refused: the window stays where it was
             log.info("message too long for the model: chars=%d conv=%s", len(text), key)
@@ -120,7 +125,7 @@ class PromptBuilder:
         probe = user_message("", ctx.user_name or ctx.user_id, is_shared(key))
         mark = await self.store.load_window_mark(key)
         reserve: list[str] | None = None if not isinstance(self.memory, NoMemory) else []
-        placement = await self._window(ctx, key, history, [], probe, tools, mark, reserve)
+        placement, _ = await self._window(ctx, key, history, [], probe, tools, mark, reserve)
         return window_figures(
             system_prompt=self.system_prompt(ctx),
             summary=placement.summary,
@@ -141,10 +146,16 @@ class PromptBuilder:
         tools: list[dict[str, Any]],
         mark: WindowMark | None,
         recalled: Sequence[str] | None,
-    ) -> Placement:
+    ) -> tuple[Placement, PricedHistory | None]:
         """Where this request's history begins and the summary it shows (``cut`` is set when
-        the start moved; the caller stores it once the request is built)."""
+        the start moved; the caller stores it once the request is built), and the last history
+        priced on the way (the prompt's when the window was not cut)."""
         shared = is_shared(key)
+        last: list[PricedHistory] = []
+
+        def cost(turns: Sequence[StoredTurn]) -> int:
+            last[:] = [self.turn_tokens.price(turns, shared)]
+            return self.turn_tokens.cost(last[0])
 
         def room(summary: str | None) -> int:
             return history_room(
@@ -157,15 +168,16 @@ class PromptBuilder:
                 recalled=recalled,
             )
 
-        return window_for(
+        placement = window_for(
             history,
             mark,
             await self._summary(key),
-            cost=lambda turns: history_cost(turns, shared, self.counter),
+            cost=cost,
             room=room,
             max_turns=self.limits.max_turns,
             low_water=self.limits.low_water,
         )
+        return placement, last[0] if last else None
 
     async def _summary(self, key: str) -> str | None:
         summary = await self.compactor.summary(key) if self.compactor is not None else None

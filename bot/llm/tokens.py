@@ -342,7 +342,12 @@ class TokenCounter:
 
     def count_messages(self, messages: Sequence[Mapping[str, Any]]) -> int:
         """The whole prompt incl. reply priming, scaled by the calibration ratio."""
-        raw = sum(map(self.count_message, messages)) + REPLY_PRIMING
+        return self.scaled(sum(map(self.count_message, messages)))
+
+    def scaled(self, raw: int) -> int:
+        """``count_messages`` of messages whose :meth:`count_message` sum to ``raw``: those sums
+        add up exactly, so parts counted apart make the whole's count (the scaling may not)."""
+        raw += REPLY_PRIMING
         return raw if self._ratio == 1.0 else math.ceil(raw * self._ratio)
 
     def observe(self, estimated: int, actual: int) -> None:

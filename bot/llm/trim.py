@@ -67,11 +67,12 @@ def trim_history(
             ``max_tokens``; ``needed`` is their token count, ``budget`` is ``max_tokens``.
         ValueError: a limit is negative.
 
-    Each turn is counted once, as ``count_tokens(turn) - count_tokens([])``; these costs are
-    summed newest first on top of the system block's count to pick the turns. The chosen
-    list is then counted as a whole, and while it is still over budget its oldest turn is
-    dropped and it is recounted, so the budget holds exactly even for a counter that is not
-    perfectly additive.
+    With ``max_tokens`` alone, the whole (repaired) list is counted first and returned when it
+    fits. Otherwise each turn is counted once, as ``count_tokens(turn) - count_tokens([])``;
+    these costs are summed newest first on top of the system block's count to pick the turns.
+    The chosen list is then counted as a whole, and while it is still over budget its oldest
+    turn is dropped and it is recounted, so the budget holds exactly even for a counter that
+    is not perfectly additive.
     """
     for name, limit in (
         ("max_tokens", max_tokens),
@@ -92,6 +93,12 @@ def trim_history(
         from bot.llm.tokens import default_count_tokens
 
         counter = default_count_tokens
+
+    if max_tokens is not None and counter is not None and max_turns is max_messages is None:
+        # Most prompts fit whole (the window was placed to fit: bot.prompt.window): one count.
+        everything = system + [m for turn in turns for m in turn]
+        if counter(everything) <= max_tokens:
+            return everything
 
     keep = 1 if turns else 0
     empty = tokens = 0

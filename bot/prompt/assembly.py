@@ -26,6 +26,7 @@ in.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,8 +39,10 @@ from bot.prompt.safety import quoted_summary, recalled_message, with_speaker
 from bot.values import Overheard, StoredTurn
 
 __all__ = [
+    "PricedHistory",
     "Prompt",
     "PromptLimits",
+    "TurnTokens",
     "build_prompt",
     "fit",
     "history_cost",
@@ -104,23 +107,66 @@ def build_prompt(
     counter: TokenCounter,
     limits: PromptLimits,
     images: Sequence[Mapping[str, Any]] = (),
+    priced: PricedHistory | None = None,
 ) -> Prompt:
     """The prompt for ``text`` from ``speaker``, trimmed; ``ContextTooLongError`` when the
     system block and the message alone do not fit. (The recalled block is a user message, so
     a turn of its own for trimming: the last one to go before the message itself.)
-    ``images``: ``image_url`` parts sent beside ``text`` (``bot.conversation.media_input``)."""
+    ``images``: ``image_url`` parts sent beside ``text`` (``bot.conversation.media_input``).
+    ``priced``: ``history``'s tokens as :class:`TurnTokens` found them placing the window;
+    a prompt that then fits is not counted again, only repaired."""
     prefix = system_block(system_prompt, summary, counter, limits)
     memories = recalled_block(recalled, counter, limits)
     user = user_message(text, speaker, shared, images)
     budget = token_budget([*prefix, *memories], user, tools, counter, limits)
-    messages = [
-        *prefix,
-        *history_messages(history, shared),
-        *(overheard_message(o, shared) for o in overheard),
-        *memories,
-        user,
-    ]
+    fixed = [*(overheard_message(o, shared) for o in overheard), *memories, user]
+    messages = [*prefix, *history_messages(history, shared), *fixed]
+    if priced is not None and priced.turns is history:  # the parts add up exactly
+        raw = priced.raw + sum(map(counter.count_message, [*prefix, *fixed]))
+        if counter.scaled(raw) <= budget:  # repairing only drops: it fits all the more
+            return Prompt(messages, trim_history(messages), budget)
     return Prompt(messages, fit(messages, budget, counter), budget)
+
+
+@dataclass(frozen=True, slots=True)
+class PricedHistory:
+    """Stored turns and the sum of :meth:`TokenCounter.count_message` over their messages as
+    a prompt holds them (:func:`history_messages`)."""
+
+    turns: Sequence[StoredTurn]
+    raw: int
+
+
+class TurnTokens:
+    """Each stored turn's tokens as sent, remembered by the turn object (weakly, at most
+    ``limit`` of them). The window cache hands the same turns to every message of a
+    conversation, so a window is counted turn by turn once, not on every message."""
+
+    def __init__(self, counter: TokenCounter, limit: int = 4096) -> None:
+        self.counter = counter
+        self.limit = limit
+        self._kept: dict[tuple[int, bool], tuple[weakref.ref[StoredTurn], int]] = {}
+
+    def price(self, turns: Sequence[StoredTurn], shared: bool) -> PricedHistory:
+        kept, count = self._kept, self.counter.count_message
+        raw = 0
+        for turn in turns:
+            key = (id(turn), shared)
+            found = kept.get(key)
+            if found is not None and found[0]() is turn:
+                raw += found[1]
+                continue
+            tokens = sum(map(count, history_messages((turn,), shared)))
+            if len(kept) >= self.limit:
+                for old in list(kept)[: self.limit // 2]:  # the oldest half goes
+                    del kept[old]
+            kept[key] = (weakref.ref(turn), tokens)
+            raw += tokens
+        return PricedHistory(turns, raw)
+
+    def cost(self, priced: PricedHistory) -> int:
+        """What :func:`history_cost` says of the same turns."""
+        return self.counter.scaled(priced.raw) - self.counter.scaled(0)
 
 
 def user_message(

@@ -235,6 +235,18 @@ def test_counts_each_turn_once() -> None:
     assert sum(calls_made) <= 3 * len(history)
 
 
+def test_a_history_that_fits_is_counted_once() -> None:
+    history = [S] + [m for i in range(50) for m in (user(f"q{i}"), asst(f"a{i}"))]
+    calls_made: list[int] = []
+
+    def counting(messages: list[Msg]) -> int:
+        calls_made.append(len(messages))
+        return count(messages)
+
+    assert trim_history(history, max_tokens=count(history), count_tokens=counting) == history
+    assert calls_made == [len(history)]
+
+
 # --------------------------------------------------------------------------- properties
 
 _text = st.text(alphabet="ab ", max_size=120)
