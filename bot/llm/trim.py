@@ -94,10 +94,10 @@ def trim_history(
 
         counter = default_count_tokens
 
-    if max_tokens is not None and counter is not None and max_turns is max_messages is None:
+    if max_turns is None and max_messages is None:
         # Most prompts fit whole (the window was placed to fit: bot.prompt.window): one count.
         everything = system + [m for turn in turns for m in turn]
-        if counter(everything) <= max_tokens:
+        if max_tokens is None or counter is None or counter(everything) <= max_tokens:
             return everything
 
     keep = 1 if turns else 0
@@ -134,7 +134,7 @@ def trim_history(
 
 
 def _non_system(turn: list[_Message]) -> int:
-    return sum(1 for m in turn if m.get("role") not in _SYSTEM_ROLES)
+    return len([m for m in turn if m.get("role") not in _SYSTEM_ROLES])
 
 
 def _split_turns(messages: list[_Message]) -> list[list[_Message]]:

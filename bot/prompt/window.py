@@ -114,10 +114,10 @@ def place_window(
     """
     grouped = spans(history)
     kept = [s for s in grouped if s[0].turn_id >= start]
-    loaded_all = sum(1 for s in grouped if s[-1].status is not TurnStatus.CONTEXT) < max_turns
+    loaded_all = real_turns(grouped) < max_turns
     # the load was full and the window starts before it: more turns follow ``start`` than fit
     beyond = not loaded_all and bool(kept) and kept[0] is grouped[0] and start < kept[0][0].turn_id
-    turns = tuple(t for s in kept for t in s)
+    turns = tuple([t for s in kept for t in s])
     over = beyond or real_turns(kept) > max_turns or (bool(turns) and cost(turns) > room)
     return Placement(turns, start, over)
 
@@ -153,4 +153,5 @@ def cut_window(
 
 
 def real_turns(kept: Sequence[Span]) -> int:
-    return sum(1 for s in kept if s[-1].status is not TurnStatus.CONTEXT)
+    context = TurnStatus.CONTEXT
+    return len([s for s in kept if s[-1].status is not context])
