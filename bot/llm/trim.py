@@ -140,11 +140,12 @@ def _non_system(turn: list[_Message]) -> int:
 def _split_turns(messages: list[_Message]) -> list[list[_Message]]:
     """Group messages into turns, each starting at a ``user`` message (the first may not)."""
     turns: list[list[_Message]] = []
+    turn: list[_Message] = []
     for message in messages:
         if message.get("role") == "user" or not turns:
-            turns.append([message])
+            turns.append(turn := [message])
         else:
-            turns[-1].append(message)
+            turn.append(message)
     return turns
 
 
@@ -156,6 +157,8 @@ def _has_content(content: object) -> bool:
 
 def _repair(messages: Sequence[Mapping[str, Any]]) -> list[_Message]:
     """Copy ``messages``, dropping orphan tool results and incomplete tool-call groups."""
+    if not [m for m in messages if m.get("role") == "tool" or "tool_calls" in m]:
+        return [dict(m) for m in messages]  # no tool group at all: nothing to repair
     out: list[_Message] = []
     i = 0
     while i < len(messages):

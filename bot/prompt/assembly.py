@@ -298,6 +298,8 @@ def is_shared(conversation_key: str) -> bool:
 
 
 def history_messages(turns: Sequence[StoredTurn], shared: bool) -> list[Message]:
+    if not shared:
+        return [dict(message) for turn in turns for message in turn.messages]
     messages: list[Message] = []
     for turn in turns:
         for message in turn.messages:

@@ -16,6 +16,7 @@ Pure functions over the loaded turns; ``bot.conversation.prompt_sources`` fetche
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -113,13 +114,24 @@ def place_window(
     (turn ids are shared by every conversation, so they cannot be counted from the ids).
     """
     grouped = spans(history)
-    kept = [s for s in grouped if s[0].turn_id >= start]
-    loaded_all = real_turns(grouped) < max_turns
+    first = bisect.bisect_left(grouped, start, key=_first_id)  # spans run in turn id order
+    kept = grouped[first:]
+    # Only the last span can end in chatter (after the last turn): it alone is not a turn.
+    chatter = 1 if grouped and grouped[-1][-1].status is TurnStatus.CONTEXT else 0
+    loaded_all = len(grouped) - chatter < max_turns
     # the load was full and the window starts before it: more turns follow ``start`` than fit
-    beyond = not loaded_all and bool(kept) and kept[0] is grouped[0] and start < kept[0][0].turn_id
-    turns = tuple([t for s in kept for t in s])
-    over = beyond or real_turns(kept) > max_turns or (bool(turns) and cost(turns) > room)
+    beyond = not loaded_all and bool(kept) and first == 0 and start < kept[0][0].turn_id
+    turns = tuple(history[len(history) - sum(map(len, kept)) :])  # the spans' turns, in order
+    over = (
+        beyond
+        or len(kept) - (chatter if kept else 0) > max_turns
+        or (bool(turns) and cost(turns) > room)
+    )
     return Placement(turns, start, over)
+
+
+def _first_id(span: Span) -> int:
+    return span[0].turn_id
 
 
 def cut_window(

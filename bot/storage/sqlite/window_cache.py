@@ -48,6 +48,8 @@ def window_tail(turns: Sequence[StoredTurn], max_turns: int) -> list[StoredTurn]
     """
     if max_turns <= 0:
         return []
+    if len(turns) <= max_turns:  # fewer rows than turns wanted: every one is kept
+        return list(turns)
     seen = 0
     for index in range(len(turns) - 1, -1, -1):
         if turns[index].status is not TurnStatus.CONTEXT:
