@@ -50,7 +50,8 @@ async def assemble_stream(
                 reported = chunk.get("usage")
                 if isinstance(reported, dict):  # once, in the last chunk: the SDK's model then
                     usage = _streamed_usage(reported) or usage
-                for choice in _dicts(chunk.get("choices"))[:1]:
+                choice = _first_dict(chunk.get("choices"))
+                if choice is not None:
                     delta = choice.get("delta")
                     delta = delta if isinstance(delta, dict) else {}
                     content = delta.get("content")
@@ -97,4 +98,15 @@ def _streamed_usage(reported: dict[str, Any]) -> Usage | None:
 
 
 def _dicts(value: object) -> list[dict[str, Any]]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+    if not value or not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, dict)]
+
+
+def _first_dict(value: object) -> dict[str, Any] | None:
+    """The first choice: the first dict of a list (a server's odd entries skipped)."""
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict):
+                return item
+    return None

@@ -86,7 +86,7 @@ def trim_history(
     while head < len(messages) and messages[head].get("role") in _SYSTEM_ROLES:
         head += 1
     system = [dict(m) for m in messages[:head]]
-    turns = _split_turns(_repair(messages[head:]))
+    repaired = _repair(messages[head:])
 
     counter = count_tokens
     if max_tokens is not None and counter is None:
@@ -96,10 +96,11 @@ def trim_history(
 
     if max_turns is None and max_messages is None:
         # Most prompts fit whole (the window was placed to fit: bot.prompt.window): one count.
-        everything = system + [m for turn in turns for m in turn]
+        everything = system + repaired
         if max_tokens is None or counter is None or counter(everything) <= max_tokens:
             return everything
 
+    turns = _split_turns(repaired)
     keep = 1 if turns else 0
     empty = tokens = 0
     if turns:
