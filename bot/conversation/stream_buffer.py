@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager
 
@@ -22,7 +23,33 @@ from bot.llm.client import Completion, StreamItem, TextDelta
 
 log = logging.getLogger(__name__)
 
-_Buffer = asyncio.Queue[StreamItem | Cut | Exception | None]
+_Item = StreamItem | Cut | Exception | None
+
+
+class _Buffer:
+    """An unbounded queue with one reader. (``asyncio.Queue``'s bookkeeping, for bounds, many
+    getters and putters and ``join``, cost more per streamed chunk than the rest of its way.)"""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[_Item] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: _Item) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> _Item:
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
 
 
 async def buffered(
@@ -37,7 +64,7 @@ async def buffered(
 
     Each completion passes through ``paid`` as soon as it arrives. An error of the stream is
     raised here, to the reader; closing this generator early cancels the task."""
-    buffer: _Buffer = asyncio.Queue()
+    buffer = _Buffer()
 
     async def read() -> None:
         cap = StreamCap(max_chars)
@@ -64,8 +91,9 @@ async def buffered(
                 raise item
             yield item
     finally:
-        reader.cancel()  # a no-op once it is done
-        await asyncio.wait({reader})  # never swallows our own cancellation
+        if not reader.done():
+            reader.cancel()
+            await asyncio.wait({reader})  # never swallows our own cancellation
 
 
 def _hang_up(

@@ -26,6 +26,7 @@ in.
 from __future__ import annotations
 
 import json
+import operator
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ __all__ = [
     "recalled_block",
     "system_block",
     "token_budget",
+    "tools_cost",
     "user_message",
     "window_figures",
 ]
@@ -203,7 +205,7 @@ def history_room(
     if recalled is None and limits.recalled_cap > 0:  # the header, then at most the cap
         room -= message_cost([recalled_message([])], counter) + limits.recalled_cap
     if tools:
-        room -= counter.count_text(json.dumps(list(tools)))
+        room -= tools_cost(tools, counter)
     if limits.history_cap is not None:
         heard = [overheard_message(o, True) for o in overheard]
         room = min(room, limits.history_cap - (message_cost(heard, counter) if heard else 0))
@@ -281,10 +283,29 @@ def token_budget(
     """Context window - reply reserve - tool definitions; history capped if configured."""
     budget = limits.context_window - limits.reply_reserve
     if tools:
-        budget -= counter.count_text(json.dumps(list(tools)))
+        budget -= tools_cost(tools, counter)
     if limits.history_cap is not None:
         budget = min(budget, counter.count_messages([*fixed, user_message]) + limits.history_cap)
     return budget
+
+
+_TOOLS_KEPT = 64  # tool lists whose cost is remembered (one per set of tools a chat is offered)
+_tools_costs: dict[tuple[int, ...], tuple[Sequence[Mapping[str, Any]], TokenCounter, int]] = {}
+
+
+def tools_cost(tools: Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
+    """The tokens of the tool definitions, as sent. Declared tools hand out the same
+    definition objects every turn (``bot.plugins.declare``): their list is serialised and
+    counted once, not on every message (a few kB of JSON for the default tools)."""
+    key = (id(counter), *map(id, tools))
+    kept = _tools_costs.get(key)  # held below: these ids cannot be reused while kept
+    if kept is not None and kept[1] is counter and all(map(operator.is_, kept[0], tools)):
+        return kept[2]
+    tokens = counter.count_text(json.dumps(list(tools)))
+    if len(_tools_costs) >= _TOOLS_KEPT:
+        _tools_costs.clear()
+    _tools_costs[key] = (tuple(tools), counter, tokens)
+    return tokens
 
 
 def fit(messages: list[Message], budget: int, counter: TokenCounter) -> list[Message]:

@@ -87,10 +87,20 @@ class Database:
     @asynccontextmanager
     async def writing(self) -> AsyncIterator[aiosqlite.Connection]:
         """Exclusive use of the writer connection (autocommit statements)."""
+        async with self._write_lock:
+            yield self.writer
+
+    @property
+    def write_lock(self) -> asyncio.Lock:
+        """Held while the writer is used (:meth:`writing`, spelt out where it is hot)."""
+        return self._write_lock
+
+    @property
+    def writer(self) -> aiosqlite.Connection:
+        """The write connection: use it holding :attr:`write_lock`."""
         if self._writer is None:
             raise StoreError("the history store is not open")
-        async with self._write_lock:
-            yield self._writer
+        return self._writer
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -279,13 +289,17 @@ class SQLiteSeam:
     async def fetch(self, sql: str, *args: object) -> list[Row]:
         return list(await self._db.reader.execute_fetchall(sqlite_sql(sql), args))
 
+    # One statement each, run every turn: the lock taken here rather than through writing()
     async def execute(self, sql: str, *args: object) -> int:
-        async with self._db.writing() as conn:
-            return await _Tx(conn).execute(sql, *args)
+        db = self._db
+        async with db.write_lock:
+            cursor = await db.writer.execute(sqlite_sql(sql), args)
+        return max(cursor.rowcount, 0)
 
     async def write(self, sql: str, *args: object) -> list[Row]:
-        async with self._db.writing() as conn:
-            return list(await conn.execute_fetchall(sqlite_sql(sql), args))
+        db = self._db
+        async with db.write_lock:
+            return list(await db.writer.execute_fetchall(sqlite_sql(sql), args))
 
     async def executemany(self, sql: str, args: Sequence[Sequence[object]]) -> None:
         async with self._db.writing() as conn:

@@ -4,6 +4,7 @@ built from those counts is the one built by counting it whole."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -108,3 +109,26 @@ def test_the_prompt_is_the_same_priced_or_counted(make: Any) -> None:
         priced = build_prompt(**parts, limits=limits, priced=tokens.price(history, True))
         assert priced == counted
         assert counter.count_messages(priced.window) <= priced.budget
+
+
+def test_tool_definitions_are_counted_once_per_list() -> None:
+    from bot.prompt.assembly import tools_cost
+
+    class CountingText(TokenCounter):
+        texts = 0
+
+        def count_text(self, text: str) -> int:
+            self.texts += 1
+            return super().count_text(text)
+
+    counter = CountingText("gpt-4o")
+    dice = {"type": "function", "function": {"name": "roll", "parameters": {"type": "object"}}}
+    clock = {"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}
+    expected = counter.count_text(json.dumps([dice, clock]))
+    counter.texts = 0
+    assert tools_cost([dice, clock], counter) == expected
+    assert tools_cost([dice, clock], counter) == expected  # a new list of the same definitions
+    assert counter.texts == 1
+    rebuilt = {"type": "function", "function": {"name": "now!", "parameters": {"type": "object"}}}
+    assert tools_cost([dice, rebuilt], counter) == counter.count_text(json.dumps([dice, rebuilt]))
+    assert tools_cost([clock, dice], counter) == counter.count_text(json.dumps([clock, dice]))
