@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 
 from bot.config import LimitSettings, Settings
 from bot.context import ChatContext
@@ -148,11 +150,24 @@ class LLMSlots:
         self._slots = asyncio.Semaphore(cap) if cap else None
         self._timeout = limits.queue_timeout
 
-    @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    def slot(self) -> AbstractAsyncContextManager[None]:
+        return _Slot(self._slots, self._timeout)
+
+
+class _Slot:
+    """One model call's slot (a class, not a generator: every message takes one)."""
+
+    __slots__ = ("_slots", "_timeout")
+
+    def __init__(self, slots: asyncio.Semaphore | None, timeout: float) -> None:
+        self._slots, self._timeout = slots, timeout
+
+    async def __aenter__(self) -> None:
         slots = self._slots
         if slots is None:
-            yield
+            return
+        if not slots.locked():  # free: taken at once, without a timer
+            await slots.acquire()
             return
         try:
             await asyncio.wait_for(slots.acquire(), self._timeout)
@@ -161,10 +176,12 @@ class LLMSlots:
                 "LLM queue wait over limits.queue_timeout",
                 chat_text="I'm answering a lot of people right now; please try again in a minute.",
             ) from None
-        try:
-            yield
-        finally:
-            slots.release()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._slots is not None:
+            self._slots.release()
 
 
 def input_limit(settings: Settings) -> int:

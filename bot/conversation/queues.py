@@ -8,8 +8,8 @@ timed into ``parlour_queue_wait_seconds`` (:mod:`bot.metrics`) under ``conversat
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 
 from bot.conversation.admission import LLMSlots
 from bot.conversation.locks import KeyedLocks
@@ -24,22 +24,35 @@ class Queues:
         self._slots = slots
         self._metrics = metrics
 
-    @asynccontextmanager
-    async def conversation(self, key: str) -> AsyncIterator[None]:
+    def conversation(self, key: str) -> AbstractAsyncContextManager[None]:
         """The conversation's lock: one turn at a time, in the order they arrived."""
-        started = asyncio.get_running_loop().time()
-        async with self.locks.hold(key):
-            self._waited("conversation", started)
-            yield
+        return _Timed(self, "conversation", self.locks.hold(key))
 
-    @asynccontextmanager
-    async def llm_slot(self) -> AsyncIterator[None]:
+    def llm_slot(self) -> AbstractAsyncContextManager[None]:
         """An LLM slot (``limits.max_concurrent_llm_calls``)."""
-        started = asyncio.get_running_loop().time()
-        async with self._slots.slot():
-            self._waited("llm_slot", started)
-            yield
+        return _Timed(self, "llm_slot", self._slots.slot())
 
     def _waited(self, queue: str, started: float) -> None:
         if self._metrics is not None:
             self._metrics.queue_wait(queue, asyncio.get_running_loop().time() - started)
+
+
+class _Timed:
+    """``inner`` entered, the wait timed (a class, not a generator: every message takes two)."""
+
+    __slots__ = ("_inner", "_queue", "_queues")
+
+    def __init__(
+        self, queues: Queues, queue: str, inner: AbstractAsyncContextManager[None]
+    ) -> None:
+        self._queues, self._queue, self._inner = queues, queue, inner
+
+    async def __aenter__(self) -> None:
+        started = asyncio.get_running_loop().time()
+        await self._inner.__aenter__()
+        self._queues._waited(self._queue, started)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._inner.__aexit__(kind, exc, tb)
