@@ -277,9 +277,7 @@ class ChatService:
             text = self.edits.start(key, ctx.message_id, waiting, text)
             if on_admitted is not None:
                 on_admitted()
-            # The budgets and what the prompt needs, read together: one wait, not five in a
-            # row (in a burst, each of those waits queues behind every other turn's reads).
-            _, history, overheard, mark = await asyncio.gather(
+            _, history, overheard, mark = await asyncio.gather(  # one wait, not four in a row
                 self.admission.check_budgets(ctx),
                 self.store.load_window(key, self.settings.history.max_turns),
                 self.overheard.recent(ctx, key),
@@ -293,16 +291,11 @@ class ChatService:
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
             try:
+                model = self.presets.model(ctx)
                 run = self._loop.run(
-                    ctx,
-                    prompt,
-                    tools,
-                    bill,
-                    answer,
-                    streaming=streaming,
-                    conversation_key=key,
-                    model=self.presets.model(ctx),
-                )
+                    ctx, prompt, tools, bill, answer, streaming=streaming, conversation_key=key,
+                    model=model,
+                )  # fmt: skip
                 async with contextlib.aclosing(run) as events:  # closed now, if we are
                     async for event in events:
                         yield event
@@ -318,14 +311,9 @@ class ChatService:
             finally:  # answered or not, the chat is listed; never before the model call
                 await asyncio.shield(self.directory.note(ctx))
             reply = Reply(
-                final.text,
-                turn_id,
-                key,
-                bill.total,
-                final.model,
-                final.finish_reason,
+                final.text, turn_id, key, bill.total, final.model, final.finish_reason,
                 rendered=answer.rendered,
-            )
+            )  # fmt: skip
         yield Done(reply)  # after the lock is released: a consumer may stop here
 
     def _count_turn(self, ctx: ChatContext, exc: BaseException | None) -> None:
