@@ -54,8 +54,7 @@ async def running_bot(
     telegram: dict[str, Any] | None = None,
     **sections: Any,
 ) -> AsyncIterator[tuple[App, TelegramAdapter]]:
-    """The app and a running adapter, polling, its start-up diagnostics and menus done (they run
-    beside the first poll); stopped (and drained) on exit."""
+    """The app and a running adapter; stopped (and drained) on exit."""
     section = telegram_section(tg, **(telegram or {}))
     async with make_app(telegram=section, **sections) as app:
         sleep = asyncio.sleep if flood_sleeps is None else flood_sleeps
@@ -68,7 +67,6 @@ async def running_bot(
             )
             if task.done():
                 task.result()  # raise what stopped it
-            await asyncio.wait_for(adapter.settled.wait(), 10)
             yield app, adapter
         finally:
             await adapter.stop()
@@ -141,7 +139,6 @@ async def fed_bot(
             if task.done():
                 task.result()  # raise what stopped it
             assert adapter.ready.is_set(), "the adapter did not start within 10 s"
-            await asyncio.wait_for(adapter.settled.wait(), 10)  # diagnostics and menus
             yield FedBot(app, adapter, tg)
         finally:
             await adapter.stop()

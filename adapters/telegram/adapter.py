@@ -1,11 +1,9 @@
 """The Telegram adapter: aiogram 3 in, ChatService in the middle, formatted replies out.
 
-Lifecycle: ``run`` checks the token with ``getMe``, repairs what a crash left on screen, then
-long-polls (after ``deleteWebhook``, holding the one poller's lease) or serves a webhook until
-``stop``. What can wait runs beside the first poll instead of before it (issue 31: each is a
-round trip to Telegram): logging at WARNING what ``doctor`` would flag (privacy mode, admin
-rights in the configured groups, webhook errors: :mod:`adapters.telegram.doctor`) and
-registering the command menus; ``settled`` is set when they are done. Our entry point owns signals
+Lifecycle: ``run`` checks the token with ``getMe``, logs what ``doctor`` would flag (privacy
+mode, admin rights in the configured groups, webhook errors: :mod:`adapters.telegram.doctor`)
+at WARNING, registers the command menus, then long-polls (after ``deleteWebhook``, holding
+the one poller's lease) or serves a webhook until ``stop``. Our entry point owns signals
 (``handle_signals=False``); on ``stop`` no new updates are taken and the replies already being
 written finish before ``run`` returns. An update that aiogram cannot parse is logged and
 skipped, in both modes (:mod:`adapters.telegram.updates`).
@@ -126,8 +124,6 @@ class TelegramAdapter:
         self.owner = owners.new_owner()  # this replica, in the inbox and the leases
         self._stopped = asyncio.Event()
         self.ready = asyncio.Event()  # taking updates: polling, or webhook served and set
-        self.settled = asyncio.Event()  # the start's diagnostics and menus are done too
-        self._settling: asyncio.Task[None] | None = None
         self._inflight: set[asyncio.Task[Any]] = set()
         self.barriers = ChatBarriers()
         self.deliveries = DeliveryLog(platform.store)
@@ -156,10 +152,6 @@ class TelegramAdapter:
             else:
                 await self._poll()
         finally:
-            if self._settling is not None and not self._settling.done():
-                self._settling.cancel()  # diagnostics and menus are not worth a slower stop
-            if self._settling is not None:
-                await asyncio.gather(self._settling, return_exceptions=True)
             if self._inflight:  # replies being written finish, even if polling crashed
                 await asyncio.gather(*self._inflight, return_exceptions=True)
             self.platform.outbound.unregister("telegram", self)
@@ -170,8 +162,7 @@ class TelegramAdapter:
         self._stopped.set()
 
     async def _start(self) -> bool:
-        """getMe (retried while Telegram is unreachable), crash repair; diagnostics and menus
-        start beside it (:meth:`_settle`)."""
+        """getMe (retried while Telegram is unreachable), diagnostics, command menus."""
         delay = 1.0
         while self.me is None:
             try:
@@ -188,7 +179,20 @@ class TelegramAdapter:
                 if self._stopped.is_set():
                     return False
                 delay = min(delay * 2, _STARTUP_RETRY_MAX)
-        me = self.me
+        await self._diagnose(self.me)
+        commands = self.platform.commands
+        if not commands.knows(ASK.name) and ASK.name not in {i.name for i in commands.infos}:
+            commands.register(ASK)
+        commands.add_help_note(self._help_note)
+        await register_menus(self.bot, commands.infos)
+        # After the store closed the dead process's pending turns; before new messages.
+        with self.retry.window():
+            await recover(self.bot, self.deliveries, self.config.delivery_deadline)
+        return True
+
+    async def _diagnose(self, me: User) -> None:
+        """Who we are at INFO; what ``doctor`` would flag (privacy mode, admin rights in the
+        configured chats, webhook errors) at WARNING. Never stops the start."""
         log.info(
             "telegram bot @%s id=%s mode=%s api_server=%s",
             me.username,
@@ -196,29 +200,6 @@ class TelegramAdapter:
             self.config.mode,
             self.config.api_server,
         )
-        commands = self.platform.commands
-        if not commands.knows(ASK.name) and ASK.name not in {i.name for i in commands.infos}:
-            commands.register(ASK)
-        commands.add_help_note(self._help_note)
-        self._settling = asyncio.ensure_future(self._settle(me))
-        # After the store closed the dead process's pending turns; before new messages.
-        with self.retry.window():
-            await recover(self.bot, self.deliveries, self.config.delivery_deadline)
-        return True
-
-    async def _settle(self, me: User) -> None:
-        """What the first poll need not wait for: the diagnostics, then the command menus."""
-        try:
-            await self._diagnose(me)
-            await register_menus(self.bot, self.platform.commands.infos)
-        except Exception:  # neither is fatal; each already logs its own failures
-            log.warning("telegram: start-up diagnostics or menus failed", exc_info=True)
-        finally:
-            self.settled.set()
-
-    async def _diagnose(self, me: User) -> None:
-        """What ``doctor`` would flag (privacy mode, admin rights in the configured chats,
-        webhook errors) at WARNING. Never stops the bot."""
         try:
             chats = configured_chats(self.platform.settings)
             async with asyncio.timeout(_DIAGNOSE_WAIT):
