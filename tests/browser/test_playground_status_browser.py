@@ -18,6 +18,9 @@ HOSTILE = 'Sure: <img src=x onerror="window.pwned=1"> and <script>window.pwned=2
 ANSWER = "Tram 28 climbs to the castle; ride it early, before the crowds, and walk down."
 
 
+STREAMED = 60_000  # ms for a streamed answer at 0.15 s a chunk to be whole, on a loaded machine
+
+
 async def test_the_playground_draws_the_answer_while_it_streams(
     make_app: AppFactory, fake_llm: FakeLLM
 ) -> None:
@@ -41,13 +44,13 @@ async def test_the_playground_draws_the_answer_while_it_streams(
             arg=ANSWER,
         )
         assert ANSWER.startswith(await partial.json_value())  # part of it, drawn in place
-        await expect(reply_text).to_have_text(ANSWER)
+        await expect(reply_text).to_have_text(ANSWER, timeout=STREAMED)
         await expect(page.locator(".playground-log article.turn.pending")).to_have_count(0)
         await expect(page.locator(".playground-error")).to_be_hidden()
 
         await page.fill("#message", "Say something with markup")
         await page.click("form.playground-form button[type=submit]")
-        await expect(reply_text).to_have_text(HOSTILE)  # shown as text
+        await expect(reply_text).to_have_text(HOSTILE, timeout=STREAMED)  # shown as text
         assert await page.evaluate("window.pwned") is None
         assert await page.locator(".playground-log img").count() == 0
 
