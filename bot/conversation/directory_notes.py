@@ -10,6 +10,7 @@ fails the turn.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from cachetools import LRUCache
@@ -29,6 +30,13 @@ class DirectoryNotes:
     def __init__(self, store: ChatDirectory, size: int = NOTED_CHATS) -> None:
         self._store = store
         self._noted: LRUCache[str, tuple[str, str]] = LRUCache(maxsize=size)
+        self._later: set[asyncio.Future[None]] = set()  # notes of failed turns, being written
+
+    def note_later(self, ctx: ChatContext) -> None:
+        """:meth:`note` in the background: a failed turn tells its user before it is noted."""
+        task = asyncio.ensure_future(self.note(ctx))
+        self._later.add(task)
+        task.add_done_callback(self._later.discard)
 
     async def note(self, ctx: ChatContext) -> None:
         """Write the chat's entry unless this process already wrote the same one."""

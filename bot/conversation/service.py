@@ -307,9 +307,9 @@ class ChatService:
                     self.compactor.turn_done(ctx, key, cut=prompt.cut)
             except BaseException as exc:
                 await turn.fail(exc, bill.total)
+                self.directory.note_later(ctx)  # the error reaches the user first
                 raise
-            finally:  # answered or not, the chat is listed; never before the model call
-                await asyncio.shield(self.directory.note(ctx))
+            await self.directory.note(ctx)  # listed when the answer is; never before the model
             reply = Reply(
                 final.text, turn_id, key, bill.total, final.model, final.finish_reason,
                 rendered=answer.rendered,
