@@ -70,11 +70,8 @@ _TEXT_CACHE_SIZE = 16_384  # distinct texts remembered per counter (~100 windows
 # Texts longer than this are remembered by a 128-bit digest instead (a collision is no risk), so
 # the caches' memory is bounded (~7 MiB at most) however long the messages are.
 _KEPT_TEXT_CHARS = 128
-# Every turn counts its window's long messages again (twice: per turn, then the whole prompt),
-# and their digest costs more than the lookup (0.7 us for 500 characters). The long texts counted
-# most recently are therefore also kept by themselves, up to this many characters in all (at
-# most 4 MiB, usually the very strings the window cache holds anyway); a text is then found by
-# its cached str hash, without hashing its bytes.
+# A long text's digest costs more than its lookup (0.7 us for 500 characters): the long texts
+# counted last are kept as they are too, up to this many characters (found by their str hash).
 _RECENT_LONG_CHARS = 2**20
 
 _WIDE = re.compile("[\u0800-\uffff]")  # 3 UTF-8 bytes: CJK, kana, Hangul, Indic, Thai...
