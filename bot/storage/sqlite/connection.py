@@ -27,6 +27,7 @@ import aiosqlite
 from bot.errors import StoreError
 from bot.storage.sql.seam import Row
 from bot.storage.sqlite.files import unwritable, unwritable_text
+from bot.storage.sqlite.group_commit import GroupCommit
 from bot.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["NOW", "Database", "SQLiteDialect", "SQLiteSeam", "sqlite_sql", "statements"]
@@ -50,6 +51,7 @@ class Database:
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        self.batches = GroupCommit(self._write_lock)  # one-statement writes (group_commit.py)
 
     async def open(self) -> aiosqlite.Connection:
         """Connect and migrate; returns the writer, not yet shared, for work at open."""
@@ -289,17 +291,14 @@ class SQLiteSeam:
     async def fetch(self, sql: str, *args: object) -> list[Row]:
         return list(await self._db.reader.execute_fetchall(sqlite_sql(sql), args))
 
-    # One statement each, run every turn: the lock taken here rather than through writing()
+    # One statement each, run every turn: concurrent turns' writes share a commit
     async def execute(self, sql: str, *args: object) -> int:
         db = self._db
-        async with db.write_lock:
-            cursor = await db.writer.execute(sqlite_sql(sql), args)
-        return max(cursor.rowcount, 0)
+        return int(await db.batches.run(db.writer, sqlite_sql(sql), args, rows=False))
 
     async def write(self, sql: str, *args: object) -> list[Row]:
         db = self._db
-        async with db.write_lock:
-            return list(await db.writer.execute_fetchall(sqlite_sql(sql), args))
+        return list(await db.batches.run(db.writer, sqlite_sql(sql), args, rows=True))
 
     async def executemany(self, sql: str, args: Sequence[Sequence[object]]) -> None:
         async with self._db.writing() as conn:

@@ -1,0 +1,108 @@
+"""SQLite's group commit (bot.storage.sqlite.group_commit): concurrent one-statement writes share
+a trip to the writer's thread and a commit, and each caller still learns only its own outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.storage.sqlite import SQLiteStore, group_commit
+from bot.values import NewTurn
+
+INSERT = "INSERT INTO plugin_kv (plugin, key, value, updated_at) VALUES ($1, $2, $3, 0)"
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    async with SQLiteStore(tmp_path / "g.db") as opened:
+        yield opened
+
+
+@pytest.fixture
+def trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of each batch sent to the writer's thread."""
+    sizes: list[int] = []
+    real = group_commit._apply
+
+    def counting(writer: Any, batch: list[Any], loop: asyncio.AbstractEventLoop) -> None:
+        sizes.append(len(batch))
+        real(writer, batch, loop)
+
+    monkeypatch.setattr(group_commit, "_apply", counting)
+    return sizes
+
+
+async def stored(store: SQLiteStore) -> list[tuple[str, str]]:
+    rows = await store.seam.fetch("SELECT key, value FROM plugin_kv ORDER BY key")
+    return [(key, value) for key, value in rows]
+
+
+async def test_concurrent_turns_share_trips_and_each_gets_its_own_id(
+    store: SQLiteStore, trips: list[int]
+) -> None:
+    turns = [NewTurn(f"tg:{n}", f"tg:{n}", "u", "U", f"hello {n}") for n in range(50)]
+    ids = await asyncio.gather(*(store.begin_turn(turn) for turn in turns))
+    assert len(set(ids)) == 50
+    assert ids == sorted(ids)  # written in the order they were asked for
+    assert sum(trips) == 50 and len(trips) < 50 and trips[0] == 1  # a lone first write: alone
+    for n, turn_id in enumerate(ids):
+        (stored_turn,) = await store.load_window(f"tg:{n}", 5)
+        assert stored_turn.turn_id == turn_id
+        assert str(stored_turn.messages[0]["content"]).endswith(f"hello {n}")
+
+
+async def test_a_failing_statement_fails_alone(store: SQLiteStore, trips: list[int]) -> None:
+    await store.seam.execute(INSERT, "p", "taken", '"first"')
+    outcomes = await asyncio.gather(
+        store.seam.execute(INSERT, "p", "a", '"1"'),
+        store.seam.execute(INSERT, "p", "taken", '"again"'),  # primary key: refused
+        store.seam.execute(INSERT, "p", "bad", "not json"),  # CHECK: refused
+        store.seam.write(INSERT + " RETURNING key", "p", "b", '"2"'),
+        return_exceptions=True,
+    )
+    assert outcomes[0] == 1 and outcomes[3] == [("b",)]
+    assert isinstance(outcomes[1], sqlite3.IntegrityError)
+    assert isinstance(outcomes[2], sqlite3.IntegrityError)
+    assert trips[-2:] == [1, 3]  # the first writes alone, the rest gather behind it: one commit
+    assert await stored(store) == [("a", '"1"'), ("b", '"2"'), ("taken", '"first"')]
+
+
+async def test_a_batch_waits_for_an_open_transaction(store: SQLiteStore) -> None:
+    """A multi-statement transaction holds the writer: a batch goes before or after it whole,
+    never into it (a rolled back transaction takes none of the batch's writes along)."""
+    entered = asyncio.Event()
+
+    async def rolled_back() -> None:
+        with pytest.raises(RuntimeError):
+            async with store.seam.transaction() as tx:
+                await tx.execute(INSERT, "p", "in-tx", '"x"')
+                entered.set()
+                await asyncio.sleep(0.05)  # the batch below queues meanwhile
+                raise RuntimeError("undo")
+
+    task = asyncio.create_task(rolled_back())
+    await entered.wait()
+    written = await asyncio.gather(
+        *(store.seam.execute(INSERT, "p", f"k{n}", "1") for n in range(5))
+    )
+    await task
+    assert written == [1] * 5
+    assert [key for key, _ in await stored(store)] == ["k0", "k1", "k2", "k3", "k4"]
+
+
+async def test_a_cancelled_leader_leaves_no_caller_waiting(store: SQLiteStore) -> None:
+    leader = asyncio.create_task(store.seam.execute(INSERT, "p", "lead", '"1"'))
+    await asyncio.sleep(0)  # the leader's batch is on its way to the thread
+    followers = [
+        asyncio.create_task(store.seam.execute(INSERT, "p", f"f{n}", "1")) for n in range(3)
+    ]
+    await asyncio.sleep(0)
+    leader.cancel()
+    assert await asyncio.wait_for(asyncio.gather(*followers), 10) == [1, 1, 1]
+    keys = [key for key, _ in await stored(store)]
+    assert {"f0", "f1", "f2"} <= set(keys)  # the leader's own write may or may not have landed
