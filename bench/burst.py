@@ -228,6 +228,7 @@ async def measure_burst(
 ) -> list[Pair]:
     """``runs`` interleaved pairs (floor, then Parlour) per chat count and backend."""
     backends = [b for b in backends if b != "postgres" or pg_url]
+    freeze_imports()
     pairs: list[Pair] = []
     async with child("llm", LATENCY) as llm:
         for count in chats:
@@ -240,8 +241,17 @@ async def measure_burst(
     return pairs
 
 
+def freeze_imports() -> None:
+    """Both sides in this process as ``python -m bot run`` has its own: what the imports made is
+    frozen out of later collections (``bot.cli.collector.settle``), so a collection during a burst
+    walks what the burst made, not the libraries' 300,000 objects."""
+    gc.collect()
+    gc.freeze()
+
+
 async def profile_burst(root: Path, chats: int = 200) -> tuple[cProfile.Profile, RunFigures]:
     """Parlour's side of one SQLite burst under cProfile (push to the last edit)."""
+    freeze_imports()
     profiler = cProfile.Profile()
     async with child("llm", LATENCY) as llm:
         figures = await run_once("sqlite", llm, chats, root, None, profiler)

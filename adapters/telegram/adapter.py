@@ -59,6 +59,7 @@ from adapters.telegram.output import Outbox, Target
 from adapters.telegram.recovery import recover
 from adapters.telegram.replicas import PollerLease
 from adapters.telegram.reply import TelegramReplies
+from adapters.telegram.response_models import KeepResponseModels
 from adapters.telegram.settings import TelegramSettings, telegram_settings
 from adapters.telegram.triggers import Action, decide
 from adapters.telegram.updates import SkipUnparsableUpdates
@@ -106,6 +107,7 @@ class TelegramAdapter:
         )
         session.middleware(self.retry)
         session.middleware(SkipUnparsableUpdates())  # one bad update must not stop polling
+        session.middleware(KeepResponseModels())  # built once, not ~30 times a burst
         self.bot = Bot(self.config.bot_token, session=session)
         self.dispatcher = Dispatcher()
         router = Router(name="parlour")
