@@ -275,8 +275,6 @@ class ChatService:
             self.queues.conversation(key),
         ):
             text = self.edits.start(key, ctx.message_id, waiting, text)
-            if on_admitted is not None:
-                on_admitted()
             _, history, overheard, mark = await asyncio.gather(  # one wait, not four in a row
                 self.admission.check_budgets(ctx),
                 self.store.load_window(key, self.settings.history.max_turns),
@@ -284,6 +282,8 @@ class ChatService:
                 self.store.load_window_mark(key),
             )
             await self.llm.check_available()  # known to be down: nothing stored
+            if on_admitted is not None:  # the reads go first; the model request is next
+                on_admitted()
             said = await self.media.read(text, attachments)  # caps; voice transcribed
             tools = self.tools.definitions(ctx) if self.tools else []
             prompt = await self.prompts.build(ctx, key, said, history, overheard, tools, mark)
@@ -302,14 +302,16 @@ class ChatService:
                 if split is not None:
                     await answer.fit(split, self.settings.limits.max_reply_messages)
                 final = answer.final
-                turn_id = await turn.complete(answer.messages, bill.total, final.model)
+                turn_id, _ = await asyncio.gather(  # one wait: listed when the answer is stored
+                    turn.complete(answer.messages, bill.total, final.model),
+                    self.directory.note(ctx),
+                )
                 if self.compactor is not None:  # background: never delays this reply
                     self.compactor.turn_done(ctx, key, cut=prompt.cut)
             except BaseException as exc:
                 await turn.fail(exc, bill.total)
                 self.directory.note_later(ctx)  # the error reaches the user first
                 raise
-            await self.directory.note(ctx)  # listed when the answer is; never before the model
             reply = Reply(
                 final.text, turn_id, key, bill.total, final.model, final.finish_reason,
                 rendered=answer.rendered,

@@ -26,8 +26,8 @@ import aiosqlite
 
 from bot.errors import StoreError
 from bot.storage.sql.seam import Row
+from bot.storage.sqlite.batches import GroupCommit, ReadBatches
 from bot.storage.sqlite.files import unwritable, unwritable_text
-from bot.storage.sqlite.group_commit import GroupCommit
 from bot.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["NOW", "Database", "SQLiteDialect", "SQLiteSeam", "sqlite_sql", "statements"]
@@ -51,7 +51,8 @@ class Database:
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
-        self.batches = GroupCommit(self._write_lock)  # one-statement writes (group_commit.py)
+        # concurrent turns' statements share trips to the threads (batches.py)
+        self.writes, self.reads = GroupCommit(self._write_lock), ReadBatches()
 
     async def open(self) -> aiosqlite.Connection:
         """Connect and migrate; returns the writer, not yet shared, for work at open."""
@@ -289,16 +290,17 @@ class SQLiteSeam:
         self._db = db
 
     async def fetch(self, sql: str, *args: object) -> list[Row]:
-        return list(await self._db.reader.execute_fetchall(sqlite_sql(sql), args))
+        db = self._db
+        return list(await db.reads.run(db.reader, sqlite_sql(sql), args, rows=True))
 
     # One statement each, run every turn: concurrent turns' writes share a commit
     async def execute(self, sql: str, *args: object) -> int:
         db = self._db
-        return int(await db.batches.run(db.writer, sqlite_sql(sql), args, rows=False))
+        return int(await db.writes.run(db.writer, sqlite_sql(sql), args, rows=False))
 
     async def write(self, sql: str, *args: object) -> list[Row]:
         db = self._db
-        return list(await db.batches.run(db.writer, sqlite_sql(sql), args, rows=True))
+        return list(await db.writes.run(db.writer, sqlite_sql(sql), args, rows=True))
 
     async def executemany(self, sql: str, args: Sequence[Sequence[object]]) -> None:
         async with self._db.writing() as conn:

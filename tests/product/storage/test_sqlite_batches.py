@@ -1,5 +1,6 @@
-"""SQLite's group commit (bot.storage.sqlite.group_commit): concurrent one-statement writes share
-a trip to the writer's thread and a commit, and each caller still learns only its own outcome."""
+"""SQLite's batched trips (bot.storage.sqlite.batches): concurrent one-statement writes share a trip
+to the writer's thread and a commit, reads a trip to the reader's, and each caller still learns
+only its own outcome."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.storage.sqlite import SQLiteStore, group_commit
+from bot.storage.sqlite import SQLiteStore, batches
 from bot.values import NewTurn
 
 INSERT = "INSERT INTO plugin_kv (plugin, key, value, updated_at) VALUES ($1, $2, $3, 0)"
@@ -25,15 +26,25 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
 
 @pytest.fixture
 def trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The size of each batch sent to the writer's thread."""
+    """The size of each batch of writes sent to the writer's thread."""
+    return _counting(monkeypatch, "_write")
+
+
+@pytest.fixture
+def read_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of each batch of reads sent to the reader's thread."""
+    return _counting(monkeypatch, "_read")
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
     sizes: list[int] = []
-    real = group_commit._apply
+    real = getattr(batches, name)
 
-    def counting(writer: Any, batch: list[Any], loop: asyncio.AbstractEventLoop) -> None:
+    def counting(conn: sqlite3.Connection, batch: list[Any], outcomes: list[Any]) -> None:
         sizes.append(len(batch))
-        real(writer, batch, loop)
+        real(conn, batch, outcomes)
 
-    monkeypatch.setattr(group_commit, "_apply", counting)
+    monkeypatch.setattr(batches, name, counting)
     return sizes
 
 
@@ -106,3 +117,19 @@ async def test_a_cancelled_leader_leaves_no_caller_waiting(store: SQLiteStore) -
     assert await asyncio.wait_for(asyncio.gather(*followers), 10) == [1, 1, 1]
     keys = [key for key, _ in await stored(store)]
     assert {"f0", "f1", "f2"} <= set(keys)  # the leader's own write may or may not have landed
+
+
+async def test_concurrent_reads_share_trips_and_each_gets_its_own_rows(
+    store: SQLiteStore, read_trips: list[int]
+) -> None:
+    for n in range(20):
+        await store.seam.execute(INSERT, "p", f"k{n:02}", str(n))
+    select = "SELECT value FROM plugin_kv WHERE key = $1"
+    found = await asyncio.gather(
+        *(store.seam.fetch(select, f"k{n:02}") for n in range(20)),
+        store.seam.fetch("SELECT no_such_column FROM plugin_kv"),
+        return_exceptions=True,
+    )
+    assert found[:20] == [[(str(n),)] for n in range(20)]
+    assert isinstance(found[20], sqlite3.OperationalError)  # its own error, the others answered
+    assert sum(read_trips) == 21 and len(read_trips) < 21

@@ -1,0 +1,201 @@
+"""Batched trips to aiosqlite's threads: concurrent turns' reads share a trip, their one-statement
+writes a trip and a commit (issue 31).
+
+A turn reads about five times (its budgets, window, overheard messages, summary mark) and writes
+about seven single statements (its message, its delivery record, the answer, the chat
+directory ...). Each on its own is a trip to a connection's thread and back: a future, a queue,
+a wake-up of the loop, a hand-over of the GIL; and a write also waits for the writer lock and
+commits alone. Under a burst of 200 turns some 2,400 such trips queue in series. Here a statement
+joins the batch that is gathering for its connection; the first caller to find no batch on its
+way takes it (the leader: no task for a lone statement) in one trip. Statements that arrive
+meanwhile gather for the next trip. A quiet bot's statement is a batch of one: one trip, as
+before.
+
+Writes (:class:`GroupCommit`): a batch of several runs inside one ``BEGIN IMMEDIATE`` ...
+``COMMIT``. Each caller learns what an autocommit statement would have told it: its rows or row
+count once its batch is committed, or its own error. A constraint error undoes that statement
+alone (SQLite's ABORT: the transaction stays open); any other error (disk full, I/O) rolls back
+the statements written since the last commit and each of them is told that error: none of them
+was acknowledged, so nothing acknowledged is lost. Reads (:class:`ReadBatches`) run one after
+the other on the read connection, each seeing what was committed when it ran.
+
+The thread answers the callers itself (``call_soon_threadsafe``), so a leader cancelled while
+its batch is on its way leaves no caller waiting. aiosqlite has no public call to run a function
+in its thread: ``Connection._execute`` (there since its first releases) does it; the conformance
+suite runs every statement through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+__all__ = ["GroupCommit", "ReadBatches"]
+
+Outcome = int | list[Any] | BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class _Statement:
+    sql: str  # as SQLite reads it (``?1``)
+    args: Sequence[object]
+    rows: bool  # the statement's rows, else how many rows it touched
+    future: asyncio.Future[Any]
+
+
+_Apply = Callable[[sqlite3.Connection, list[_Statement], list[Outcome]], None]
+
+
+class _Batches:
+    """One connection's statements, a batch per trip (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._queued: list[_Statement] = []
+        self._leading = False
+        self._next: asyncio.Task[None] | None = None  # who leads once a leader is done
+
+    async def run(
+        self, conn: aiosqlite.Connection, sql: str, args: Sequence[object], *, rows: bool
+    ) -> Any:
+        """Run one statement; its rows (``rows``) or its row count."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queued.append(_Statement(sql, args, rows, future))
+        if not self._leading:
+            await self._lead(conn, until=future)
+        return await future
+
+    def _apply(self) -> _Apply:
+        raise NotImplementedError
+
+    def _held(self) -> contextlib.AbstractAsyncContextManager[object]:
+        return contextlib.nullcontext()
+
+    async def _lead(self, conn: aiosqlite.Connection, until: asyncio.Future[Any] | None) -> None:
+        """Send batches until ``until`` is answered (None: until nothing is queued)."""
+        self._leading = True
+        try:
+            while self._queued and (until is None or not until.done()):
+                async with self._held():
+                    batch = [each for each in self._queued if not each.future.cancelled()]
+                    self._queued = []
+                    if batch:
+                        loop = asyncio.get_running_loop()
+                        trip = _trip(self._apply(), conn, batch, loop)
+                        await conn._execute(trip)  # type: ignore[no-untyped-call]
+        finally:
+            self._leading = False
+            if self._queued:  # arrived after this leader's own statement: the next leader
+                self._next = asyncio.create_task(self._lead(conn, until=None))
+
+
+class ReadBatches(_Batches):
+    """The read connection's statements, one trip per batch."""
+
+    def _apply(self) -> _Apply:
+        return _read
+
+
+class GroupCommit(_Batches):
+    """The writer's one-statement writes, one trip and one commit per batch."""
+
+    def __init__(self, lock: asyncio.Lock) -> None:
+        super().__init__()
+        self._lock = lock  # the writer's lock: multi-statement transactions take it too
+
+    def _apply(self) -> _Apply:
+        return _write
+
+    @contextlib.asynccontextmanager
+    async def _held(self) -> AsyncIterator[object]:
+        async with self._lock:
+            yield None
+
+
+def _trip(
+    apply: _Apply,
+    conn: aiosqlite.Connection,
+    batch: list[_Statement],
+    loop: asyncio.AbstractEventLoop,
+) -> Callable[[], None]:
+    def in_thread() -> None:
+        """In aiosqlite's thread: run ``batch``, then answer its callers on the loop."""
+        outcomes: list[Outcome] = [0] * len(batch)
+        try:
+            apply(conn._conn, batch, outcomes)
+        except BaseException as exc:  # a BEGIN refused (another process's lock): all told
+            outcomes = [exc] * len(batch)
+        finally:
+            loop.call_soon_threadsafe(_answer, batch, outcomes)
+
+    return in_thread
+
+
+def _run(conn: sqlite3.Connection, statement: _Statement) -> Outcome:
+    cursor = conn.execute(statement.sql, statement.args)
+    return cursor.fetchall() if statement.rows else max(cursor.rowcount, 0)
+
+
+def _read(conn: sqlite3.Connection, batch: list[_Statement], outcomes: list[Outcome]) -> None:
+    for index, statement in enumerate(batch):
+        try:
+            outcomes[index] = _run(conn, statement)
+        except Exception as exc:
+            outcomes[index] = exc
+
+
+def _write(conn: sqlite3.Connection, batch: list[_Statement], outcomes: list[Outcome]) -> None:
+    alone = len(batch) == 1  # autocommit: no BEGIN/COMMIT around one statement
+    since = 0  # the first statement of the open transaction
+    if not alone:
+        conn.execute("BEGIN IMMEDIATE")
+    for index, statement in enumerate(batch):
+        try:
+            outcomes[index] = _run(conn, statement)
+        except sqlite3.IntegrityError as exc:
+            if alone or conn.in_transaction:
+                outcomes[index] = exc  # undone alone; the others stand
+                continue
+            _undone(outcomes, since, index, exc)
+            since = _begin_again(conn, index, len(batch))
+        except Exception as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            _undone(outcomes, since, index, exc)
+            since = _begin_again(conn, index, len(batch))
+    if conn.in_transaction:
+        try:
+            conn.execute("COMMIT")
+        except Exception as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            _undone(outcomes, since, len(batch) - 1, exc)
+
+
+def _undone(outcomes: list[Outcome], first: int, last: int, exc: BaseException) -> None:
+    """Statements ``first``..``last`` were rolled back: each is told ``exc`` (unless it failed
+    on its own already)."""
+    for index in range(first, last + 1):
+        if not isinstance(outcomes[index], BaseException):
+            outcomes[index] = exc
+
+
+def _begin_again(conn: sqlite3.Connection, failed: int, size: int) -> int:
+    if failed + 1 < size:
+        conn.execute("BEGIN IMMEDIATE")
+    return failed + 1
+
+
+def _answer(batch: list[_Statement], outcomes: list[Outcome]) -> None:
+    for statement, outcome in zip(batch, outcomes, strict=True):
+        if statement.future.done():
+            continue  # its caller gave up; the statement ran all the same
+        if isinstance(outcome, BaseException):
+            statement.future.set_exception(outcome)
+        else:
+            statement.future.set_result(outcome)
