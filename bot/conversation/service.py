@@ -189,8 +189,9 @@ class ChatService:
 
         ``split``: how the adapter cuts a reply into messages; the answer is kept within
         ``limits.max_reply_messages`` of them (and always within ``limits.max_reply_chars``).
-        ``on_admitted`` runs once the message passed admission and holds the conversation: an
-        adapter starts its typing indicator there, so a refused flood costs no platform calls.
+        ``on_admitted`` runs once the message passed admission and its budgets, holds the
+        conversation and is about to go to the model: an adapter starts its typing indicator
+        there, so a refused message costs no platform call and the model request goes first.
         ``attachments``: the message's images and voice notes, as bytes (``bot.platform.media``),
         or a source that downloads them once the message is admitted; the text may then be empty
         (``bot.conversation.media_input`` says what the model sees).
