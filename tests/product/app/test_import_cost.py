@@ -22,6 +22,7 @@ import pytest
 
 import bot
 import bot.plugins
+from bot.cli.collector import THRESHOLDS
 from bot.config import settings_from_mapping
 from bot.storage import open_storage
 from bot.testing.fake_llm import FakeLLM
@@ -198,7 +199,8 @@ LOADED_ON_SIGNAL = """\
 import gc, json, runpy, signal, sys
 listing = sys.argv.pop(1)
 def dump(signum, frame):
-    state = {"modules": sorted(sys.modules), "gc": gc.isenabled(), "frozen": gc.get_freeze_count()}
+    state = {"modules": sorted(sys.modules), "gc": gc.isenabled(), "frozen": gc.get_freeze_count(),
+             "thresholds": gc.get_threshold()}
     with open(listing + ".part", "w") as out:
         json.dump(state, out)
     import os
@@ -252,9 +254,10 @@ async def test_a_telegram_only_bot_polls_without_the_libraries_it_does_not_use(
     assert {"bot.app", "adapters.telegram.adapter", "aiogram", "openai"} <= loaded  # it serves
     assert _among(loaded, UNUSED_BY_TELEGRAM + UNTIL_FIRST_REPLY) == []
     # The collector, paused while the start imported (bot.cli.collector), is on again, and what
-    # the imports made is kept out of its walks.
+    # the imports made is kept out of its walks, and it walks the young less often.
     assert state["gc"] is True
     assert state["frozen"] > 0
+    assert tuple(state["thresholds"]) == THRESHOLDS
 
 
 @pytest.mark.parametrize(
@@ -292,3 +295,4 @@ async def test_main_called_in_a_test_process_leaves_its_collector_alone(tmp_path
     assert code == 0, err
     assert gc.isenabled()
     assert gc.get_freeze_count() == frozen
+    assert gc.get_threshold() != THRESHOLDS
