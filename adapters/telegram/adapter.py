@@ -109,7 +109,7 @@ class TelegramAdapter:
         session.middleware(SkipUnparsableUpdates())  # one bad update must not stop polling
         session.middleware(KeepResponseModels())  # built once, not ~30 times a burst
         self.bot = Bot(self.config.bot_token, session=session)
-        self.dispatcher = Dispatcher()
+        self.dispatcher = Dispatcher(disable_fsm=True)  # Parlour keeps no FSM states
         router = Router(name="parlour")
         router.message.register(self._on_message)
         router.edited_message.register(self._on_message)  # edits.py decides what an edit does

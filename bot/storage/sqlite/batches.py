@@ -87,7 +87,10 @@ class _Batches:
                     if batch:
                         loop = asyncio.get_running_loop()
                         trip = _trip(self._apply(), conn, batch, loop)
-                        await conn._execute(trip)  # type: ignore[no-untyped-call]
+                        try:
+                            await conn._execute(trip)  # type: ignore[no-untyped-call]
+                        except Exception as exc:  # not sent (the store closed): none ran
+                            _answer(batch, [exc] * len(batch))
         finally:
             self._leading = False
             if self._queued:  # arrived after this leader's own statement: the next leader

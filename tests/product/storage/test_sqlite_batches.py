@@ -133,3 +133,16 @@ async def test_concurrent_reads_share_trips_and_each_gets_its_own_rows(
     assert found[:20] == [[(str(n),)] for n in range(20)]
     assert isinstance(found[20], sqlite3.OperationalError)  # its own error, the others answered
     assert sum(read_trips) == 21 and len(read_trips) < 21
+
+
+async def test_statements_queued_as_the_store_closes_are_told_so(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "c.db")
+    await store.open()
+    first = asyncio.create_task(store.seam.execute(INSERT, "p", "a", "1"))
+    await asyncio.sleep(0)  # the first leads; the next ones queue behind it
+    queued = [asyncio.create_task(store.seam.execute(INSERT, "p", f"q{n}", "1")) for n in range(3)]
+    await asyncio.sleep(0)
+    await store.close()
+    outcomes = await asyncio.wait_for(asyncio.gather(first, *queued, return_exceptions=True), 10)
+    assert outcomes[0] == 1
+    assert all(o == 1 or isinstance(o, Exception) for o in outcomes[1:])  # none left waiting
