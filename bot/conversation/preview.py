@@ -166,12 +166,14 @@ class Repeating:
         self.every = every
         self.what = what
         self._task: asyncio.Task[None] | None = None
+        self._stopped = False  # for good: a start that comes late (see ChatService) does nothing
 
     def start(self) -> None:
-        if self._task is None:
+        if self._task is None and not self._stopped:
             self._task = asyncio.ensure_future(self._loop())
 
     async def stop(self) -> None:
+        self._stopped = True
         task, self._task = self._task, None
         if task is None:
             return

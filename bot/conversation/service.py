@@ -190,8 +190,9 @@ class ChatService:
         ``split``: how the adapter cuts a reply into messages; the answer is kept within
         ``limits.max_reply_messages`` of them (and always within ``limits.max_reply_chars``).
         ``on_admitted`` runs once the message passed admission and its budgets, holds the
-        conversation and is about to go to the model: an adapter starts its typing indicator
-        there, so a refused message costs no platform call and the model request goes first.
+        conversation and its model request has started (one loop step later): an adapter starts
+        its typing indicator there, so a refused message costs no platform call and, in a burst,
+        the model requests go first.
         ``attachments``: the message's images and voice notes, as bytes (``bot.platform.media``),
         or a source that downloads them once the message is admitted; the text may then be empty
         (``bot.conversation.media_input`` says what the model sees).
@@ -283,8 +284,8 @@ class ChatService:
                 self.store.load_window_mark(key),
             )
             await self.llm.check_available()  # known to be down: nothing stored
-            if on_admitted is not None:  # the reads go first; the model request is next
-                on_admitted()
+            if on_admitted is not None:  # one loop step on: after the model request's task
+                asyncio.get_running_loop().call_soon(on_admitted)
             said = await self.media.read(text, attachments)  # caps; voice transcribed
             tools = self.tools.definitions(ctx) if self.tools else []
             prompt = await self.prompts.build(ctx, key, said, history, overheard, tools, mark)
