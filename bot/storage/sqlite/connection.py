@@ -53,6 +53,7 @@ class Database:
         self._write_lock = asyncio.Lock()
         # concurrent turns' statements share trips to the threads (batches.py)
         self.writes, self.reads = GroupCommit(self._write_lock), ReadBatches()
+        self.versions = ReadBatches()  # on the writer, outside its lock, as a lone read was
 
     async def open(self) -> aiosqlite.Connection:
         """Connect and migrate; returns the writer, not yet shared, for work at open."""
@@ -124,8 +125,8 @@ class Database:
         """Changes whenever another connection (another process) commits to the database."""
         if self._writer is None:
             raise StoreError("the history store is not open")
-        rows = await self._writer.execute_fetchall("PRAGMA data_version")
-        return int(next(iter(rows))[0])
+        rows = await self.versions.run(self._writer, "PRAGMA data_version", (), rows=True)
+        return int(rows[0][0])
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
