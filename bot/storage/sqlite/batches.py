@@ -1,7 +1,8 @@
 """Batched trips to aiosqlite's threads: concurrent turns' reads share a trip, their one-statement
 writes a trip and a commit (issue 31).
 
-A turn reads about five times (its budgets, window, overheard messages, summary mark) and writes
+A turn reads about six times (its budgets, window and the window cache's check, overheard
+messages, summary mark) and writes
 about seven single statements (its message, its delivery record, the answer, the chat
 directory ...). Each on its own is a trip to a connection's thread and back: a future, a queue,
 a wake-up of the loop, a hand-over of the GIL; and a write also waits for the writer lock and

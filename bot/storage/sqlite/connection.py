@@ -3,9 +3,10 @@ and the SQLite side of the seam (:mod:`bot.storage.sql.seam`) with its dialect.
 
 Two connections: one writer, used by one coroutine at a time (an asyncio lock; coroutines sharing
 one aiosqlite connection would otherwise share, and commit, each other's transaction), and one
-reader that only ever sees committed data. Most writes are one autocommit statement (one trip to
-aiosqlite's thread); the lock keeps them out of a multi-statement transaction another coroutine
-has open.
+reader that only ever sees committed data. Most writes are one statement; those of concurrent
+turns go to the writer's thread together and commit together, and reads share trips to the
+reader's the same way (:mod:`bot.storage.sqlite.batches`). The lock keeps a batch out of a
+multi-statement transaction another coroutine has open.
 """
 
 from __future__ import annotations
