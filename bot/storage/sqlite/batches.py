@@ -2,11 +2,11 @@
 writes a trip and a commit (issue 31).
 
 A turn reads about six times (its budgets, window and the window cache's check, overheard
-messages, summary mark) and writes
-about seven single statements (its message, its delivery record, the answer, the chat
-directory ...). Each on its own is a trip to a connection's thread and back: a future, a queue,
-a wake-up of the loop, a hand-over of the GIL; and a write also waits for the writer lock and
-commits alone. Under a burst of 200 turns some 2,400 such trips queue in series. Here a statement
+messages, summary mark) and writes about seven single statements (its message, its delivery
+record, the answer, the chat directory ...). Each on its own is a trip to a connection's thread
+and back: a future, a queue, a wake-up of the loop, a hand-over of the GIL; and a write also
+waits for the writer lock and commits alone. A burst of 200 turns made some 2,700 such trips,
+the writes in series; now about 90 (bench section 13). Here a statement
 joins the batch that is gathering for its connection; the first caller to find no batch on its
 way takes it (the leader: no task for a lone statement) in one trip. Statements that arrive
 meanwhile gather for the next trip. A quiet bot's statement is a batch of one: one trip, as
