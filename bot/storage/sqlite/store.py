@@ -10,12 +10,13 @@ from bot.errors import StoreError
 from bot.storage import owners
 from bot.storage.sql.seam import Tx
 from bot.storage.sql.store import SQLStore
+from bot.storage.sqlite.cached_rows import ConversationCache, SQLiteOverheard, SQLiteSummaries
 from bot.storage.sqlite.connection import Database, SQLiteSeam
 from bot.storage.sqlite.coordination import SQLiteCoordination
 from bot.storage.sqlite.memories import SQLiteMemories
+from bot.storage.sqlite.row_cache import VersionProbe
 from bot.storage.sqlite.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
 from bot.storage.sqlite.turns import SQLiteTurns
-from bot.storage.sqlite.window_cache import WindowCache
 
 
 async def _rescope(tx: Tx, new_chat_key: str) -> None:
@@ -29,10 +30,15 @@ class SQLiteStore(SQLStore):
     (or :func:`bot.storage.open_storage`)."""
 
     def __init__(self, path: str | Path, *, cache_windows: bool = True) -> None:
-        self.database, self.windows = Database(path), WindowCache()
+        self.database, self.windows = Database(path), ConversationCache()
         self.cache_windows = cache_windows
-        self._compose(SQLiteSeam(self.database), self.windows, owners.new_owner(), _rescope)
-        self.turns = SQLiteTurns(self.database, self.windows, self.owner, cache_windows)
+        seam = SQLiteSeam(self.database)
+        self._compose(seam, self.windows, owners.new_owner(), _rescope)
+        # One data_version probe for a turn's window, mark and overheard reads (row_cache.py).
+        probe = VersionProbe(self.database) if cache_windows else None
+        self.turns = SQLiteTurns(self.database, self.windows, self.owner, probe)
+        self.summaries = SQLiteSummaries(seam, self.windows.marks, probe)
+        self.overheard = SQLiteOverheard(seam, self.windows.overheard, probe)
         self.memories = SQLiteMemories(self.seam)
         self.coordination = SQLiteCoordination(self.seam)
 

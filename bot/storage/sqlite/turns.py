@@ -12,6 +12,7 @@ from __future__ import annotations
 from bot.storage.answers import turn_messages
 from bot.storage.sql.turns import INSERT_TURN, TurnRows, turn_row
 from bot.storage.sqlite.connection import Database, SQLiteSeam
+from bot.storage.sqlite.row_cache import VersionProbe
 from bot.storage.sqlite.window_cache import WindowCache
 from bot.values import NewTurn, StoredTurn, TurnStatus
 
@@ -38,9 +39,13 @@ class SQLiteTurns(TurnRows):
     """:class:`TurnRows` plus the window cache: a new turn joins its cached window, and a
     window is read from the cache while no other process has written."""
 
-    def __init__(self, db: Database, windows: WindowCache, owner: str, cache_windows: bool) -> None:
+    def __init__(
+        self, db: Database, windows: WindowCache, owner: str, probe: VersionProbe | None
+    ) -> None:
+        """``probe`` None: no window is kept in memory."""
         super().__init__(SQLiteSeam(db), windows, owner)
-        self._db, self._windows, self.cache_windows = db, windows, cache_windows
+        self._windows, self._probe = windows, probe
+        self.cache_windows = probe is not None
 
     async def begin_turn(self, turn: NewTurn) -> int:
         if turn.overheard:
@@ -54,7 +59,7 @@ class SQLiteTurns(TurnRows):
 
     async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:
         epoch = self._windows.epoch
-        version = await self._db.external_version() if self.cache_windows else -1
+        version = await self._probe.version() if self._probe is not None else -1
         cached = self._windows.get(conversation_key, max_turns, version)
         if cached is not None:
             return cached
@@ -69,7 +74,7 @@ class SQLiteTurns(TurnRows):
             )
             for turn_id, user_id, user_name, status, user_text, answer, _ in reversed(rows)
         ]
-        if rows and self.cache_windows:
+        if rows and self._probe is not None:
             self._windows.put(
                 conversation_key,
                 str(rows[0][6]),

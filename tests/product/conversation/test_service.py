@@ -377,3 +377,27 @@ async def test_unreachable_provider_is_unavailable(make_app: AppFactory) -> None
     ) as app:
         with pytest.raises(LLMUnavailableError):
             await app.service.chat(private(), "anyone?")
+
+
+async def test_the_first_turn_loads_the_token_encoding_off_the_event_loop(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building an encoding takes 0.5-0.7 s: the loop (every other chat) must not wait on it."""
+    import threading
+
+    from bot.llm import tokens
+
+    monkeypatch.setattr(tokens, "_COUNTERS", {})  # this process's counters, not yet loaded
+    loaded_on: list[threading.Thread] = []
+    encoding = tokens._encoding
+
+    def observed(name: str) -> Any:
+        loaded_on.append(threading.current_thread())
+        return encoding(name)
+
+    monkeypatch.setattr(tokens, "_encoding", observed)
+    async with make_app() as app:
+        assert not app.service.counter.loaded
+        assert (await app.service.chat(private(), "hello")).text == "echo: hello"
+        assert (await app.service.chat(private(), "again")).text == "echo: again"
+    assert loaded_on and threading.main_thread() not in loaded_on

@@ -1,4 +1,5 @@
-"""Tests for bot.llm.tokens: offline seeding, exact counts, the fallback estimate, calibration."""
+"""Tests for bot.llm.tokens and bot.llm.tiktoken_files: offline seeding, exact counts, the
+fallback estimate, calibration."""
 
 from __future__ import annotations
 
@@ -23,12 +24,11 @@ from hypothesis import strategies as st
 from tiktoken_ext import openai_public
 
 from bot.llm import tokens
+from bot.llm.tiktoken_files import ENCODING_FILES, ensure_tiktoken_cache
 from bot.llm.tokens import (
-    ENCODING_FILES,
     PER_TOOL_CALL,
     TokenCounter,
     default_count_tokens,
-    ensure_tiktoken_cache,
     estimate_tokens,
     get_counter,
 )

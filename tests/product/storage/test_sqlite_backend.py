@@ -267,3 +267,76 @@ async def test_stores_opening_one_new_file_at_once_all_open(tmp_path: Path) -> N
             assert {await store.reset_point("c") for store in stores} == {0}
         finally:
             await asyncio.gather(*(store.close() for store in stores))
+
+
+async def test_a_turns_reads_share_one_probe_and_follow_other_writers(tmp_path: Path) -> None:
+    """The window, the mark and the chatter, read together as a turn reads them, cost one
+    ``PRAGMA data_version`` while nothing changed; another process's write is seen at once."""
+    from bot.values import WindowMark
+
+    async def read(store: SQLiteStore) -> tuple[int, WindowMark | None, list[str]]:
+        window, mark, heard = await asyncio.gather(
+            store.load_window("tg:1", 10),
+            store.load_window_mark("tg:1"),
+            store.load_overheard("tg:1", 0),
+        )
+        return len(window), mark, [o.text for o in heard]
+
+    async with SQLiteStore(tmp_path / "m.db") as mine, SQLiteStore(tmp_path / "m.db") as other:
+        await answered(mine, "tg:1", "q", "a")
+        await mine.save_window_mark("tg:1", "tg:1", WindowMark(1, "s"))
+        assert await read(mine) == (1, WindowMark(1, "s"), [])
+        ran: list[str] = []
+        for conn in (mine.database.reader, mine.database.writer):
+            await conn.set_trace_callback(ran.append)
+        assert await read(mine) == (1, WindowMark(1, "s"), [])
+        assert ran == ["PRAGMA data_version"]
+        await other.record_overheard(turn("tg:1", "said"), keep=5)
+        await other.save_window_mark("tg:1", "tg:1", WindowMark(2, "t"))
+        assert await read(mine) == (1, WindowMark(2, "t"), ["said"])
+
+
+def test_row_cache_ignores_reads_overtaken_by_writes_and_stays_bounded() -> None:
+    from bot.storage.sqlite.row_cache import RowCache
+
+    cache: RowCache[str] = RowCache(len, max_conversations=2, max_bytes=10**6)
+    epoch = cache.epoch
+    cache.forget("k")  # a write lands
+    cache.put("k", "old", version=1, epoch=epoch)  # the older read arrives
+    assert cache.get("k", version=1) is None
+    cache.put("k", "new", version=1, epoch=cache.epoch)
+    held = cache.get("k", version=1)
+    assert held is not None and held.value == "new"
+    assert cache.get("k", version=2) is None  # another process wrote
+    for key in ("a", "b"):
+        cache.put(key, key, version=1, epoch=cache.epoch)
+    assert len(cache) == 2 and cache.get("k", version=1) is None  # least recently used went
+    cache.put("big", "x" * 10**6, version=1, epoch=cache.epoch)
+    assert len(cache) == 0 and cache.size == 0  # too big alone: not kept
+
+
+async def test_reads_sharing_a_probe_survive_one_of_them_cancelled() -> None:
+    from typing import cast
+
+    from bot.storage.sqlite.connection import Database
+    from bot.storage.sqlite.row_cache import VersionProbe
+
+    class Slow:
+        probes = 0
+
+        async def external_version(self) -> int:
+            self.probes += 1
+            await asyncio.sleep(0.01)
+            return 7
+
+    db = Slow()
+    probe = VersionProbe(cast(Database, db))
+    first, second, third = (asyncio.ensure_future(probe.version()) for _ in range(3))
+    await asyncio.sleep(0)
+    first.cancel()  # the one that probes: the others probe for themselves
+    assert await asyncio.gather(second, third) == [7, 7]
+    assert first.cancelled() and db.probes == 3
+    fourth, fifth = (asyncio.ensure_future(probe.version()) for _ in range(2))
+    await asyncio.sleep(0)
+    fifth.cancel()  # one that waits: the first is not disturbed
+    assert await fourth == 7 and fifth.cancelled() and db.probes == 4
