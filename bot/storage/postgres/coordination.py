@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from bot.storage.postgres.connection import Database, PostgresSeam
+from bot.storage.postgres.inbox_batch import InboxBatch
 from bot.storage.sql.coordination import CoordinationRows
 
 __all__ = ["PostgresCoordination"]
@@ -160,7 +161,7 @@ RETURNING failures, open_until, GREATEST(open_until - {_NOW}, 0.0)
 
 class PostgresCoordination(CoordinationRows):
     """:class:`CoordinationRows` plus PostgreSQL's claims, amends, buckets, flights and
-    breakers (each one statement on the pool)."""
+    breakers (each one statement on the pool), and puts batched."""
 
     SCHEMA: ClassVar[tuple[str, tuple[str, ...]]] = ("coordination", _STEPS)
     CLAIM, TAKE, CLAIM_FLIGHT, FAIL = _CLAIM, _TAKE, _CLAIM_FLIGHT, _FAIL
@@ -168,6 +169,13 @@ class PostgresCoordination(CoordinationRows):
     def __init__(self, db: Database) -> None:
         super().__init__(PostgresSeam(db))
         self._db = db
+        self._puts = InboxBatch(lambda: db.pool, super().inbox_put)
+
+    async def inbox_put(
+        self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
+    ) -> bool:
+        """Concurrent puts (a webhook burst) in one statement (:mod:`.inbox_batch`)."""
+        return await self._puts.put(source, update_id, lane, payload, subject)
 
     async def inbox_amend(
         self, source: str, update_id: int, lane: str, subject: str, payload: str, amended: str
