@@ -277,13 +277,19 @@ class ChatService:
             text = self.edits.start(key, ctx.message_id, waiting, text)
             if on_admitted is not None:
                 on_admitted()
-            _, history, overheard, mark = await asyncio.gather(  # one wait, not four in a row
-                self.admission.check_budgets(ctx),
-                self.store.load_window(key, self.settings.history.max_turns),
-                self.overheard.recent(ctx, key),
-                self.store.load_window_mark(key),
-            )
-            await self.llm.check_available()  # known to be down: nothing stored
+            # Known to be down: nothing stored. Read beside the rest, said after it.
+            available = asyncio.ensure_future(self.llm.check_available())
+            try:
+                _, history, overheard, mark = await asyncio.gather(  # one wait, not five
+                    self.admission.check_budgets(ctx),
+                    self.store.load_window(key, self.settings.history.max_turns),
+                    self.overheard.recent(ctx, key),
+                    self.store.load_window_mark(key),
+                )
+            except BaseException:  # its outcome no longer matters
+                available.add_done_callback(lambda done: done.cancelled() or done.exception())
+                raise
+            await available
             said = await self.media.read(text, attachments)  # caps; voice transcribed
             tools = self.tools.definitions(ctx) if self.tools else []
             prompt = await self.prompts.build(ctx, key, said, history, overheard, tools, mark)

@@ -70,19 +70,18 @@ class Budgets:
         limits = self.limits
         if self.access.exempt(ctx):
             return  # whoever pays the bill is never locked out by it
-        if limits.daily_tokens_total is not None:
-            total = await self.total_today()
-            if total >= limits.daily_tokens_total:
-                log.warning("daily token budget of the whole bot spent: %d tokens", total)
-                raise BudgetSpentError(
-                    f"daily total budget spent tokens={total}",
-                    chat_text="I've used today's budget for everyone. I'll be back after "
-                    "midnight (UTC).",
-                )
-        chat, mine = await asyncio.gather(  # read together: one wait for a new chat and user
+        total, chat, mine = await asyncio.gather(  # read together: one wait, not two in a row
+            self.total_today() if limits.daily_tokens_total is not None else _none(),
             self._chat_today(ctx) if limits.daily_tokens_per_chat is not None else _none(),
             self._user_today(ctx) if limits.daily_tokens_per_user is not None else _none(),
         )
+        if limits.daily_tokens_total is not None and total >= limits.daily_tokens_total:
+            log.warning("daily token budget of the whole bot spent: %d tokens", total)
+            raise BudgetSpentError(
+                f"daily total budget spent tokens={total}",
+                chat_text="I've used today's budget for everyone. I'll be back after "
+                "midnight (UTC).",
+            )
         if limits.daily_tokens_per_chat is not None and chat >= limits.daily_tokens_per_chat:
             raise BudgetSpentError(
                 f"daily chat budget spent chat={ctx.chat_key} tokens={chat}",
