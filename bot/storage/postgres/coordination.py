@@ -10,10 +10,11 @@ statement in the ``clock`` CTE, so every comparison in one statement uses the sa
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import ClassVar, NamedTuple
 
+from bot.storage.postgres.batch import Batch, columns
 from bot.storage.postgres.connection import Database, PostgresSeam
-from bot.storage.postgres.inbox_batch import InboxBatch
 from bot.storage.sql.coordination import CoordinationRows
 
 __all__ = ["PostgresCoordination"]
@@ -118,6 +119,18 @@ FROM heads WHERE inbox.id = heads.id
 RETURNING inbox.id, inbox.source, inbox.update_id, inbox.lane, inbox.payload, inbox.attempts
 """
 
+# Several puts in one statement, in the order given (ORDINALITY): ids in arrival order.
+_PUT_MANY = f"""
+{_CLOCK}
+INSERT INTO inbox (source, update_id, lane, payload, subject, created_at)
+SELECT r.source, r.update_id, r.lane, r.payload, r.subject, clock.now
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])
+    WITH ORDINALITY AS r(source, update_id, lane, payload, subject, n), clock
+ORDER BY r.n
+ON CONFLICT (source, update_id) DO NOTHING
+RETURNING source, update_id
+"""
+
 _REFILLED = (
     "LEAST(excluded.burst::float8, b.tokens"
     " + GREATEST(excluded.updated - b.updated, 0) * excluded.per_second)"
@@ -159,6 +172,14 @@ RETURNING failures, open_until, GREATEST(open_until - {_NOW}, 0.0)
 """
 
 
+class _Put(NamedTuple):
+    source: str
+    update_id: int
+    lane: str
+    payload: str
+    subject: str | None
+
+
 class PostgresCoordination(CoordinationRows):
     """:class:`CoordinationRows` plus PostgreSQL's claims, amends, buckets, flights and
     breakers (each one statement on the pool), and puts batched."""
@@ -169,13 +190,26 @@ class PostgresCoordination(CoordinationRows):
     def __init__(self, db: Database) -> None:
         super().__init__(PostgresSeam(db))
         self._db = db
-        self._puts = InboxBatch(lambda: db.pool, super().inbox_put)
+        self._puts: Batch[_Put, bool] = Batch(self._put_many, self._put_one)
 
     async def inbox_put(
         self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
     ) -> bool:
-        """Concurrent puts (a webhook burst) in one statement (:mod:`.inbox_batch`)."""
-        return await self._puts.put(source, update_id, lane, payload, subject)
+        """Concurrent puts (a webhook burst) in one statement (:mod:`.batch`)."""
+        return await self._puts.run(_Put(source, update_id, lane, payload, subject))
+
+    async def _put_one(self, put: _Put) -> bool:
+        return await super().inbox_put(*put)
+
+    async def _put_many(self, puts: Sequence[_Put]) -> list[bool]:
+        """Stored or not, per put; of one update put twice in the batch, the first is."""
+        first: dict[tuple[str, int], _Put] = {}
+        for put in puts:
+            first.setdefault((put.source, put.update_id), put)
+        rows = list(first.values())
+        stored = await self._db.pool.fetch(_PUT_MANY, *columns(rows))
+        keys = {(str(source), int(update_id)) for source, update_id in stored}
+        return [(key := (p.source, p.update_id)) in keys and first[key] is p for p in puts]
 
     async def inbox_amend(
         self, source: str, update_id: int, lane: str, subject: str, payload: str, amended: str
