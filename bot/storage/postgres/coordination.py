@@ -131,6 +131,15 @@ ON CONFLICT (source, update_id) DO NOTHING
 RETURNING source, update_id
 """
 
+_DONE_MANY = """
+UPDATE inbox SET done_at = extract(epoch FROM clock_timestamp())::float8, lease_until = NULL,
+    error = r.error
+FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, owner, error)
+WHERE inbox.id = r.id AND inbox.owner = r.owner AND inbox.done_at IS NULL
+    AND inbox.lease_until IS NOT NULL
+RETURNING inbox.id
+"""
+
 _REFILLED = (
     "LEAST(excluded.burst::float8, b.tokens"
     " + GREATEST(excluded.updated - b.updated, 0) * excluded.per_second)"
@@ -180,6 +189,12 @@ class _Put(NamedTuple):
     subject: str | None
 
 
+class _Done(NamedTuple):
+    item_id: int
+    owner: str
+    error: str | None
+
+
 class PostgresCoordination(CoordinationRows):
     """:class:`CoordinationRows` plus PostgreSQL's claims, amends, buckets, flights and
     breakers (each one statement on the pool), and puts batched."""
@@ -191,6 +206,21 @@ class PostgresCoordination(CoordinationRows):
         super().__init__(PostgresSeam(db))
         self._db = db
         self._puts: Batch[_Put, bool] = Batch(self._put_many, self._put_one)
+        self._dones: Batch[_Done, bool] = Batch(self._done_many, self._done_one)
+
+    async def inbox_done(self, item_id: int, owner: str, error: str | None = None) -> bool:
+        """Concurrent turns' ends in one statement (:mod:`.batch`)."""
+        return await self._dones.run(_Done(item_id, owner, error))
+
+    async def _done_one(self, done: _Done) -> bool:
+        return await super().inbox_done(*done)
+
+    async def _done_many(self, dones: Sequence[_Done]) -> list[bool]:
+        if len({done.item_id for done in dones}) < len(dones):  # one item twice: in order
+            return [await self._done_one(done) for done in dones]
+        found = await self._db.pool.fetch(_DONE_MANY, *columns(dones))
+        finished = {int(row[0]) for row in found}
+        return [done.item_id in finished for done in dones]
 
     async def inbox_put(
         self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
