@@ -59,6 +59,13 @@ class WebhookSettings(_Section):
         description="how long a replica's claim on an update lasts unrenewed (renewed every "
         "third of it while it runs): a dead replica's updates move to another within this",
     )
+    max_running: int = Field(
+        256,
+        ge=1,
+        le=100_000,
+        description="updates one replica runs at once (each in a different chat); the rest "
+        "wait in the inbox for it or another replica",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Self:

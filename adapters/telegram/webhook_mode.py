@@ -50,7 +50,12 @@ class WebhookMode:
         self.owner = owner
         self.source = source  # per bot: two bots sharing one database never mix update ids
         self.worker = InboxWorker(
-            store, source, self._run_update, lease_seconds=hook.lease_seconds, owner=owner
+            store,
+            source,
+            self._run_update,
+            lease_seconds=hook.lease_seconds,
+            concurrency=hook.max_running,
+            owner=owner,
         )
         self.secret = config.webhook_secret()
         self.server = WebhookServer(

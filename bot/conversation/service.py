@@ -76,9 +76,8 @@ class Store(
     ChatDirectory,
     Protocol,
 ):
-    """What the service needs: history, overheard group messages, per-chat preferences (their
-    changes audited), where each conversation's prompt window begins, and the chat directory
-    (each chat's title, noted as turns begin)."""
+    """What the service needs: history, overheard messages, per-chat preferences (changes
+    audited), where each prompt window begins, and the chat directory (chats' titles)."""
 
 
 class ChatService:
@@ -132,8 +131,8 @@ class ChatService:
         )
 
     async def start(self) -> None:
-        """Load per-chat preferences so a conversation key is known without awaiting, and the
-        whole bot's spending today, so a burst of first turns does not read it once each."""
+        """Load per-chat preferences (a conversation key is known without awaiting) and the
+        bot's spending today (a burst of first turns does not read it once each)."""
         await self.prefs.load()
         if self.settings.limits.daily_tokens_total is not None:
             await self.budgets.total_today()
@@ -189,10 +188,8 @@ class ChatService:
 
         ``split``: how the adapter cuts a reply into messages; the answer is kept within
         ``limits.max_reply_messages`` of them (and always within ``limits.max_reply_chars``).
-        ``on_admitted`` runs once the message passed admission and its budgets, holds the
-        conversation and its model request has started (one loop step later): an adapter starts
-        its typing indicator there, so a refused message costs no platform call and, in a burst,
-        the model requests go first.
+        ``on_admitted`` runs once the message is admitted (budgets too) and its model request
+        has started: adapters start typing there (a refusal costs no platform call).
         ``attachments``: the message's images and voice notes, as bytes (``bot.platform.media``),
         or a source that downloads them once the message is admitted; the text may then be empty
         (``bot.conversation.media_input`` says what the model sees).
@@ -277,13 +274,18 @@ class ChatService:
             self.queues.conversation(key),
         ):
             text = self.edits.start(key, ctx.message_id, waiting, text)
-            _, history, overheard, mark = await asyncio.gather(  # one wait, not four in a row
-                self.admission.check_budgets(ctx),
-                self.store.load_window(key, self.settings.history.max_turns),
-                self.overheard.recent(ctx, key),
-                self.store.load_window_mark(key),
-            )
-            await self.llm.check_available()  # known to be down: nothing stored
+            available = asyncio.ensure_future(self.llm.check_available())  # said after reads
+            try:
+                _, history, overheard, mark = await asyncio.gather(  # one wait, not five
+                    self.admission.check_budgets(ctx),
+                    self.store.load_window(key, self.settings.history.max_turns),
+                    self.overheard.recent(ctx, key),
+                    self.store.load_window_mark(key),
+                )
+            except BaseException:  # its outcome no longer matters
+                available.add_done_callback(lambda done: done.cancelled() or done.exception())
+                raise
+            await available  # known to be down: nothing stored
             if on_admitted is not None:  # one loop step on: after the model request's task
                 asyncio.get_running_loop().call_soon(on_admitted)
             said = await self.media.read(text, attachments)  # caps; voice transcribed
@@ -314,10 +316,8 @@ class ChatService:
                 await turn.fail(exc, bill.total)
                 self.directory.note_later(ctx)  # the error reaches the user first
                 raise
-            reply = Reply(
-                final.text, turn_id, key, bill.total, final.model, final.finish_reason,
-                rendered=answer.rendered,
-            )  # fmt: skip
+            reply = Reply(final.text, turn_id, key, bill.total, final.model, final.finish_reason,
+                          rendered=answer.rendered)  # fmt: skip
         yield Done(reply)  # after the lock is released: a consumer may stop here
 
     def _count_turn(self, ctx: ChatContext, exc: BaseException | None) -> None:
@@ -337,10 +337,8 @@ class ChatService:
     # -- group chatter ---------------------------------------------------------------------------
 
     async def overhear(self, ctx: ChatContext, text: str) -> bool:
-        """Keep an unaddressed group message as context for the next answer (bounded).
-
-        Returns False when nothing was kept (private chat, feature off, empty or huge text).
-        """
+        """Keep an unaddressed group message as context for the next answer (bounded); False
+        when nothing was kept (private chat, feature off, empty or huge text)."""
         kept = self.overheard.worth_keeping(ctx, text)
         if kept is None or not self.access.allows(ctx):
             return False

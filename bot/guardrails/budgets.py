@@ -6,7 +6,8 @@ current in memory as this process's turns complete; a re-read every ``REREAD`` s
 beside the turn that finds the figure old (never before it), picks up other processes sharing
 the database (the console next to the bot). The whole bot's figure is read at start, so a
 burst of new chats does not read it once each. Replicas (a shared
-PostgreSQL database) book each other's turns all the time: there every check reads the ledger.
+PostgreSQL database) book each other's turns all the time: there every check reads the ledger
+(the three figures in one statement when the whole bot's is needed).
 Budgets are checked before a turn against what earlier turns booked: turns already running
 when one runs out still finish.
 """
@@ -70,19 +71,27 @@ class Budgets:
         limits = self.limits
         if self.access.exempt(ctx):
             return  # whoever pays the bill is never locked out by it
-        if limits.daily_tokens_total is not None:
-            total = await self.total_today()
-            if total >= limits.daily_tokens_total:
-                log.warning("daily token budget of the whole bot spent: %d tokens", total)
-                raise BudgetSpentError(
-                    f"daily total budget spent tokens={total}",
-                    chat_text="I've used today's budget for everyone. I'll be back after "
-                    "midnight (UTC).",
-                )
-        chat, mine = await asyncio.gather(  # read together: one wait for a new chat and user
-            self._chat_today(ctx) if limits.daily_tokens_per_chat is not None else _none(),
-            self._user_today(ctx) if limits.daily_tokens_per_user is not None else _none(),
-        )
+        chat_on = limits.daily_tokens_per_chat is not None
+        user_on = limits.daily_tokens_per_user is not None
+        if not self.reread and limits.daily_tokens_total is not None and (chat_on or user_on):
+            # Replicas read every figure each turn: the whole bot's sum is read anyway, so the
+            # other two come in the same statement.
+            total, chat, mine = await self.store.budget_figures(
+                utc_day(), ctx.chat_key, ctx.platform, ctx.user_id
+            )
+        else:
+            total, chat, mine = await asyncio.gather(  # read together: one wait, not two
+                self.total_today() if limits.daily_tokens_total is not None else _none(),
+                self._chat_today(ctx) if chat_on else _none(),
+                self._user_today(ctx) if user_on else _none(),
+            )
+        if limits.daily_tokens_total is not None and total >= limits.daily_tokens_total:
+            log.warning("daily token budget of the whole bot spent: %d tokens", total)
+            raise BudgetSpentError(
+                f"daily total budget spent tokens={total}",
+                chat_text="I've used today's budget for everyone. I'll be back after "
+                "midnight (UTC).",
+            )
         if limits.daily_tokens_per_chat is not None and chat >= limits.daily_tokens_per_chat:
             raise BudgetSpentError(
                 f"daily chat budget spent chat={ctx.chat_key} tokens={chat}",

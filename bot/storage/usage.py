@@ -42,6 +42,13 @@ class UsageLedger(Protocol):
         platform), so new threads or groups are not fresh budgets."""
         ...
 
+    async def budget_figures(
+        self, day: str, chat_key: str, platform: str, user_id: str
+    ) -> tuple[int, int, int]:
+        """:meth:`tokens_on` of the whole bot and of ``chat_key``, and :meth:`user_tokens_on`,
+        in one read: what a turn's budget check needs when nothing may be cached (replicas)."""
+        ...
+
     async def user_usage_on(self, day: str, platform: str, user_id: str) -> Usage:
         """The same user's figures as :meth:`user_tokens_on`, cached input included (what
         ``/usage`` shows)."""

@@ -62,6 +62,37 @@ async def test_of_two_racing_puts_exactly_one_wins(pair: tuple[Storage, Storage]
     assert await a.inbox_pending("telegram") == 20
 
 
+async def test_puts_at_once_each_learn_their_own_outcome(storage: Storage) -> None:
+    # A webhook burst: puts arriving together, two of them repeated within it.
+    ids = [1, 2, 1, 3, 3]
+    results = await asyncio.gather(
+        *(put(storage, update_id, f"lane{update_id}") for update_id in ids),
+        put(storage, 3, "lane3", source="discord"),
+    )
+    assert [results[0], results[2]].count(True) == 1  # a repeat within the burst: one wins
+    assert [results[3], results[4]].count(True) == 1
+    assert results[1] and results[5]
+    claimed = await storage.inbox_claim("telegram", "w", LONG, 10)
+    assert sorted(item.update_id for item in claimed) == [1, 2, 3]
+    assert await storage.inbox_pending("discord") == 1
+
+
+async def test_items_finished_at_once_are_each_finished_by_their_owner(
+    storage: Storage,
+) -> None:
+    for update_id in range(6):
+        assert await put(storage, update_id, f"lane{update_id}")
+    items = await storage.inbox_claim("telegram", "w", LONG, 10)
+    results = await asyncio.gather(
+        *(storage.inbox_done(item.id, "w", "failed" if item.update_id == 2 else None)
+          for item in items[:5]),
+        storage.inbox_done(items[5].id, "someone else"),
+    )  # fmt: skip
+    assert results == [True] * 5 + [False]
+    assert await storage.inbox_pending("telegram") == 1  # the one not its owner's to finish
+    assert await storage.inbox_done(items[5].id, "w")
+
+
 async def test_claims_hand_out_lane_heads_only_in_update_id_order(storage: Storage) -> None:
     for update_id, lane in [(5, "A"), (3, "B"), (6, "A"), (7, "A"), (4, "C")]:
         assert await put(storage, update_id, lane)

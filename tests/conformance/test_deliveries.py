@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.platform.delivery_log import DeliveryLog
 from bot.storage import Storage
 from bot.storage.deliveries import MAX_SHOWN_CHARS
@@ -34,6 +36,24 @@ async def test_a_record_follows_its_reply(storage: Storage) -> None:
     await log.done(first)
     assert [d.delivery_id for d in await storage.deliveries("tg")] == [second]
     assert await log.undelivered(turn_id, "refused") is True
+
+
+async def test_records_of_replies_at_once_each_keep_their_own_fields(storage: Storage) -> None:
+    # A burst: replies begin, show, end at about the same moment (one record shown twice).
+    chats = range(12)
+    ids = await asyncio.gather(*(storage.begin_delivery("tg", f"tg:{n}", str(n), None, None)
+                                 for n in chats))  # fmt: skip
+    assert ids == sorted(ids) and len(set(ids)) == 12
+    await asyncio.gather(
+        *(storage.update_delivery(ids[n], message_id=f"m{n}", shown=f"s{n}") for n in chats),
+        storage.update_delivery(ids[0], turn_id=7),
+    )
+    await asyncio.gather(*(storage.end_delivery(ids[n]) for n in chats if n % 2))
+    records = await storage.deliveries("tg")
+    assert [d.delivery_id for d in records] == [ids[n] for n in chats if n % 2 == 0]
+    for record, n in zip(records, range(0, 12, 2), strict=True):
+        assert (record.chat_key, record.message_id, record.shown) == (f"tg:{n}", f"m{n}", f"s{n}")
+    assert [d.turn_id for d in records] == [7] + [None] * 5
 
 
 async def test_orphans_are_the_records_of_gone_processes(backend: Backend) -> None:

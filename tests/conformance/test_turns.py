@@ -68,6 +68,16 @@ async def test_concurrent_writers_never_share_a_transaction(storage: Storage) ->
             assert t.messages[0]["content"][1:] == t.messages[1]["content"][1:]
 
 
+async def test_turns_begun_at_once_each_get_their_own_row_in_the_order_begun(
+    storage: Storage,
+) -> None:
+    ids = await asyncio.gather(*(storage.begin_turn(turn(f"tg:{i}", f"q{i}")) for i in range(30)))
+    assert ids == sorted(ids) and len(set(ids)) == 30
+    for i, turn_id in enumerate(ids):
+        (stored,) = await storage.load_window(f"tg:{i}", 10)
+        assert (stored.turn_id, stored.messages[0]["content"]) == (turn_id, f"q{i}")
+
+
 async def test_a_turn_is_written_in_one_transaction(backend: Backend) -> None:
     """A reader (here: another instance, as another process would) sees a turn's answer
     whole or not at all."""

@@ -39,6 +39,9 @@ async def test_booking_by_chat_and_user(storage: Storage) -> None:
     assert await storage.tokens_on(today, "tg:-1", "2") == 10
     assert await storage.user_tokens_on(today, "tg", "1") == 14  # every tg chat, not dc
     assert await storage.tokens_on("1999-01-01") == 0
+    assert await storage.budget_figures(today, "tg:-1", "tg", "1") == (124, 22, 14)
+    assert await storage.budget_figures(today, "tg:-9", "dc", "2") == (124, 0, 0)
+    assert await storage.budget_figures("1999-01-01", "tg:-1", "tg", "1") == (0, 0, 0)
     rows = await storage.daily_usage(today)
     assert [(r.chat_key, r.user_id, r.turns) for r in rows] == [
         ("dc:-7", "1", 1),

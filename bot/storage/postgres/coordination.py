@@ -10,8 +10,10 @@ statement in the ``clock`` CTE, so every comparison in one statement uses the sa
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import ClassVar, NamedTuple
 
+from bot.storage.postgres.batch import Batch, columns
 from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.sql.coordination import CoordinationRows
 
@@ -117,6 +119,27 @@ FROM heads WHERE inbox.id = heads.id
 RETURNING inbox.id, inbox.source, inbox.update_id, inbox.lane, inbox.payload, inbox.attempts
 """
 
+# Several puts in one statement, in the order given (ORDINALITY): ids in arrival order.
+_PUT_MANY = f"""
+{_CLOCK}
+INSERT INTO inbox (source, update_id, lane, payload, subject, created_at)
+SELECT r.source, r.update_id, r.lane, r.payload, r.subject, clock.now
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])
+    WITH ORDINALITY AS r(source, update_id, lane, payload, subject, n), clock
+ORDER BY r.n
+ON CONFLICT (source, update_id) DO NOTHING
+RETURNING source, update_id
+"""
+
+_DONE_MANY = """
+UPDATE inbox SET done_at = extract(epoch FROM clock_timestamp())::float8, lease_until = NULL,
+    error = r.error
+FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, owner, error)
+WHERE inbox.id = r.id AND inbox.owner = r.owner AND inbox.done_at IS NULL
+    AND inbox.lease_until IS NOT NULL
+RETURNING inbox.id
+"""
+
 _REFILLED = (
     "LEAST(excluded.burst::float8, b.tokens"
     " + GREATEST(excluded.updated - b.updated, 0) * excluded.per_second)"
@@ -158,9 +181,23 @@ RETURNING failures, open_until, GREATEST(open_until - {_NOW}, 0.0)
 """
 
 
+class _Put(NamedTuple):
+    source: str
+    update_id: int
+    lane: str
+    payload: str
+    subject: str | None
+
+
+class _Done(NamedTuple):
+    item_id: int
+    owner: str
+    error: str | None
+
+
 class PostgresCoordination(CoordinationRows):
     """:class:`CoordinationRows` plus PostgreSQL's claims, amends, buckets, flights and
-    breakers (each one statement on the pool)."""
+    breakers (each one statement on the pool), and puts batched."""
 
     SCHEMA: ClassVar[tuple[str, tuple[str, ...]]] = ("coordination", _STEPS)
     CLAIM, TAKE, CLAIM_FLIGHT, FAIL = _CLAIM, _TAKE, _CLAIM_FLIGHT, _FAIL
@@ -168,6 +205,41 @@ class PostgresCoordination(CoordinationRows):
     def __init__(self, db: Database) -> None:
         super().__init__(PostgresSeam(db))
         self._db = db
+        self._puts: Batch[_Put, bool] = Batch(self._put_many, self._put_one)
+        self._dones: Batch[_Done, bool] = Batch(self._done_many, self._done_one)
+
+    async def inbox_done(self, item_id: int, owner: str, error: str | None = None) -> bool:
+        """Concurrent turns' ends in one statement (:mod:`.batch`)."""
+        return await self._dones.run(_Done(item_id, owner, error))
+
+    async def _done_one(self, done: _Done) -> bool:
+        return await super().inbox_done(*done)
+
+    async def _done_many(self, dones: Sequence[_Done]) -> list[bool]:
+        if len({done.item_id for done in dones}) < len(dones):  # one item twice: in order
+            return [await self._done_one(done) for done in dones]
+        found = await self._db.pool.fetch(_DONE_MANY, *columns(dones))
+        finished = {int(row[0]) for row in found}
+        return [done.item_id in finished for done in dones]
+
+    async def inbox_put(
+        self, source: str, update_id: int, lane: str, payload: str, subject: str | None = None
+    ) -> bool:
+        """Concurrent puts (a webhook burst) in one statement (:mod:`.batch`)."""
+        return await self._puts.run(_Put(source, update_id, lane, payload, subject))
+
+    async def _put_one(self, put: _Put) -> bool:
+        return await super().inbox_put(*put)
+
+    async def _put_many(self, puts: Sequence[_Put]) -> list[bool]:
+        """Stored or not, per put; of one update put twice in the batch, the first is."""
+        first: dict[tuple[str, int], _Put] = {}
+        for put in puts:
+            first.setdefault((put.source, put.update_id), put)
+        rows = list(first.values())
+        stored = await self._db.pool.fetch(_PUT_MANY, *columns(rows))
+        keys = {(str(source), int(update_id)) for source, update_id in stored}
+        return [(key := (p.source, p.update_id)) in keys and first[key] is p for p in puts]
 
     async def inbox_amend(
         self, source: str, update_id: int, lane: str, subject: str, payload: str, amended: str

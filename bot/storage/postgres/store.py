@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.storage import owners
 from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.postgres.coordination import PostgresCoordination
+from bot.storage.postgres.deliveries import PostgresDeliveries
 from bot.storage.postgres.memories import PostgresMemories
 from bot.storage.postgres.migrations import Component, components_of
 from bot.storage.postgres.turns import PostgresTurns
@@ -31,6 +32,7 @@ class PostgresStore(SQLStore):
         self._compose(
             PostgresSeam(self.database), NoWindows(), owners.new_owner(), _nothing_to_rescope
         )
+        self.delivery_records = PostgresDeliveries(self.database, self.owner)  # batched
         self.turns = PostgresTurns(self.database, self.owner)
         self.memories = PostgresMemories(self.database)
         self.coordination = PostgresCoordination(self.database)

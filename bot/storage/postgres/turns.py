@@ -19,6 +19,9 @@ end to end at 10^6 and 10^7 rows (docs/scaling.md), next to seconds for the mode
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from bot.storage.postgres.batch import Batch, columns
 from bot.storage.postgres.connection import Database, PostgresDialect, PostgresSeam
 from bot.storage.sql.history import TURN_ORDER_LOCK
 from bot.storage.sql.seam import NoWindows
@@ -49,20 +52,45 @@ _INSERT_TURN = (
 )
 
 
+# Several turns in one statement, under one taking of the lock: ids in the order given.
+_INSERT_TURNS = (
+    "WITH ordered AS (SELECT pg_advisory_xact_lock($1))"
+    " INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
+    " user_text, status, created_at, owner)"
+    " SELECT r.conv_key, r.chat_key, r.user_id, r.user_name, r.message_id, r.user_text,"
+    " 'pending', r.created_at, $9 FROM ordered, unnest($2::text[], $3::text[], $4::text[],"
+    " $5::text[], $6::text[], $7::text[], $8::float8[]) WITH ORDINALITY"
+    " AS r(conv_key, chat_key, user_id, user_name, message_id, user_text, created_at, n)"
+    " ORDER BY r.n RETURNING id"
+)
+
+
 class PostgresTurns(TurnRows):
-    """:class:`TurnRows` plus the locked insert and the paged window walk."""
+    """:class:`TurnRows` plus the locked insert (concurrent turns' in one statement:
+    :mod:`.batch`) and the paged window walk."""
 
     def __init__(self, db: Database, owner: str) -> None:
         super().__init__(PostgresSeam(db), NoWindows(), owner)
         self._db = db
+        self._begins: Batch[NewTurn, int] = Batch(self._begin_many, self._begin_one)
 
     async def begin_turn(self, turn: NewTurn) -> int:
         if turn.overheard:
             return await self.begin_with_overheard(turn)
+        return await self._begins.run(turn)
+
+    async def _begin_one(self, turn: NewTurn) -> int:
         lock = self._db.lock_key(TURN_ORDER_LOCK)
         return self.new_id(
             await self.db.write(_INSERT_TURN, lock, *turn_row(turn, self.db), self.owner)
         )
+
+    async def _begin_many(self, turns: Sequence[NewTurn]) -> list[int]:
+        rows = [turn_row(turn, self.db) for turn in turns]
+        lock = self._db.lock_key(TURN_ORDER_LOCK)
+        found = await self.db.write(_INSERT_TURNS, lock, *columns(rows), self.owner)
+        # One statement under the lock hands out ascending ids in row order.
+        return sorted(int(row[0]) for row in found)
 
     async def load_window(self, conversation_key: str, max_turns: int) -> list[StoredTurn]:
         """Newest first, a page of ``max_turns`` rows at a time, until ``max_turns`` turns that

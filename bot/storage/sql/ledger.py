@@ -41,6 +41,21 @@ class UsageBook:
         )
         return int(total)
 
+    async def budget_figures(
+        self, day: str, chat_key: str, platform: str, user_id: str
+    ) -> tuple[int, int, int]:
+        mine = self._db.dialect.starts_with("chat_key", "$4")
+        ((total, chat, user),) = await self._db.fetch(
+            f"SELECT (SELECT {_SUM} FROM usage_daily WHERE day = $1),"
+            f" (SELECT {_SUM} FROM usage_daily WHERE day = $1 AND chat_key = $2),"
+            f" (SELECT {_SUM} FROM usage_daily WHERE day = $1 AND user_id = $3 AND {mine})",
+            day,
+            chat_key,
+            user_id,
+            f"{platform}:",
+        )
+        return int(total), int(chat), int(user)
+
     async def user_usage_on(self, day: str, platform: str, user_id: str) -> Usage:
         ((prompt, completion, cached),) = await self._db.fetch(
             "SELECT coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),"

@@ -118,6 +118,7 @@ class SQLStore:
     tokens_on = via("usage", UsageBook.tokens_on)
     user_tokens_on = via("usage", UsageBook.user_tokens_on)
     user_usage_on = via("usage", UsageBook.user_usage_on)
+    budget_figures = via("usage", UsageBook.budget_figures)
     book_usage = via("usage", UsageBook.book_usage)
     daily_usage = via("usage", UsageBook.daily_usage)
 

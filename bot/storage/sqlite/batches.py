@@ -15,9 +15,10 @@ before.
 Writes (:class:`GroupCommit`): a batch of several runs inside one ``BEGIN IMMEDIATE`` ...
 ``COMMIT``. Each caller learns what an autocommit statement would have told it: its rows or row
 count once its batch is committed, or its own error. A constraint error undoes that statement
-alone (SQLite's ABORT: the transaction stays open); any other error (disk full, I/O) rolls back
-the statements written since the last commit and each of them is told that error: none of them
-was acknowledged, so nothing acknowledged is lost. Reads (:class:`ReadBatches`) run one after
+alone (SQLite's ABORT: the transaction stays open), as does a value the driver cannot bind or a
+bad statement; an error that ends the transaction (disk full, I/O) rolls back the statements
+written since the last commit and each of them is told that error: none of them was
+acknowledged, so nothing acknowledged is lost. Reads (:class:`ReadBatches`) run one after
 the other on the read connection, each seeing what was committed when it ran.
 
 The thread answers the callers itself (``call_soon_threadsafe``), so a leader cancelled while
@@ -161,13 +162,10 @@ def _write(conn: sqlite3.Connection, batch: list[_Statement], outcomes: list[Out
     for index, statement in enumerate(batch):
         try:
             outcomes[index] = _run(conn, statement)
-        except sqlite3.IntegrityError as exc:
-            if alone or conn.in_transaction:
-                outcomes[index] = exc  # undone alone; the others stand
-                continue
-            _undone(outcomes, since, index, exc)
-            since = _begin_again(conn, index, len(batch))
         except Exception as exc:
+            if alone or not _ends_transaction(conn, exc):
+                outcomes[index] = exc  # undone alone (or never run); the others stand
+                continue
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             _undone(outcomes, since, index, exc)
@@ -179,6 +177,19 @@ def _write(conn: sqlite3.Connection, batch: list[_Statement], outcomes: list[Out
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             _undone(outcomes, since, len(batch) - 1, exc)
+
+
+# The errors after which SQLite may have rolled the transaction back, or asks for a ROLLBACK
+# (https://www.sqlite.org/lang_transaction.html, "Response To Errors Within A Transaction").
+_FATAL = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_NOMEM", "SQLITE_CORRUPT")
+
+
+def _ends_transaction(conn: sqlite3.Connection, exc: Exception) -> bool:
+    """Whether ``exc`` took the open transaction with it. A constraint (SQLite's ABORT undoes the
+    statement alone), a value the driver cannot bind (never sent) or a bad statement leave it."""
+    if not conn.in_transaction:
+        return True
+    return str(getattr(exc, "sqlite_errorname", "")).startswith(_FATAL)
 
 
 def _undone(outcomes: list[Outcome], first: int, last: int, exc: BaseException) -> None:

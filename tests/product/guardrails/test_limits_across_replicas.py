@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from bot.app import App
-from bot.errors import LLMBadRequestError, LLMUnavailableError
+from bot.errors import LLMBadRequestError, LLMUnavailableError, UserFacingError
 from bot.guardrails.rate_limit import RateLimitedError, StillAnsweringError
-from bot.testing.fake_llm import FakeLLM, error, hang
+from bot.testing.fake_llm import FakeLLM, error, hang, reply
 from tests import postgres_support
 from tests.conftest import Sleeps, group, make_settings
 
@@ -70,6 +70,25 @@ async def test_a_flood_spread_over_two_replicas_costs_the_burst_and_one_notice(
     assert "the limit is 1 a minute" in told.chat_text
     assert stored == 3  # nothing refused is stored
     assert bob.text == "echo: [Bob] hello?"
+
+
+async def test_daily_budgets_count_what_every_replica_spent(
+    replicas: Replicas, fake_llm: FakeLLM
+) -> None:
+    usage = {"prompt_tokens": 60, "completion_tokens": 40, "total_tokens": 100}
+    fake_llm.script(*(reply("ok", usage=usage) for _ in range(3)))
+    limits = {"daily_tokens_total": 250, "daily_tokens_per_user": 150}
+    async with replicas(limits=limits) as (a, b):
+        await a.service.chat(group("1", chat="-100"), "hi")
+        await b.service.chat(group("1", chat="-200"), "again")  # 100 of 150: still in
+        with pytest.raises(UserFacingError) as mine:
+            await a.service.chat(group("1", chat="-300"), "and again")
+        assert "You have used today's budget" in mine.value.chat_text
+        await a.service.chat(group("2", chat="-100"), "hello")  # 200 of 250: still in
+        with pytest.raises(UserFacingError) as everyone:
+            await b.service.chat(group("3", chat="-400"), "me too?")
+        assert "today's budget for everyone" in everyone.value.chat_text
+    assert len(fake_llm.chat_requests) == 3
 
 
 async def test_one_request_in_flight_holds_across_replicas(

@@ -5,6 +5,7 @@ only its own outcome."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -74,13 +75,39 @@ async def test_a_failing_statement_fails_alone(store: SQLiteStore, trips: list[i
         store.seam.execute(INSERT, "p", "taken", '"again"'),  # primary key: refused
         store.seam.execute(INSERT, "p", "bad", "not json"),  # CHECK: refused
         store.seam.write(INSERT + " RETURNING key", "p", "b", '"2"'),
+        store.seam.execute(INSERT, "p", "huge", 2**70),  # cannot be bound: never sent
+        store.seam.execute("INSERT INTO no_such_table VALUES (1)"),  # a bad statement
+        store.seam.execute(INSERT, "p", "c", '"3"'),
         return_exceptions=True,
     )
-    assert outcomes[0] == 1 and outcomes[3] == [("b",)]
+    assert outcomes[0] == 1 and outcomes[3] == [("b",)] and outcomes[6] == 1
     assert isinstance(outcomes[1], sqlite3.IntegrityError)
     assert isinstance(outcomes[2], sqlite3.IntegrityError)
-    assert trips[-2:] == [1, 3]  # the first writes alone, the rest gather behind it: one commit
-    assert await stored(store) == [("a", '"1"'), ("b", '"2"'), ("taken", '"first"')]
+    assert isinstance(outcomes[4], OverflowError)
+    assert isinstance(outcomes[5], sqlite3.OperationalError)
+    assert trips[-2:] == [1, 6]  # the first writes alone, the rest gather behind it: one commit
+    assert await stored(store) == [("a", '"1"'), ("b", '"2"'), ("c", '"3"'), ("taken", '"first"')]
+
+
+async def test_a_full_disk_fails_the_uncommitted_statements_only(store: SQLiteStore) -> None:
+    """SQLITE_FULL rolls the batch's transaction back: the statements before it in the batch
+    are told so (none was acknowledged); those after it go in a new transaction."""
+    await store.seam.execute(INSERT, "p", "before", '"0"')
+    pages = (await store.seam.fetch("PRAGMA page_count"))[0][0]
+    await store.seam.execute(f"PRAGMA max_page_count = {pages + 2}")  # a nearly full disk
+    first = asyncio.create_task(store.seam.execute(INSERT, "p", "lead", '"1"'))
+    await asyncio.sleep(0)  # the leader's batch is on its way; the next three gather
+    outcomes = await asyncio.gather(
+        store.seam.execute(INSERT, "p", "small", '"2"'),
+        store.seam.execute(INSERT, "p", "big", json.dumps("x" * 100_000)),
+        store.seam.execute(INSERT, "p", "after", '"3"'),
+        return_exceptions=True,
+    )
+    assert await first == 1
+    assert [type(o) for o in outcomes[:2]] == [sqlite3.OperationalError] * 2
+    assert "full" in str(outcomes[1])
+    assert outcomes[2] == 1
+    assert [key for key, _ in await stored(store)] == ["after", "before", "lead"]
 
 
 async def test_a_batch_waits_for_an_open_transaction(store: SQLiteStore) -> None:

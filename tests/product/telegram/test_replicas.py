@@ -419,3 +419,22 @@ async def test_a_replica_stopping_finishes_the_update_it_runs(
         await asyncio.wait_for(asyncio.gather(one.task), 15)
         assert [m["text"] for m in tg.messages(chat["id"])] == ["echo: answer before you go"]
         assert await one.app.store.inbox_pending(one.adapter.inbox_source) == 0
+
+
+async def test_a_replica_runs_at_most_max_running_updates_at_once(
+    fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path, storage: dict[str, Any]
+) -> None:
+    tg = fake_telegram
+    fake_llm.latency = 0.3
+    users = [tg.user(20 + i, f"User{i}") for i in range(2)]
+    chats = [tg.private_chat(user) for user in users]
+    port = free_port()
+    async with balancer([port]) as lb:
+        section = webhook_section(lb, port, max_running=1)
+        async with replica(fake_llm, tg, tmp_path, storage, 0, section):
+            for chat, user in zip(chats, users, strict=True):
+                tg.send(chat, user, f"hello from {user['first_name']}")
+            for chat in chats:  # both answered: the second waited in the inbox, not lost
+                await tg.wait_for_message(chat["id"], count=1, timeout=20)
+    first, second = fake_llm.chat_requests
+    assert second.received_at >= first.received_at + fake_llm.latency  # one after the other
