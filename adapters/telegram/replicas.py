@@ -19,6 +19,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from aiogram import Bot
 
@@ -47,9 +48,12 @@ async def ensure_webhook(
     secret: str,
     allowed_updates: Sequence[str],
     drop_pending_updates: bool,
+    max_connections: int = 40,
 ) -> bool:
-    """Make Telegram post to ``url``; True when this replica called ``setWebhook``."""
-    if await _webhook_matches(bot, store, bot_id, url, secret, allowed_updates):
+    """Make Telegram post to ``url`` (up to ``max_connections`` at once); True when this replica
+    called ``setWebhook``."""
+    wanted = _Wanted(url, secret, tuple(allowed_updates), max_connections)
+    if await _webhook_matches(bot, store, bot_id, wanted):
         log.info("telegram webhook already set to this URL: setWebhook not called")
         return False
     name = f"telegram:set-webhook:{bot_id}"
@@ -58,13 +62,14 @@ async def ensure_webhook(
         return False
     # Checked again under the lease: a replica that set it meanwhile released the lease.
     try:
-        if await _webhook_matches(bot, store, bot_id, url, secret, allowed_updates):
+        if await _webhook_matches(bot, store, bot_id, wanted):
             return False
         await bot.set_webhook(
             url=url,
             secret_token=secret,
             allowed_updates=list(allowed_updates),
             drop_pending_updates=drop_pending_updates,
+            max_connections=max_connections,
         )
         await store.kv_set(_KV_NAMESPACE, f"webhook-secret:{bot_id}", _fingerprint(secret))
         log.info("telegram setWebhook called (this replica holds %s)", name)
@@ -73,14 +78,22 @@ async def ensure_webhook(
         await store.release_lease(name, owner)
 
 
-async def _webhook_matches(
-    bot: Bot, store: Storage, bot_id: int, url: str, secret: str, allowed: Sequence[str]
-) -> bool:
+@dataclass(frozen=True)
+class _Wanted:
+    url: str
+    secret: str
+    allowed: tuple[str, ...]
+    max_connections: int
+
+
+async def _webhook_matches(bot: Bot, store: Storage, bot_id: int, wanted: _Wanted) -> bool:
     info = await bot.get_webhook_info()
-    if info.url != url or set(info.allowed_updates or ()) != set(allowed):
+    if info.url != wanted.url or set(info.allowed_updates or ()) != set(wanted.allowed):
+        return False
+    if (info.max_connections or 40) != wanted.max_connections:  # Telegram's default: 40
         return False
     known = await store.kv_get(_KV_NAMESPACE, f"webhook-secret:{bot_id}")
-    return bool(known == _fingerprint(secret))
+    return bool(known == _fingerprint(wanted.secret))
 
 
 def _process(owner: str | None) -> str:

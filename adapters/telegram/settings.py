@@ -59,6 +59,13 @@ class WebhookSettings(_Section):
         description="how long a replica's claim on an update lasts unrenewed (renewed every "
         "third of it while it runs): a dead replica's updates move to another within this",
     )
+    max_connections: int = Field(
+        100,
+        ge=1,
+        le=100,
+        description="setWebhook's max_connections: updates Telegram posts at once (its own "
+        "default is 40); each post only stores its update, so a burst comes in faster",
+    )
     max_running: int = Field(
         256,
         ge=1,

@@ -84,6 +84,7 @@ class WebhookMode:
                     secret=self.secret,
                     allowed_updates=ALLOWED_UPDATES,
                     drop_pending_updates=hook.drop_pending_updates,
+                    max_connections=hook.max_connections,
                 )
                 ready.set()
                 await stopped.wait()

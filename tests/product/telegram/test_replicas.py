@@ -175,11 +175,19 @@ async def test_set_webhook_is_called_once_by_two_replicas_starting_together(
         # A rolling restart: the webhook matches, so nobody sets it again.
         async with replica(fake_llm, tg, tmp_path, storage, 2, first):
             pass
+        methods = [c.method for c in tg.calls]
+        assert methods.count("setWebhook") == 1
+        # ... until the configured max_connections differ from what Telegram was told
+        fewer = webhook_section(lb, ports[0], max_connections=20)
+        async with replica(fake_llm, tg, tmp_path, storage, 3, fewer):
+            pass
     methods = [c.method for c in tg.calls]
-    assert methods.count("setWebhook") == 1
+    assert methods.count("setWebhook") == 2
     assert "deleteWebhook" not in methods
-    [call] = [c for c in tg.calls if c.method == "setWebhook"]
-    assert call.params["url"] == lb.url
+    first_set, second_set = [c for c in tg.calls if c.method == "setWebhook"]
+    assert first_set.params["url"] == second_set.params["url"] == lb.url
+    assert int(first_set.params["max_connections"]) == 100  # the default: a burst comes in faster
+    assert int(second_set.params["max_connections"]) == 20
 
 
 async def test_a_second_poller_of_the_same_token_is_refused(
