@@ -62,8 +62,9 @@ async def test_a_full_llm_queue_answers_busy_never_silence(
     limits = {"max_concurrent_llm_calls": 1, "queue_timeout": 0.2}
     async with make_app(limits=limits) as app:
         first = asyncio.ensure_future(app.service.chat(group("1"), "first"))
-        # the first holds the one slot once its request is at the model (0.6 s from then)
-        await fake_llm.wait_until(lambda: bool(fake_llm.chat_requests), what="the first request")
+        async with asyncio.timeout(30):  # the first holds the one slot: its request is out
+            while not fake_llm.chat_requests:  # noqa: ASYNC110 - the fake records, no event
+                await asyncio.sleep(0.01)
         with pytest.raises(UserFacingError) as busy:
             await app.service.chat(group("2", chat="-200"), "second")
         assert "answering a lot of people" in busy.value.chat_text
