@@ -6,6 +6,7 @@ from bot.storage import owners
 from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.postgres.coordination import PostgresCoordination
 from bot.storage.postgres.deliveries import PostgresDeliveries
+from bot.storage.postgres.directory import PostgresDirectory
 from bot.storage.postgres.memories import PostgresMemories
 from bot.storage.postgres.migrations import Component, components_of
 from bot.storage.postgres.turns import PostgresTurns
@@ -36,6 +37,7 @@ class PostgresStore(SQLStore):
             PostgresSeam(self.database), NoWindows(), owners.new_owner(), _nothing_to_rescope
         )
         self.delivery_records = PostgresDeliveries(self.database, self.owner)  # batched
+        self.directory = PostgresDirectory(self.database)  # notes batched
         self.turns = PostgresTurns(self.database, self.owner)
         self.memories = PostgresMemories(self.database)
         self.coordination = PostgresCoordination(self.database)

@@ -19,18 +19,28 @@ end to end at 10^6 and 10^7 rows (docs/scaling.md), next to seconds for the mode
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import asyncpg
 
+from bot.storage.answers import answer_json, api_messages
 from bot.storage.postgres.batch import Batch, columns
 from bot.storage.postgres.connection import Database, PostgresDialect, PostgresSeam
 from bot.storage.sql.history import TURN_ORDER_LOCK
 from bot.storage.sql.seam import NoWindows
 from bot.storage.sql.summaries import LAST_ID, TURN_COLUMNS, stored_turn
 from bot.storage.sql.turns import TurnRows, turn_row
-from bot.values import NewTurn, Overheard, PromptRows, StoredTurn, TurnStatus, WindowMark
+from bot.values import (
+    NewTurn,
+    Overheard,
+    PromptRows,
+    StoredTurn,
+    TurnStatus,
+    Usage,
+    WindowMark,
+)
 
 __all__ = ["LAST_ID", "PostgresTurns", "prompt_rows_sql", "window_page"]
 
@@ -68,14 +78,44 @@ _INSERT_TURNS = (
 )
 
 
+# Several answers in one statement (trigger turns_usage books each row's tokens, as for one).
+_COMPLETE_TURNS = (
+    "UPDATE turns AS t SET status = 'answered', answer = r.answer, model = r.model,"
+    " prompt_tokens = r.prompt, completion_tokens = r.completion, cached_tokens = r.cached,"
+    " completed_at = r.at FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[],"
+    " $5::bigint[], $6::bigint[], $7::float8[])"
+    " AS r(id, answer, model, prompt, completion, cached, at) WHERE t.id = r.id"
+)
+
+_Completion = tuple[int, Sequence[Mapping[str, Any]], Usage, str]
+
+
 class PostgresTurns(TurnRows):
-    """:class:`TurnRows` plus the locked insert (concurrent turns' in one statement:
-    :mod:`.batch`) and the paged window walk."""
+    """:class:`TurnRows` plus the locked insert and the answers' update (concurrent turns' in
+    one statement each: :mod:`.batch`) and the paged window walk."""
 
     def __init__(self, db: Database, owner: str) -> None:
         super().__init__(PostgresSeam(db), NoWindows(), owner)
         self._db = db
         self._begins: Batch[NewTurn, int] = Batch(self._begin_many, self._begin_one)
+        self._completes: Batch[_Completion, None] = Batch(self._complete_many, self._complete_one)
+
+    async def complete_turn(
+        self, turn_id: int, messages: Sequence[Mapping[str, Any]], usage: Usage, model: str
+    ) -> None:
+        await self._completes.run((turn_id, messages, usage, model))
+
+    async def _complete_one(self, item: _Completion) -> None:
+        await super().complete_turn(*item)
+
+    async def _complete_many(self, items: Sequence[_Completion]) -> list[None]:
+        rows = [
+            (turn_id, answer_json(api_messages(messages)), model, usage.prompt_tokens,
+             usage.completion_tokens, usage.cached_tokens, time.time())
+            for turn_id, messages, usage, model in items
+        ]  # fmt: skip
+        await self.db.execute(_COMPLETE_TURNS, *columns(rows))
+        return [None] * len(items)
 
     async def begin_turn(self, turn: NewTurn) -> int:
         if turn.overheard:
