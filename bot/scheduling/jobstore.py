@@ -15,17 +15,12 @@ from trying; the claim makes trying harmless.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Protocol
 
 from bot.config.storage_url import StorageURL
-from bot.errors import StoreError
 
-__all__ = ["ClaimingJobStore", "job_store_errors", "open_job_store"]
-
-TABLE = "apscheduler_jobs"
+__all__ = ["ClaimingJobStore", "open_job_store"]
 
 
 class ClaimingJobStore(Protocol):
@@ -55,25 +50,3 @@ def open_job_store(where: StorageURL) -> ClaimingJobStore:
     from bot.scheduling.postgres_jobs import open_postgres_store
 
     return open_postgres_store(where)
-
-
-@contextmanager
-def job_store_errors(where: StorageURL) -> Iterator[None]:
-    """Database errors as a :class:`StoreError` naming the URL without its password.
-
-    SQLAlchemy's messages may carry the connection string; the original is not chained, so a
-    traceback does not print it either. (Used on PostgreSQL, where SQLAlchemy is loaded.)
-    """
-    from sqlalchemy.exc import SQLAlchemyError
-
-    try:
-        yield
-    except SQLAlchemyError as exc:
-        raise StoreError(f"scheduler job store {where.shown()}: {redacted(exc, where)}") from None
-
-
-def redacted(exc: BaseException, where: StorageURL) -> str:
-    """``exc``'s message with the storage password masked (for logs and errors)."""
-    message = str(exc).split("\n(Background on this error", 1)[0]
-    password = where.password()
-    return message.replace(password, "***") if password else message

@@ -13,9 +13,11 @@ from apscheduler.util import datetime_to_utc_timestamp
 from sqlalchemy import and_, create_engine, text
 
 from bot.config.storage_url import StorageURL
-from bot.scheduling.jobstore import TABLE, job_store_errors
+from bot.scheduling.job_errors import job_store_errors
 
 __all__ = ["PostgresJobStore", "open_postgres_store"]
+
+TABLE = "apscheduler_jobs"  # apscheduler's own name for it (sqlite_jobs.py writes the same)
 
 
 class PostgresJobStore(SQLAlchemyJobStore):  # type: ignore[misc]

@@ -40,7 +40,8 @@ from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.config.storage_url import StorageURL
-from bot.scheduling.jobstore import job_store_errors, open_job_store, redacted
+from bot.scheduling.job_errors import job_store_errors, redacted
+from bot.scheduling.jobstore import open_job_store
 from bot.scheduling.kinds import REMINDERS_KIND as REMINDERS_KIND  # its old home: still works
 from bot.scheduling.leader import DEFAULT_LEASE_SECONDS, Leadership
 from bot.scheduling.runner import Runner

@@ -10,8 +10,10 @@ gather for the next batch, led by a task once the leader has its answer. A quiet
 a batch of one: its one-row statement, as before.
 
 Each caller learns what its own statement would have told it. One statement is atomic, so a
-batch that fails stored nothing; its writes are then made one by one, so one row the database
-refuses cannot fail the others with it: each caller gets its own result or error.
+batch the server refuses stored nothing; its writes are then made one by one, so one row the
+database refuses cannot fail the others with it: each caller gets its own result or error. A
+batch that fails otherwise (the connection lost: it may have committed) is not written again;
+every caller in it gets that error, as a lone statement's caller would.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
+
+import asyncpg
 
 __all__ = ["Batch", "columns"]
 
@@ -70,10 +74,13 @@ class Batch(Generic[T, R]):
                 if len(results) != len(batch):
                     raise RuntimeError(f"{len(results)} results for a batch of {len(batch)}")
         except Exception as exc:
-            if len(batch) > 1:  # nothing of it is stored: each on its own
+            if len(batch) > 1 and _refused(exc):
+                # The server refused it: nothing of it is stored, so each goes on its own. Any
+                # other failure (the connection lost) may come after the commit: all are told.
                 await asyncio.gather(*(self._alone(item, future) for item, future in batch))
             else:
-                _answer(batch[0][1], exc)
+                for _, future in batch:
+                    _answer(future, exc)
             return
         except BaseException:  # the loop is closing: nobody is told stored
             for _, future in batch:
@@ -87,6 +94,16 @@ class Batch(Generic[T, R]):
             _answer(future, await self._one(item))
         except Exception as exc:
             _answer(future, exc)
+
+
+def _refused(exc: Exception) -> bool:
+    """The batch surely stored nothing: the server refused it, or asyncpg could not encode an
+    argument (nothing was sent). A lost connection may have lost only the answer."""
+    if isinstance(exc, asyncpg.PostgresConnectionError):
+        return False
+    if isinstance(exc, asyncpg.InterfaceError):
+        return isinstance(exc, ValueError)  # asyncpg's DataError: an argument it cannot encode
+    return isinstance(exc, asyncpg.PostgresError)
 
 
 def _answer(future: asyncio.Future[R], outcome: R | Exception) -> None:
