@@ -10,6 +10,7 @@ from bot.storage.postgres.directory import PostgresDirectory
 from bot.storage.postgres.memories import PostgresMemories
 from bot.storage.postgres.migrations import Component, components_of
 from bot.storage.postgres.turns import PostgresTurns
+from bot.storage.postgres.usage import PostgresUsage
 from bot.storage.sql.seam import NoWindows, Tx
 from bot.storage.sql.store import SQLStore
 from bot.values import PromptRows
@@ -38,6 +39,7 @@ class PostgresStore(SQLStore):
         )
         self.delivery_records = PostgresDeliveries(self.database, self.owner)  # batched
         self.directory = PostgresDirectory(self.database)  # notes batched
+        self.usage = PostgresUsage(self.database)  # budget figures batched
         self.turns = PostgresTurns(self.database, self.owner)
         self.memories = PostgresMemories(self.database)
         self.coordination = PostgresCoordination(self.database)
