@@ -24,6 +24,7 @@ __all__ = [
     "MemoryScope",
     "NewTurn",
     "Overheard",
+    "PromptRows",
     "StoredTurn",
     "Summary",
     "TurnStatus",
@@ -162,6 +163,15 @@ class WindowMark:
 
     start_turn_id: int  # the oldest turn the prompt holds (earlier ones left it)
     summary: str = ""  # the summary the prompt shows, pinned when the window was last cut
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRows:
+    """What a turn's prompt is read from (:meth:`PromptWindows.load_prompt_rows`)."""
+
+    window: list[StoredTurn]  # as ``load_window`` returns it, oldest first
+    overheard: list[Overheard]  # as ``load_overheard``, oldest first
+    mark: WindowMark | None  # as ``load_window_mark``
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,9 +41,10 @@ class Overhearing:
         message = NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
         await self.store.record_overheard(message, self.keep)
 
-    async def recent(self, ctx: ChatContext, key: str) -> list[Overheard]:
-        """What was overheard in the conversation since its last turn, oldest first."""
-        if self.keep == 0:
-            return []
-        since = time.time() - self.max_age
-        return (await self.store.load_overheard(key, since))[-self.keep :]
+    def since(self) -> float | None:
+        """How far back chatter still counts (a ``time.time()``); None when none is kept."""
+        return None if self.keep == 0 else time.time() - self.max_age
+
+    def latest(self, rows: list[Overheard]) -> list[Overheard]:
+        """The newest of ``rows`` (oldest first) that a prompt shows."""
+        return rows[-self.keep :] if self.keep else []

@@ -276,11 +276,11 @@ class ChatService:
             text = self.edits.start(key, ctx.message_id, waiting, text)
             available = asyncio.ensure_future(self.llm.check_available())  # said after reads
             try:
-                _, history, overheard, mark = await asyncio.gather(  # one wait, not five
+                _, rows = await asyncio.gather(  # one wait; window, chatter, mark: one read
                     self.admission.check_budgets(ctx),
-                    self.store.load_window(key, self.settings.history.max_turns),
-                    self.overheard.recent(ctx, key),
-                    self.store.load_window_mark(key),
+                    self.store.load_prompt_rows(
+                        key, self.settings.history.max_turns, self.overheard.since()
+                    ),
                 )
             except BaseException:  # its outcome no longer matters
                 available.add_done_callback(lambda done: done.cancelled() or done.exception())
@@ -290,7 +290,8 @@ class ChatService:
                 asyncio.get_running_loop().call_soon(on_admitted)
             said = await self.media.read(text, attachments)  # caps; voice transcribed
             tools = self.tools.definitions(ctx) if self.tools else []
-            prompt = await self.prompts.build(ctx, key, said, history, overheard, tools, mark)
+            history, overheard = rows.window, self.overheard.latest(rows.overheard)
+            prompt = await self.prompts.build(ctx, key, said, history, overheard, tools, rows.mark)
             turn = PendingTurn(self.store, self.budgets, ctx, key, said.stored, overheard)
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()

@@ -12,9 +12,14 @@ raised on our side before anything was sent (text that cannot be encoded) -- mus
 message alone, never everyone's service. Busy (429) and quota errors leave it shut too.
 
 Replicas sharing a database (``shared``) share each endpoint's breaker: a failure one of them
-sees opens it for all (:class:`bot.storage.coordination.SharedLimits`), and each learns the
-shared state with one read per request (:meth:`CircuitBreaker.refresh`), not per token. After a
-shared cooldown each replica sends its own one probe.
+sees opens it for all (:class:`bot.storage.coordination.SharedLimits`). Each learns the shared
+state with a read (:meth:`CircuitBreaker.refresh`) reused for ``REFRESH_EVERY`` seconds while its
+breaker is closed: a burst of turns costs one read a second per endpoint, not one per turn (with
+two replicas on PostgreSQL that read was one of a turn's ten statements). So an endpoint another
+replica found down gets at most that second's requests from this one before it is skipped here
+too -- as requests already in flight when a breaker opens do. While open, the read is made per
+request, so a probe another replica saw answer closes it here at once. After a shared cooldown
+each replica sends its own one probe.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from bot.values import BreakerState
 
 log = logging.getLogger(__name__)
 
-REFRESH_EVERY = 1.0  # seconds a shared state read is reused (the calls of one request)
+REFRESH_EVERY = 1.0  # seconds a shared state read is reused while the breaker is closed
 
 
 def counts_as_down(error: LLMError) -> bool:

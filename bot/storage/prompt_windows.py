@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.values import WindowMark
+from bot.values import PromptRows, WindowMark
 
-__all__ = ["PromptWindows", "WindowMark"]
+__all__ = ["PromptRows", "PromptWindows", "WindowMark"]
 
 
 class PromptWindows(Protocol):
@@ -30,3 +30,12 @@ class PromptWindows(Protocol):
     async def save_window_mark(
         self, conversation_key: str, chat_key: str, mark: WindowMark
     ) -> None: ...
+
+    async def load_prompt_rows(
+        self, conversation_key: str, max_turns: int, overheard_since: float | None
+    ) -> PromptRows:
+        """``load_window(conversation_key, max_turns)``, ``load_overheard(conversation_key,
+        overheard_since)`` (none when it is None) and ``load_window_mark(conversation_key)``
+        together: what a turn reads before its prompt, in one round trip where the backend can
+        (PostgreSQL; SQLite reads its caches)."""
+        ...

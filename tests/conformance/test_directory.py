@@ -3,6 +3,8 @@ history pages with their tool calls."""
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.storage import Storage
 from bot.values import AuditAction, ChatEntry, ToolStep, TurnStatus, Usage
 from tests.conformance.conftest import answered, turn
@@ -64,6 +66,18 @@ async def test_note_chat_upserts_last_title_and_type_win(storage: Storage) -> No
     await storage.note_chat(ChatEntry("tg", "1", "channel", "Book Club Ünïcode"))
     chats = await storage.list_chats()
     assert [(c.title, c.chat_type) for c in chats] == [("Book Club Ünïcode", "channel")]
+
+
+async def test_notes_made_at_once_each_land_and_a_chat_noted_twice_keeps_the_last(
+    storage: Storage,
+) -> None:
+    notes = [ChatEntry("tg", str(i), "group", f"Chat {i}") for i in range(20)]
+    notes.insert(10, ChatEntry("tg", "3", "private", "renamed"))  # after the first note of 3
+    await asyncio.gather(*(storage.note_chat(note) for note in notes))
+    chats = {c.chat_key: (c.chat_type, c.title) for c in await storage.list_chats(limit=100)}
+    assert len(chats) == 20
+    assert chats["tg:3"] == ("private", "renamed")
+    assert chats["tg:12"] == ("group", "Chat 12")
 
 
 async def test_query_matches_title_or_key_case_insensitively(storage: Storage) -> None:

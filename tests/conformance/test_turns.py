@@ -68,6 +68,24 @@ async def test_concurrent_writers_never_share_a_transaction(storage: Storage) ->
             assert t.messages[0]["content"][1:] == t.messages[1]["content"][1:]
 
 
+async def test_answers_stored_at_once_each_land_whole_with_their_tokens(storage: Storage) -> None:
+    ids = await asyncio.gather(*(storage.begin_turn(turn(f"tg:{i}", f"q{i}")) for i in range(30)))
+    await asyncio.gather(
+        *(
+            storage.complete_turn(turn_id, [{"role": "assistant", "content": f"a{i}"}],
+                                  Usage(i, 1), f"model-{i}")
+            for i, turn_id in enumerate(ids)
+        )
+    )  # fmt: skip
+    for i, turn_id in enumerate(ids):
+        (stored,) = await storage.load_window(f"tg:{i}", 10)
+        assert stored.turn_id == turn_id and stored.status is TurnStatus.ANSWERED
+        assert [m["content"] for m in stored.messages] == [f"q{i}", f"a{i}"]
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    assert await storage.tokens_on(day) == sum(range(30)) + 30
+    assert await storage.tokens_on(day, chat_key="tg:7") == 8
+
+
 async def test_turns_begun_at_once_each_get_their_own_row_in_the_order_begun(
     storage: Storage,
 ) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.guardrails.budgets import utc_day
 from bot.storage import Storage
 from bot.values import BOT_USER, TurnStatus, Usage
@@ -42,6 +44,15 @@ async def test_booking_by_chat_and_user(storage: Storage) -> None:
     assert await storage.budget_figures(today, "tg:-1", "tg", "1") == (124, 22, 14)
     assert await storage.budget_figures(today, "tg:-9", "dc", "2") == (124, 0, 0)
     assert await storage.budget_figures("1999-01-01", "tg:-1", "tg", "1") == (0, 0, 0)
+    asked = [
+        (today, "tg:-1", "tg", "1"),
+        ("1999-01-01", "tg:-1", "tg", "1"),
+        (today, "tg:-9", "dc", "2"),
+        (today, "tg:-1", "tg", "2"),
+        (today, "dc:-7", "dc", "1"),
+    ] * 3
+    figures = await asyncio.gather(*(storage.budget_figures(*a) for a in asked))  # at once
+    assert figures == [(124, 22, 14), (0, 0, 0), (124, 0, 0), (124, 22, 10), (124, 100, 100)] * 3
     rows = await storage.daily_usage(today)
     assert [(r.chat_key, r.user_id, r.turns) for r in rows] == [
         ("dc:-7", "1", 1),

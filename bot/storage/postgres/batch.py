@@ -7,7 +7,8 @@ commit (a WAL flush) apiece, and the turn inserts queue for the lock while holdi
 connections. Here a write joins the batch that is gathering; the first write to find no batch
 being written leads: it writes batches until its own is written, and writes arriving meanwhile
 gather for the next batch, led by a task once the leader has its answer. A quiet bot's write is
-a batch of one: its one-row statement, as before.
+a batch of one: its one-row statement, as before. Reads of concurrent turns batch the same way
+(the budget figures: :mod:`.usage`); each is still made after its caller asked.
 
 Each caller learns what its own statement would have told it. One statement is atomic, so a
 batch the server refuses stored nothing; its writes are then made one by one, so one row the

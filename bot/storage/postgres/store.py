@@ -6,11 +6,14 @@ from bot.storage import owners
 from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.postgres.coordination import PostgresCoordination
 from bot.storage.postgres.deliveries import PostgresDeliveries
+from bot.storage.postgres.directory import PostgresDirectory
 from bot.storage.postgres.memories import PostgresMemories
 from bot.storage.postgres.migrations import Component, components_of
 from bot.storage.postgres.turns import PostgresTurns
+from bot.storage.postgres.usage import PostgresUsage
 from bot.storage.sql.seam import NoWindows, Tx
 from bot.storage.sql.store import SQLStore
+from bot.values import PromptRows
 
 
 async def _nothing_to_rescope(tx: Tx, new_chat_key: str) -> None:
@@ -27,15 +30,25 @@ class PostgresStore(SQLStore):
     backend reads every window from the database (:mod:`bot.storage.postgres.turns`).
     """
 
+    turns: PostgresTurns
+
     def __init__(self, dsn: str, *, schema: str | None = None, cache_windows: bool = True) -> None:
         self.database, self.cache_windows = Database(dsn, schema), cache_windows
         self._compose(
             PostgresSeam(self.database), NoWindows(), owners.new_owner(), _nothing_to_rescope
         )
         self.delivery_records = PostgresDeliveries(self.database, self.owner)  # batched
+        self.directory = PostgresDirectory(self.database)  # notes batched
+        self.usage = PostgresUsage(self.database)  # budget figures batched
         self.turns = PostgresTurns(self.database, self.owner)
         self.memories = PostgresMemories(self.database)
         self.coordination = PostgresCoordination(self.database)
+
+    async def load_prompt_rows(
+        self, conversation_key: str, max_turns: int, overheard_since: float | None
+    ) -> PromptRows:
+        """One statement, not three (:meth:`PostgresTurns.load_prompt_rows`)."""
+        return await self.turns.load_prompt_rows(conversation_key, max_turns, overheard_since)
 
     @property
     def schema(self) -> str:

@@ -19,17 +19,30 @@ end to end at 10^6 and 10^7 rows (docs/scaling.md), next to seconds for the mode
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import asyncpg
+
+from bot.storage.answers import answer_json, api_messages
 from bot.storage.postgres.batch import Batch, columns
 from bot.storage.postgres.connection import Database, PostgresDialect, PostgresSeam
 from bot.storage.sql.history import TURN_ORDER_LOCK
 from bot.storage.sql.seam import NoWindows
 from bot.storage.sql.summaries import LAST_ID, TURN_COLUMNS, stored_turn
 from bot.storage.sql.turns import TurnRows, turn_row
-from bot.values import NewTurn, StoredTurn, TurnStatus
+from bot.values import (
+    NewTurn,
+    Overheard,
+    PromptRows,
+    StoredTurn,
+    TurnStatus,
+    Usage,
+    WindowMark,
+)
 
-__all__ = ["LAST_ID", "PostgresTurns", "window_page"]
+__all__ = ["LAST_ID", "PostgresTurns", "prompt_rows_sql", "window_page"]
 
 _AFTER_RESET = "coalesce((SELECT after_turn_id FROM resets WHERE conv_key = $1), 0)"
 
@@ -65,14 +78,44 @@ _INSERT_TURNS = (
 )
 
 
+# Several answers in one statement (trigger turns_usage books each row's tokens, as for one).
+_COMPLETE_TURNS = (
+    "UPDATE turns AS t SET status = 'answered', answer = r.answer, model = r.model,"
+    " prompt_tokens = r.prompt, completion_tokens = r.completion, cached_tokens = r.cached,"
+    " completed_at = r.at FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[],"
+    " $5::bigint[], $6::bigint[], $7::float8[])"
+    " AS r(id, answer, model, prompt, completion, cached, at) WHERE t.id = r.id"
+)
+
+_Completion = tuple[int, Sequence[Mapping[str, Any]], Usage, str]
+
+
 class PostgresTurns(TurnRows):
-    """:class:`TurnRows` plus the locked insert (concurrent turns' in one statement:
-    :mod:`.batch`) and the paged window walk."""
+    """:class:`TurnRows` plus the locked insert and the answers' update (concurrent turns' in
+    one statement each: :mod:`.batch`) and the paged window walk."""
 
     def __init__(self, db: Database, owner: str) -> None:
         super().__init__(PostgresSeam(db), NoWindows(), owner)
         self._db = db
         self._begins: Batch[NewTurn, int] = Batch(self._begin_many, self._begin_one)
+        self._completes: Batch[_Completion, None] = Batch(self._complete_many, self._complete_one)
+
+    async def complete_turn(
+        self, turn_id: int, messages: Sequence[Mapping[str, Any]], usage: Usage, model: str
+    ) -> None:
+        await self._completes.run((turn_id, messages, usage, model))
+
+    async def _complete_one(self, item: _Completion) -> None:
+        await super().complete_turn(*item)
+
+    async def _complete_many(self, items: Sequence[_Completion]) -> list[None]:
+        rows = [
+            (turn_id, answer_json(api_messages(messages)), model, usage.prompt_tokens,
+             usage.completion_tokens, usage.cached_tokens, time.time())
+            for turn_id, messages, usage, model in items
+        ]  # fmt: skip
+        await self.db.execute(_COMPLETE_TURNS, *columns(rows))
+        return [None] * len(items)
 
     async def begin_turn(self, turn: NewTurn) -> int:
         if turn.overheard:
@@ -97,19 +140,72 @@ class PostgresTurns(TurnRows):
         are not context rows are in (one page unless overheard chatter sits among them)."""
         if max_turns <= 0:
             return []
+        async with self._db.acquire() as conn:
+            return await self._walk(conn, conversation_key, max_turns, None)
+
+    async def load_prompt_rows(
+        self, conversation_key: str, max_turns: int, overheard_since: float | None
+    ) -> PromptRows:
+        """The window's first page, the overheard rows and the mark in one statement (a turn's
+        three reads were three round trips); further pages, when chatter fills the first, as
+        :meth:`load_window` walks them."""
+        since = float("inf") if overheard_since is None else overheard_since
+        async with self._db.acquire() as conn:
+            rows = await conn.fetch(
+                prompt_rows_sql(max(max_turns, 0)), conversation_key, LAST_ID, since
+            )
+            page = sorted((tuple(r)[1:7] for r in rows if r[0] == 0), key=_newest_first)
+            window = (
+                await self._walk(conn, conversation_key, max_turns, page) if max_turns > 0 else []
+            )
+        overheard = sorted(
+            (Overheard(int(r[1]), str(r[2]), str(r[3]), str(r[5]), float(r[7]))
+             for r in rows if r[0] == 1),
+            key=lambda o: o.overheard_id,
+        )  # fmt: skip
+        marks = [WindowMark(int(r[1]), str(r[5])) for r in rows if r[0] == 2]
+        return PromptRows(window, overheard, marks[0] if marks else None)
+
+    async def _walk(
+        self,
+        conn: asyncpg.Connection,
+        conversation_key: str,
+        max_turns: int,
+        first: Sequence[Sequence[Any]] | None,
+    ) -> list[StoredTurn]:
+        """The window from its newest page down (``first``, when already read)."""
         window: list[StoredTurn] = []
         counted = 0
         before = LAST_ID
         sql = window_page(max_turns)
-        async with self._db.acquire() as conn:
-            while True:
-                rows = await conn.fetch(sql, conversation_key, before)
-                for row in rows:
-                    turn = stored_turn(row)
-                    window.append(turn)
-                    counted += turn.status is not TurnStatus.CONTEXT
-                    if counted == max_turns:
-                        return window[::-1]
-                if len(rows) < max_turns:
+        rows = first
+        while True:
+            if rows is None:
+                rows = list(await conn.fetch(sql, conversation_key, before))
+            for row in rows:
+                turn = stored_turn(row)
+                window.append(turn)
+                counted += turn.status is not TurnStatus.CONTEXT
+                if counted == max_turns:
                     return window[::-1]
-                before = int(rows[-1]["id"])
+            if len(rows) < max_turns:
+                return window[::-1]
+            before = int(rows[-1][0])
+            rows = None
+
+
+def _newest_first(row: Sequence[Any]) -> int:
+    return -int(row[0])
+
+
+def prompt_rows_sql(max_turns: int) -> str:
+    """The window's newest page (part 0), the overheard rows since ``$3`` (part 1) and the
+    window mark (part 2) of conversation ``$1``, in one statement; rows in no set order."""
+    return (
+        "SELECT 0 AS part, id, user_id, user_name, status, user_text, answer,"
+        f" NULL::float8 AS created_at FROM ({window_page(max_turns)}) AS page"
+        " UNION ALL SELECT 1, id, user_id, user_name, NULL, text, NULL, created_at"
+        " FROM overheard WHERE conv_key = $1 AND created_at >= $3"
+        " UNION ALL SELECT 2, window_start, NULL, NULL, NULL, summary_shown, NULL, NULL"
+        " FROM summaries WHERE conv_key = $1 AND window_start IS NOT NULL"
+    )

@@ -8,6 +8,7 @@ differs: the connection, migrations, turns and the window, search, coordination.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol, Self
 
 from bot.storage import owners
@@ -24,6 +25,7 @@ from bot.storage.sql.overheard import OverheardRows
 from bot.storage.sql.seam import Database, Windows, via
 from bot.storage.sql.summaries import SummaryRows
 from bot.storage.turns import Turns
+from bot.values import Overheard, PromptRows
 
 
 class Memories(MemoryRecords, MemorySearch, MemoryVectors, Protocol):
@@ -92,6 +94,18 @@ class SQLStore:
         self.delivery_records = DeliveryRecords(db, owner)
         self.overheard = OverheardRows(db)
         self.upkeep = Upkeep(db, windows, chat_moved)
+
+    async def load_prompt_rows(
+        self, conversation_key: str, max_turns: int, overheard_since: float | None
+    ) -> PromptRows:
+        """The three reads in one wait (SQLite answers each from memory while nothing changed:
+        ``row_cache``); PostgreSQL overrides it with one statement (``postgres/turns.py``)."""
+        window, overheard, mark = await asyncio.gather(
+            self.load_window(conversation_key, max_turns),
+            _overheard(self, conversation_key, overheard_since),
+            self.load_window_mark(conversation_key),
+        )
+        return PromptRows(window, overheard, mark)
 
     reset = via("history", History.reset)
     reset_point = via("history", History.reset_point)
@@ -188,3 +202,7 @@ class SQLStore:
     breaker_success = via("coordination", Coordination.breaker_success)
     breaker_state = via("coordination", Coordination.breaker_state)
     prune_limits = via("coordination", Coordination.prune_limits)
+
+
+async def _overheard(store: SQLStore, key: str, since: float | None) -> list[Overheard]:
+    return [] if since is None else await store.load_overheard(key, since)

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from bot.app import App
 from bot.errors import LLMBadRequestError, LLMUnavailableError, UserFacingError
 from bot.guardrails.rate_limit import RateLimitedError, StillAnsweringError
 from bot.testing.fake_llm import FakeLLM, error, hang, reply
+from bot.values import BreakerState
 from tests import postgres_support
 from tests.conftest import Sleeps, group, make_settings
 
@@ -141,3 +143,35 @@ async def test_a_breaker_opened_on_one_replica_fails_fast_on_the_other(
         assert (await b.store.stats("telegram:-200")).turns_stored == 0  # ...or a stored turn
         await b.service.llm.endpoints[0].breaker.succeeded()  # as if B's probe came back
         assert (await a.service.chat(group("1"), "back?")).text == "echo: [Alice] back?"
+
+
+async def test_a_closed_breaker_reads_the_shared_state_once_a_second(
+    replicas: Replicas, fake_llm: FakeLLM
+) -> None:
+    """A burst of turns shares one read of the breaker per endpoint while it is closed; an
+    endpoint another replica found down is skipped here from the next read on."""
+    async with replicas(llm={"circuit_breaker": 30}) as (a, b):
+        now = [100.0]
+        breaker = b.service.llm.endpoints[0].breaker
+        breaker.clock = lambda: now[0]
+        reads: list[str] = []
+        assert breaker.shared is not None
+        state = breaker.shared.breaker_state
+
+        async def counted(name: str) -> BreakerState:
+            reads.append(name)
+            return await state(name)
+
+        breaker.shared = SimpleNamespace(breaker_state=counted)  # type: ignore[assignment]
+        for n in range(3):
+            answer = await b.service.chat(group(str(n + 1), chat=f"-{300 + n}"), "hi")
+            assert answer.text.endswith("hi")
+        assert len(reads) == 1  # three turns, one read
+        fake_llm.script(*[error(500)] * 4)
+        with pytest.raises(LLMUnavailableError):
+            await a.service.chat(group("9"), "is it down?")  # A opens it for everyone
+        now[0] += 1.5
+        with pytest.raises(LLMUnavailableError, match="failing fast"):
+            await b.service.chat(group("4", chat="-400"), "hello?")
+        assert len(reads) == 2
+        assert len(fake_llm.chat_requests) == 3 + 4  # B's three answers, A's retries
