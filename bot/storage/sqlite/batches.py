@@ -6,11 +6,10 @@ messages, summary mark) and writes about seven single statements (its message, i
 record, the answer, the chat directory ...). Each on its own is a trip to a connection's thread
 and back: a future, a queue, a wake-up of the loop, a hand-over of the GIL; and a write also
 waits for the writer lock and commits alone. A burst of 200 turns made some 2,700 such trips,
-the writes in series; now about 90 (bench section 13). Here a statement
-joins the batch that is gathering for its connection; the first caller to find no batch on its
-way takes it (the leader: no task for a lone statement) in one trip. Statements that arrive
-meanwhile gather for the next trip. A quiet bot's statement is a batch of one: one trip, as
-before.
+the writes in series; now about 90 (bench section 13). Here a statement that finds nothing on
+its way to its connection goes alone, as aiosqlite sends it (a quiet bot's statements cost what
+they did); statements that arrive meanwhile gather, and a task sends them as one batch, in one
+trip, as soon as the connection is free, and again while more arrive.
 
 Writes (:class:`GroupCommit`): a batch of several runs inside one ``BEGIN IMMEDIATE`` ...
 ``COMMIT``. Each caller learns what an autocommit statement would have told it: its rows or row
@@ -21,8 +20,8 @@ written since the last commit and each of them is told that error: none of them 
 acknowledged, so nothing acknowledged is lost. Reads (:class:`ReadBatches`) run one after
 the other on the read connection, each seeing what was committed when it ran.
 
-The thread answers the callers itself (``call_soon_threadsafe``), so a leader cancelled while
-its batch is on its way leaves no caller waiting. aiosqlite has no public call to run a function
+The thread answers a batch's callers itself (``call_soon_threadsafe``), so a sending task
+cancelled while its batch is on its way leaves no caller waiting. aiosqlite has no public call to run a function
 in its thread: ``Connection._execute`` (there since its first releases) does it; the conformance
 suite runs every statement through it.
 """
@@ -32,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +56,8 @@ _Apply = Callable[[sqlite3.Connection, list[_Statement], list[Outcome]], None]
 class _Batches:
     """One connection's statements, a batch per trip (see the module's docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lock: asyncio.Lock | None = None) -> None:
+        self._lock = lock  # the writer's lock: multi-statement transactions take it too
         self._queued: list[_Statement] = []
         self._leading = False
         self._next: asyncio.Task[None] | None = None  # who leads once a leader is done
@@ -66,23 +66,39 @@ class _Batches:
         self, conn: aiosqlite.Connection, sql: str, args: Sequence[object], *, rows: bool
     ) -> Any:
         """Run one statement; its rows (``rows``) or its row count."""
+        if not self._leading:  # nothing on its way: this one goes alone, as aiosqlite sends it
+            return await self._alone(conn, sql, args, rows=rows)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._queued.append(_Statement(sql, args, rows, future))
-        if not self._leading:
-            await self._lead(conn, until=future)
         return await future
 
     def _apply(self) -> _Apply:
         raise NotImplementedError
 
     def _held(self) -> contextlib.AbstractAsyncContextManager[object]:
-        return contextlib.nullcontext()
+        return self._lock if self._lock is not None else contextlib.nullcontext()
 
-    async def _lead(self, conn: aiosqlite.Connection, until: asyncio.Future[Any] | None) -> None:
-        """Send batches until ``until`` is answered (None: until nothing is queued)."""
+    async def _alone(
+        self, conn: aiosqlite.Connection, sql: str, args: Sequence[object], *, rows: bool
+    ) -> Any:
+        """A lone statement, sent as it is; what arrives meanwhile waits for the next trip."""
         self._leading = True
         try:
-            while self._queued and (until is None or not until.done()):
+            async with self._held():
+                if rows:
+                    return list(await conn.execute_fetchall(sql, args))
+                cursor = await conn.execute(sql, args)
+                return max(cursor.rowcount, 0)
+        finally:
+            self._leading = False
+            if self._queued:
+                self._next = asyncio.create_task(self._lead(conn))
+
+    async def _lead(self, conn: aiosqlite.Connection) -> None:
+        """Send batches until nothing is queued."""
+        self._leading = True
+        try:
+            while self._queued:
                 async with self._held():
                     batch = [each for each in self._queued if not each.future.cancelled()]
                     self._queued = []
@@ -95,8 +111,8 @@ class _Batches:
                             _answer(batch, [exc] * len(batch))
         finally:
             self._leading = False
-            if self._queued:  # arrived after this leader's own statement: the next leader
-                self._next = asyncio.create_task(self._lead(conn, until=None))
+            if self._queued:  # the leader was cancelled: the next one takes over
+                self._next = asyncio.create_task(self._lead(conn))
 
 
 class ReadBatches(_Batches):
@@ -110,16 +126,10 @@ class GroupCommit(_Batches):
     """The writer's one-statement writes, one trip and one commit per batch."""
 
     def __init__(self, lock: asyncio.Lock) -> None:
-        super().__init__()
-        self._lock = lock  # the writer's lock: multi-statement transactions take it too
+        super().__init__(lock)
 
     def _apply(self) -> _Apply:
         return _write
-
-    @contextlib.asynccontextmanager
-    async def _held(self) -> AsyncIterator[object]:
-        async with self._lock:
-            yield None
 
 
 def _trip(

@@ -11,9 +11,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 import pytest
 
-from bot.storage.sqlite import SQLiteStore, batches
+from bot.storage.sqlite import SQLiteStore
 from bot.values import NewTurn
 
 INSERT = "INSERT INTO plugin_kv (plugin, key, value, updated_at) VALUES ($1, $2, $3, 0)"
@@ -26,27 +27,17 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
 
 
 @pytest.fixture
-def trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The size of each batch of writes sent to the writer's thread."""
-    return _counting(monkeypatch, "_write")
+def trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every trip to an aiosqlite thread: a statement sent alone, or a batch."""
+    seen: list[str] = []
+    real = aiosqlite.Connection._execute
 
+    async def counting(conn: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(getattr(fn, "__name__", "statement"))
+        return await real(conn, fn, *args, **kwargs)
 
-@pytest.fixture
-def read_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The size of each batch of reads sent to the reader's thread."""
-    return _counting(monkeypatch, "_read")
-
-
-def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
-    sizes: list[int] = []
-    real = getattr(batches, name)
-
-    def counting(conn: sqlite3.Connection, batch: list[Any], outcomes: list[Any]) -> None:
-        sizes.append(len(batch))
-        real(conn, batch, outcomes)
-
-    monkeypatch.setattr(batches, name, counting)
-    return sizes
+    monkeypatch.setattr(aiosqlite.Connection, "_execute", counting)
+    return seen
 
 
 async def stored(store: SQLiteStore) -> list[tuple[str, str]]:
@@ -55,21 +46,23 @@ async def stored(store: SQLiteStore) -> list[tuple[str, str]]:
 
 
 async def test_concurrent_turns_share_trips_and_each_gets_its_own_id(
-    store: SQLiteStore, trips: list[int]
+    store: SQLiteStore, trips: list[str]
 ) -> None:
     turns = [NewTurn(f"tg:{n}", f"tg:{n}", "u", "U", f"hello {n}") for n in range(50)]
+    before = len(trips)
     ids = await asyncio.gather(*(store.begin_turn(turn) for turn in turns))
     assert len(set(ids)) == 50
     assert ids == sorted(ids)  # written in the order they were asked for
-    assert sum(trips) == 50 and len(trips) < 50 and trips[0] == 1  # a lone first write: alone
+    assert len(trips) - before == 2  # the first alone, the 49 that came meanwhile in one batch
     for n, turn_id in enumerate(ids):
         (stored_turn,) = await store.load_window(f"tg:{n}", 5)
         assert stored_turn.turn_id == turn_id
         assert str(stored_turn.messages[0]["content"]).endswith(f"hello {n}")
 
 
-async def test_a_failing_statement_fails_alone(store: SQLiteStore, trips: list[int]) -> None:
+async def test_a_failing_statement_fails_alone(store: SQLiteStore, trips: list[str]) -> None:
     await store.seam.execute(INSERT, "p", "taken", '"first"')
+    before = len(trips)
     outcomes = await asyncio.gather(
         store.seam.execute(INSERT, "p", "a", '"1"'),
         store.seam.execute(INSERT, "p", "taken", '"again"'),  # primary key: refused
@@ -85,7 +78,7 @@ async def test_a_failing_statement_fails_alone(store: SQLiteStore, trips: list[i
     assert isinstance(outcomes[2], sqlite3.IntegrityError)
     assert isinstance(outcomes[4], OverflowError)
     assert isinstance(outcomes[5], sqlite3.OperationalError)
-    assert trips[-2:] == [1, 6]  # the first writes alone, the rest gather behind it: one commit
+    assert len(trips) - before == 2  # the first alone, the six behind it in one commit
     assert await stored(store) == [("a", '"1"'), ("b", '"2"'), ("c", '"3"'), ("taken", '"first"')]
 
 
@@ -147,11 +140,12 @@ async def test_a_cancelled_leader_leaves_no_caller_waiting(store: SQLiteStore) -
 
 
 async def test_concurrent_reads_share_trips_and_each_gets_its_own_rows(
-    store: SQLiteStore, read_trips: list[int]
+    store: SQLiteStore, trips: list[str]
 ) -> None:
     for n in range(20):
         await store.seam.execute(INSERT, "p", f"k{n:02}", str(n))
     select = "SELECT value FROM plugin_kv WHERE key = $1"
+    before = len(trips)
     found = await asyncio.gather(
         *(store.seam.fetch(select, f"k{n:02}") for n in range(20)),
         store.seam.fetch("SELECT no_such_column FROM plugin_kv"),
@@ -159,7 +153,7 @@ async def test_concurrent_reads_share_trips_and_each_gets_its_own_rows(
     )
     assert found[:20] == [[(str(n),)] for n in range(20)]
     assert isinstance(found[20], sqlite3.OperationalError)  # its own error, the others answered
-    assert sum(read_trips) == 21 and len(read_trips) < 21
+    assert len(trips) - before == 2  # the first alone, the 20 behind it in one trip
 
 
 async def test_statements_queued_as_the_store_closes_are_told_so(tmp_path: Path) -> None:
