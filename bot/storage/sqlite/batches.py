@@ -21,9 +21,9 @@ acknowledged, so nothing acknowledged is lost. Reads (:class:`ReadBatches`) run 
 the other on the read connection, each seeing what was committed when it ran.
 
 The thread answers a batch's callers itself (``call_soon_threadsafe``), so a sending task
-cancelled while its batch is on its way leaves no caller waiting. aiosqlite has no public call to run a function
-in its thread: ``Connection._execute`` (there since its first releases) does it; the conformance
-suite runs every statement through it.
+cancelled while its batch is on its way leaves no caller waiting. aiosqlite has no public call
+to run a function in its thread: ``Connection._execute`` (there since its first releases) does
+it; the conformance suite runs every statement through it.
 """
 
 from __future__ import annotations
