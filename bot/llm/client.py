@@ -373,9 +373,8 @@ class LLMClient:
 
     async def check_available(self) -> None:
         """Raise ``LLMUnavailableError`` at once when every endpoint is known to be down (by
-        any replica). A closed breaker's shared state is read at most once a second (a burst
-        of turns shares one read); an open one's on every call, to hear of a probe that
-        another replica saw answer."""
+        any replica). Shared state: a closed breaker's read at most once a second, an open
+        one's on every call (a probe another replica saw answer closes it here at once)."""
         for each in self.endpoints:
             await each.breaker.refresh(force=not each.breaker.admits())
         if not any(e.breaker.admits() for e in self.endpoints):
