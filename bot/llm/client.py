@@ -1,9 +1,8 @@
 """The LLM client: any OpenAI-compatible endpoint through the real openai SDK, plus fallbacks.
 
 Requests go through ``AsyncOpenAI.post("/chat/completions", ...)`` with a plain JSON body: the
-same SDK transport, auth, typed ``ChatCompletion`` parsing and exceptions as
-``chat.completions.create``, without its per-call parameter transformation, which costs about
-0.35 ms per message on every turn (see bench/). Retries happen only in :mod:`bot.llm.retry`.
+SDK's transport, auth, typed parsing and exceptions, without ``chat.completions.create``'s
+per-call parameter transformation (about 0.35 ms a message, bench/). Retries: bot.llm.retry.
 """
 
 from __future__ import annotations
