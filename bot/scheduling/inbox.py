@@ -71,6 +71,7 @@ class InboxWorker:
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
+        self._finishing: set[int] = set()  # running, but being marked done (renewals skip it)
         self._loop: asyncio.Task[None] | None = None
         self._renewer: asyncio.Task[None] | None = None
         self._pruned_at = 0.0
@@ -188,8 +189,10 @@ class InboxWorker:
                         self.source,
                         item.update_id,
                     )
+            self._finishing.add(item.id)
             await self._finish(item, error)
         finally:
+            self._finishing.discard(item.id)
             self._running.pop(item.id, None)
             self._wake.set()  # the lane's next update is a head now
 
@@ -211,21 +214,28 @@ class InboxWorker:
                 item.update_id,
             )
 
+    def _unfinished(self) -> set[int]:
+        return set(self._running) - self._finishing
+
     async def _renew_loop(self) -> None:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             if not self._running:
                 continue
+            before = self._unfinished()
             try:
                 held = await self.inbox.inbox_renew(self.owner, self.lease_seconds)
             except Exception:
                 log.exception("inbox %s: leases not renewed", self.source)
                 continue
-            if held < len(self._running):
+            # Held throughout and not being marked done: each was renewed unless its lease was
+            # lost (an item marked done meanwhile may or may not be in ``held``).
+            throughout = len(before & self._unfinished())
+            if held < throughout:
                 log.warning(
                     "inbox %s: %d of %d leases were lost (this replica stalled longer than "
                     "the lease)",
                     self.source,
-                    len(self._running) - held,
-                    len(self._running),
+                    throughout - held,
+                    throughout,
                 )
