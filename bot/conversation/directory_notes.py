@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
+from typing import TypeVar
 
 from cachetools import LRUCache
 
@@ -23,6 +25,7 @@ __all__ = ["DirectoryNotes"]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 NOTED_CHATS = 10_000  # chats whose last noted (title, type) this process remembers
 
 
@@ -37,6 +40,14 @@ class DirectoryNotes:
         task = asyncio.ensure_future(self.note(ctx))
         self._later.add(task)
         task.add_done_callback(self._later.discard)
+
+    async def beside(self, ctx: ChatContext, write: Awaitable[T]) -> T:
+        """``write`` (the turn's answer) and, together with it when the chat's entry is new,
+        :meth:`note`: one wait, and no task when there is nothing to note."""
+        if self._noted.get(ctx.chat_key) == (ctx.chat_title, ctx.chat_type.value):
+            return await write
+        written, _ = await asyncio.gather(write, self.note(ctx))
+        return written
 
     async def note(self, ctx: ChatContext) -> None:
         """Write the chat's entry unless this process already wrote the same one."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from bot.context import ChatContext
@@ -43,7 +43,7 @@ class PendingTurn:
         self.key = key
         ids = tuple(o.overheard_id for o in overheard)
         turn = NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id, ids)
-        self._begin = asyncio.ensure_future(store.begin_turn(turn))
+        self._begin = asyncio.ensure_future(_after_a_step(store.begin_turn(turn)))
 
     async def complete(self, answer: list[dict[str, Any]], usage: Usage, model: str) -> int:
         """Store the answer with the turn's usage; returns the turn's id."""
@@ -62,3 +62,10 @@ class PendingTurn:
                 log.exception("could not record the failed turn conv=%s", self.key)
                 return
             log.warning("turn failed conv=%s turn=%d error=%s", self.key, turn_id, exc)
+
+
+async def _after_a_step(write: Awaitable[int]) -> int:
+    """``write``, one loop step on: the model request, whose task starts in this step, goes
+    out first (a statement run on the loop's own thread would otherwise hold it up)."""
+    await asyncio.sleep(0)
+    return await write

@@ -38,6 +38,7 @@ from bot.conversation.reply_cap import SplitReply
 from bot.conversation.store import HistoryStore
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
+from bot.conversation.turn_reads import read_for_turn
 from bot.guardrails.admins import AdminPolicy
 from bot.llm.client import LLMClient
 from bot.llm.tokens import TokenCounter, get_counter
@@ -274,18 +275,10 @@ class ChatService:
             self.queues.conversation(key),
         ):
             text = self.edits.start(key, ctx.message_id, waiting, text)
-            available = asyncio.ensure_future(self.llm.check_available())  # said after reads
-            try:
-                _, rows = await asyncio.gather(  # one wait; window, chatter, mark: one read
-                    self.admission.check_budgets(ctx),
-                    self.store.load_prompt_rows(
-                        key, self.settings.history.max_turns, self.overheard.since()
-                    ),
-                )
-            except BaseException:  # its outcome no longer matters
-                available.add_done_callback(lambda done: done.cancelled() or done.exception())
-                raise
-            await available  # known to be down: nothing stored
+            rows = await read_for_turn(  # the model up, budgets, window, chatter, mark
+                ctx, key, llm=self.llm, admission=self.admission, store=self.store,
+                max_turns=self.settings.history.max_turns, overheard_since=self.overheard.since(),
+            )  # fmt: skip
             if on_admitted is not None:  # one loop step on: after the model request's task
                 asyncio.get_running_loop().call_soon(on_admitted)
             said = await self.media.read(text, attachments)  # caps; voice transcribed
@@ -307,9 +300,8 @@ class ChatService:
                 if split is not None:
                     await answer.fit(split, self.settings.limits.max_reply_messages)
                 final = answer.final
-                turn_id, _ = await asyncio.gather(  # one wait: listed when the answer is stored
-                    turn.complete(answer.messages, bill.total, final.model),
-                    self.directory.note(ctx),
+                turn_id = await self.directory.beside(  # listed when the answer is stored
+                    ctx, turn.complete(answer.messages, bill.total, final.model)
                 )
                 if self.compactor is not None:  # background: never delays this reply
                     self.compactor.turn_done(ctx, key, cut=prompt.cut)

@@ -1,6 +1,6 @@
 """Doctor: each configured LLM endpoint lists its models and answers one tiny completion.
 
-The same SDK client the bot uses (:class:`bot.llm.client.Endpoint`), without the retry layer:
+The same SDK client the bot uses (:class:`bot.llm.endpoint.Endpoint`), without the retry layer:
 one attempt each, bounded by ``seconds``, so a hanging server is a row, not a wait.
 The answers are named as an operator needs them: a rejected key (401), a model the server
 does not have (404), a timeout (with the base URL, never the key).
@@ -17,7 +17,7 @@ from openai.types.chat import ChatCompletion
 
 from bot.config import EndpointSettings, Settings, safe_url
 from bot.doctor import Check, fail, passed, warn
-from bot.llm.client import Endpoint
+from bot.llm.endpoint import Endpoint
 
 __all__ = ["check_llm"]
 

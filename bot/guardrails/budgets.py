@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 REREAD = 30.0  # seconds a figure read from the ledger is trusted (plus what this process booked)
 _SWEEP = 4096  # figures kept before stale ones are swept
 _TOTAL = "total"
+_Reader = Callable[[str], Awaitable[int]]  # reads a figure of the given day from the ledger
 _UNSURE = -math.inf  # "read at" of a figure read while a turn was booked: read it again first
 
 
@@ -80,10 +81,10 @@ class Budgets:
                 utc_day(), ctx.chat_key, ctx.platform, ctx.user_id
             )
         else:
-            total, chat, mine = await asyncio.gather(  # read together: one wait, not two
-                self.total_today() if limits.daily_tokens_total is not None else _none(),
-                self._chat_today(ctx) if chat_on else _none(),
-                self._user_today(ctx) if user_on else _none(),
+            total, chat, mine = await self._figures(
+                (_TOTAL, self._total_reader) if limits.daily_tokens_total is not None else None,
+                (_chat_key(ctx), self._chat_reader(ctx)) if chat_on else None,
+                (_user_key(ctx), self._user_reader(ctx)) if user_on else None,
             )
         if limits.daily_tokens_total is not None and total >= limits.daily_tokens_total:
             log.warning("daily token budget of the whole bot spent: %d tokens", total)
@@ -126,25 +127,50 @@ class Budgets:
         return await self._user_today(ctx, fresh=True), await self._chat_today(ctx, fresh=True)
 
     async def total_today(self, *, fresh: bool = False) -> int:
-        return await self._figure(_TOTAL, lambda day: self.store.tokens_on(day), fresh)
+        return await self._figure(_TOTAL, self._total_reader, fresh)
 
     async def _user_today(self, ctx: ChatContext, *, fresh: bool = False) -> int:
-        return await self._figure(
-            _user_key(ctx),
-            lambda day: self.store.user_tokens_on(day, ctx.platform, ctx.user_id),
-            fresh,
-        )
+        return await self._figure(_user_key(ctx), self._user_reader(ctx), fresh)
 
     async def _chat_today(self, ctx: ChatContext, *, fresh: bool = False) -> int:
-        return await self._figure(
-            _chat_key(ctx), lambda day: self.store.tokens_on(day, ctx.chat_key), fresh
-        )
+        return await self._figure(_chat_key(ctx), self._chat_reader(ctx), fresh)
 
-    async def _figure(self, key: str, read: Callable[[str], Awaitable[int]], fresh: bool) -> int:
+    def _total_reader(self, day: str) -> Awaitable[int]:
+        return self.store.tokens_on(day)
+
+    def _user_reader(self, ctx: ChatContext) -> Callable[[str], Awaitable[int]]:
+        return lambda day: self.store.user_tokens_on(day, ctx.platform, ctx.user_id)
+
+    def _chat_reader(self, ctx: ChatContext) -> Callable[[str], Awaitable[int]]:
+        return lambda day: self.store.tokens_on(day, ctx.chat_key)
+
+    async def _figures(self, *wanted: tuple[str, _Reader] | None) -> list[int]:
+        """Each wanted figure (None: that budget is off, 0): those known answered at once,
+        the others read from the ledger together (one wait; no task for a figure in memory)."""
+        figures = [0 if each is None else self._known(*each) for each in wanted]
+        missing = [
+            (n, each) for n, each in enumerate(wanted) if each is not None and figures[n] is None
+        ]
+        if missing:
+            today, now = utc_day(), time.monotonic()
+            reads = [self._read(key, read, today, now) for _, (key, read) in missing]
+            read = [await reads[0]] if len(reads) == 1 else await asyncio.gather(*reads)
+            for (n, _), tokens in zip(missing, read, strict=True):
+                figures[n] = tokens
+        return [figure or 0 for figure in figures]
+
+    async def _figure(self, key: str, read: _Reader, fresh: bool) -> int:
+        known = None if fresh else self._known(key, read)
+        if known is not None:
+            return known
+        return await self._read(key, read, utc_day(), time.monotonic())
+
+    def _known(self, key: str, read: _Reader) -> int | None:
+        """The figure kept in memory, if it may answer (None: read the ledger now)."""
         today, now = utc_day(), time.monotonic()
         known = self._spent.get(key)
-        if fresh or not self.reread or known is None or known[0] != today or known[1] == _UNSURE:
-            return await self._read(key, read, today, now)  # replicas: always the ledger's
+        if not self.reread or known is None or known[0] != today or known[1] == _UNSURE:
+            return None  # replicas: always the ledger's
         if now - known[1] >= self.reread and key not in self._refreshing:
             # Known, but old: answer with it now (it holds every turn this process booked
             # since) and read the ledger again beside the turn, for other processes' turns.
@@ -175,10 +201,6 @@ class Budgets:
             self._sweep_at = max(_SWEEP, 2 * len(self._spent))
         self._spent[key] = (today, read_at, tokens)
         return tokens
-
-
-async def _none() -> int:
-    return 0  # a budget that is off: nothing to read
 
 
 def _user_key(ctx: ChatContext) -> str:

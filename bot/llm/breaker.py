@@ -67,15 +67,20 @@ class CircuitBreaker:
         self._read_at: float | None = None  # when the shared state was last read
         self._shared_open = False  # the last shared state read or written was not closed
 
+    def current(self, *, force: bool = False) -> bool:
+        """Whether :meth:`refresh` would read nothing: alone, or read less than
+        ``REFRESH_EVERY`` seconds ago (and not ``force``)."""
+        if self.shared is None:
+            return True
+        at = self._read_at
+        return not force and at is not None and self.clock() - at < REFRESH_EVERY
+
     async def refresh(self, *, force: bool = False) -> None:
         """Learn what the other replicas saw (one read; reused for ``REFRESH_EVERY`` seconds
         unless ``force``). Without ``shared`` there is nothing to learn."""
-        if self.shared is None:
+        if self.shared is None or self.current(force=force):
             return
-        now = self.clock()
-        if not force and self._read_at is not None and now - self._read_at < REFRESH_EVERY:
-            return
-        self._read_at = now
+        self._read_at = self.clock()
         self._adopt(await self.shared.breaker_state(self._key))
 
     @property

@@ -1,7 +1,7 @@
 """Text embeddings for memory recall, from any OpenAI-compatible ``/v1/embeddings``.
 
 Optional: only built when ``memory.embeddings.model`` is set. The client is the same kind as the
-chat client's (:class:`bot.llm.client.Endpoint`: the real SDK, aiohttp transport, SDK retries
+chat client's (:class:`bot.llm.endpoint.Endpoint`: the real SDK, aiohttp transport, SDK retries
 off), and every request goes through :func:`bot.llm.retry.call_with_retry`, the one retry layer,
 so failures surface as Parlour's ``LLMError`` types. Inputs are sent ``encoding_format="float"``:
 servers other than OpenAI's (Ollama, vLLM, llama.cpp) do not all know base64.
@@ -19,7 +19,7 @@ from openai.types import CreateEmbeddingResponse
 
 from bot.config import EmbeddingSettings, EndpointSettings, LLMSettings
 from bot.errors import LLMUnavailableError
-from bot.llm.client import Endpoint
+from bot.llm.endpoint import Endpoint
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry
 
 # For a lookup someone is waiting on (a reply, a tool call): one quick retry, then give up --

@@ -23,6 +23,11 @@ class PromptWindows(Protocol):
     conversation's summary (a reset of the conversation, a clear of its chat, retention) and
     moves with a migrated chat."""
 
+    #: Whether a read waits for a server (PostgreSQL): a turn then makes its reads together.
+    #: False where reads are answered in this process (SQLite: from memory, or by a statement
+    #: run on the loop's thread): tasks to run them together would cost more than the reads.
+    reads_wait: bool
+
     async def load_window_mark(self, conversation_key: str) -> WindowMark | None:
         """The conversation's mark, or None (never cut, or forgotten)."""
         ...

@@ -45,6 +45,7 @@ class SQLStore:
     coordination: Coordination
     seam: Database
     owner: str  # this instance, on every turn it begins (bot.storage.owners)
+    reads_wait = True  # bot.storage.prompt_windows; SQLite's are answered in process
 
     history: History
     audits: Audit

@@ -31,11 +31,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import aiosqlite
+
+from bot.storage.sqlite.inline import Busy, InlineStatements
 
 __all__ = ["GroupCommit", "ReadBatches"]
 
@@ -56,7 +59,10 @@ _Apply = Callable[[sqlite3.Connection, list[_Statement], list[Outcome]], None]
 class _Batches:
     """One connection's statements, a batch per trip (see the module's docstring)."""
 
-    def __init__(self, lock: asyncio.Lock | None = None) -> None:
+    _write = False
+
+    def __init__(self, inline: InlineStatements, lock: asyncio.Lock | None = None) -> None:
+        self._inline = inline  # cheap lone statements run on the loop's thread (inline.py)
         self._lock = lock  # the writer's lock: multi-statement transactions take it too
         self._queued: list[_Statement] = []
         self._leading = False
@@ -81,14 +87,16 @@ class _Batches:
     async def _alone(
         self, conn: aiosqlite.Connection, sql: str, args: Sequence[object], *, rows: bool
     ) -> Any:
-        """A lone statement, sent as it is; what arrives meanwhile waits for the next trip."""
+        """A lone statement: here if it is cheap and nothing else uses the connection, else sent
+        as it is; what arrives meanwhile waits for the next trip."""
+        inline = self._inline
+        if inline.may(conn, sql) and not (self._lock is not None and self._lock.locked()):
+            with contextlib.suppress(Busy):
+                return inline.run(conn, sql, args, rows=rows, write=self._write)
         self._leading = True
         try:
             async with self._held():
-                if rows:
-                    return list(await conn.execute_fetchall(sql, args))
-                cursor = await conn.execute(sql, args)
-                return max(cursor.rowcount, 0)
+                return await conn._execute(_timed, conn, inline, sql, args, rows)  # type: ignore[no-untyped-call]
         finally:
             self._leading = False
             if self._queued:
@@ -125,8 +133,10 @@ class ReadBatches(_Batches):
 class GroupCommit(_Batches):
     """The writer's one-statement writes, one trip and one commit per batch."""
 
-    def __init__(self, lock: asyncio.Lock) -> None:
-        super().__init__(lock)
+    _write = True
+
+    def __init__(self, inline: InlineStatements, lock: asyncio.Lock) -> None:
+        super().__init__(inline, lock)
 
     def _apply(self) -> _Apply:
         return _write
@@ -149,6 +159,22 @@ def _trip(
             loop.call_soon_threadsafe(_answer, batch, outcomes)
 
     return in_thread
+
+
+def _timed(
+    conn: aiosqlite.Connection,
+    inline: InlineStatements,
+    sql: str,
+    args: Sequence[object],
+    rows: bool,
+) -> Outcome:
+    """In the connection's thread: one autocommit statement, its cost noted (inline.py)."""
+    started = time.thread_time()
+    try:
+        cursor = conn._conn.execute(sql, args)
+        return cursor.fetchall() if rows else max(cursor.rowcount, 0)
+    finally:
+        inline.noted(sql, time.thread_time() - started, here=False)
 
 
 def _run(conn: sqlite3.Connection, statement: _Statement) -> Outcome:

@@ -29,6 +29,8 @@ from bot.errors import StoreError
 from bot.storage.sql.seam import Row
 from bot.storage.sqlite.batches import GroupCommit, ReadBatches
 from bot.storage.sqlite.files import unwritable, unwritable_text
+from bot.storage.sqlite.inline import InlineStatements
+from bot.storage.sqlite.inline import connect as tracked_connect
 from bot.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["NOW", "Database", "SQLiteDialect", "SQLiteSeam", "sqlite_sql", "statements"]
@@ -53,8 +55,9 @@ class Database:
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
         # concurrent turns' statements share trips to the threads (batches.py)
-        self.writes, self.reads = GroupCommit(self._write_lock), ReadBatches()
-        self.versions = ReadBatches()  # on the writer, outside its lock, as a lone read was
+        inline = InlineStatements()
+        self.writes, self.reads = GroupCommit(inline, self._write_lock), ReadBatches(inline)
+        self.versions = ReadBatches(inline)  # on the writer, outside its lock, as a lone read was
 
     async def open(self) -> aiosqlite.Connection:
         """Connect and migrate; returns the writer, not yet shared, for work at open."""
@@ -130,7 +133,7 @@ class Database:
         return int(rows[0][0])
 
     async def _connect(self) -> aiosqlite.Connection:
-        conn = await aiosqlite.connect(self.path, isolation_level=None)
+        conn = await tracked_connect(self.path, isolation_level=None)
         try:
             for pragma in _PRAGMAS:
                 await _patiently(conn, pragma)

@@ -96,13 +96,18 @@ class RowCache(Generic[V]):
 class VersionProbe:
     """``PRAGMA data_version`` once for the reads started in the same loop iteration: the
     first one probes, the others wait for its answer (each on its own future, so one of them
-    cancelled leaves the rest alone; the first one cancelled, each probes for itself)."""
+    cancelled leaves the rest alone; the first one cancelled, each probes for itself). A probe
+    answered within its iteration (run on the loop's thread: ``inline.py``) answers the reads
+    that come later in that iteration too."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
         self._joined: list[asyncio.Future[int | None]] | None = None
+        self._known: int | None = None  # answered in this iteration
 
     async def version(self) -> int:
+        if self._known is not None:
+            return self._known
         joined = self._joined
         if joined is not None:
             mine: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
@@ -114,18 +119,26 @@ class VersionProbe:
         try:
             version = await self._db.external_version()
         except asyncio.CancelledError:
+            self._closed(joined)
             _answer(joined, None)  # not theirs to share
             raise
         except BaseException as exc:
+            self._closed(joined)
             for waiting in joined:
                 if not waiting.done():
                     waiting.set_exception(exc)
             raise
+        if self._joined is joined:  # still this iteration: later reads in it share the answer
+            self._known = version
         _answer(joined, version)
         return version
 
+    def _closed(self, joined: list[asyncio.Future[int | None]]) -> None:
+        if self._joined is joined:
+            self._joined = None
+
     def _close(self) -> None:
-        self._joined = None
+        self._joined, self._known = None, None
 
 
 def _answer(joined: list[asyncio.Future[int | None]], version: int | None) -> None:

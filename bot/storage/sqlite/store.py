@@ -17,6 +17,7 @@ from bot.storage.sqlite.memories import SQLiteMemories
 from bot.storage.sqlite.row_cache import VersionProbe
 from bot.storage.sqlite.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
 from bot.storage.sqlite.turns import SQLiteTurns
+from bot.values import PromptRows
 
 
 async def _rescope(tx: Tx, new_chat_key: str) -> None:
@@ -28,6 +29,8 @@ async def _rescope(tx: Tx, new_chat_key: str) -> None:
 class SQLiteStore(SQLStore):
     """:class:`bot.storage.Storage` in one SQLite file. Use as ``async with SQLiteStore(path)``
     (or :func:`bot.storage.open_storage`)."""
+
+    reads_wait = False  # from memory, or a statement on the loop's thread (inline.py)
 
     def __init__(self, path: str | Path, *, cache_windows: bool = True) -> None:
         self.database, self.windows = Database(path), ConversationCache()
@@ -54,6 +57,20 @@ class SQLiteStore(SQLStore):
     @property
     def url(self) -> str:
         return sqlite_url(self.database.path)
+
+    async def load_prompt_rows(
+        self, conversation_key: str, max_turns: int, overheard_since: float | None
+    ) -> PromptRows:
+        """The three reads one after the other: each is answered from memory, or by a statement
+        run on the loop's thread (``inline.py``), without waiting; three tasks to run them
+        together cost more than the reads."""
+        window = await self.load_window(conversation_key, max_turns)
+        overheard = (
+            [] if overheard_since is None
+            else await self.load_overheard(conversation_key, overheard_since)
+        )  # fmt: skip
+        mark = await self.load_window_mark(conversation_key)
+        return PromptRows(window, overheard, mark)
 
     async def schema_version(self) -> str:
         rows = await self.database.reader.execute_fetchall("PRAGMA user_version")

@@ -290,7 +290,8 @@ async def test_a_turns_reads_share_one_probe_and_follow_other_writers(tmp_path: 
         for conn in (mine.database.reader, mine.database.writer):
             await conn.set_trace_callback(ran.append)
         assert await read(mine) == (1, WindowMark(1, "s"), [])
-        assert ran == ["PRAGMA data_version"]
+        # (run on the loop's thread, it is sent with no busy wait: bot.storage.sqlite.inline)
+        assert [each for each in ran if "busy_timeout" not in each] == ["PRAGMA data_version"]
         await other.record_overheard(turn("tg:1", "said"), keep=5)
         await other.save_window_mark("tg:1", "tg:1", WindowMark(2, "t"))
         assert await read(mine) == (1, WindowMark(2, "t"), ["said"])

@@ -15,9 +15,17 @@ import aiosqlite
 import pytest
 
 from bot.storage.sqlite import SQLiteStore
+from bot.storage.sqlite.inline import InlineStatements
 from bot.values import NewTurn
 
 INSERT = "INSERT INTO plugin_kv (plugin, key, value, updated_at) VALUES ($1, $2, $3, 0)"
+
+
+@pytest.fixture(autouse=True)
+def every_statement_to_the_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the trips: no statement runs on the loop's thread here (that has
+    its own tests, test_sqlite_inline.py)."""
+    monkeypatch.setattr(InlineStatements, "may", lambda *_: False)
 
 
 @pytest.fixture
