@@ -38,7 +38,7 @@ from typing import Any
 
 import aiosqlite
 
-from bot.storage.sqlite.inline import Busy, InlineStatements
+from bot.storage.sqlite.inline import LOCKED, InlineStatements
 
 __all__ = ["GroupCommit", "ReadBatches"]
 
@@ -91,8 +91,9 @@ class _Batches:
         as it is; what arrives meanwhile waits for the next trip."""
         inline = self._inline
         if inline.may(conn, sql) and not (self._lock is not None and self._lock.locked()):
-            with contextlib.suppress(Busy):
-                return inline.run(conn, sql, args, rows=rows, write=self._write)
+            outcome = inline.run(conn, sql, args, rows=rows, write=self._write)
+            if outcome is not LOCKED:
+                return outcome
         self._leading = True
         try:
             async with self._held():

@@ -33,13 +33,22 @@ from typing import Any
 
 import aiosqlite
 
-__all__ = ["CHEAP", "STALL", "Checkpoints", "InlineStatements", "TrackedConnection", "connect"]
+__all__ = [
+    "CHEAP",
+    "LOCKED",
+    "STALL",
+    "Checkpoints",
+    "InlineStatements",
+    "TrackedConnection",
+    "connect",
+]
 
 CHEAP = 0.0003  # seconds: about what a trip to the thread costs the loop (2-core machines)
 STALL = 0.002  # seconds: a run here this long stopped every chat for it
 _DECAY = 0.8  # one costly run keeps its text on the thread for a dozen runs or so
 _AWAY = 32  # runs on the thread after the first slow run here, doubled for each further one
 _TEXTS = 4096  # statement texts whose cost is kept
+LOCKED = object()  # what :meth:`InlineStatements.run` returns for a statement that would wait
 _BUSY_TIMEOUT_MS = 10_000  # the connection's own setting (connection.py), restored after
 _QUICK, _PATIENT = "PRAGMA busy_timeout=0", f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}"
 _NO_AUTOCHECKPOINT = "PRAGMA wal_autocheckpoint=0"
@@ -119,7 +128,8 @@ class InlineStatements:
         rows: bool,
         write: bool,
     ) -> Any:
-        """Run one autocommit statement here; raises :class:`Busy` when SQLite would wait."""
+        """Run one autocommit statement here: its outcome, or :data:`LOCKED` when SQLite would
+        have waited for another connection's lock (send it to the thread)."""
         raw = conn._conn
         raw.execute(_QUICK)
         if write:
@@ -130,7 +140,7 @@ class InlineStatements:
             result = cursor.fetchall() if rows else max(cursor.rowcount, 0)
         except sqlite3.OperationalError as exc:
             if str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_BUSY"):
-                raise Busy from exc
+                return LOCKED
             raise
         finally:
             self.noted(sql, time.perf_counter() - started, here=True)
@@ -140,10 +150,6 @@ class InlineStatements:
         if write:
             self._checkpoints.committed(conn)
         return result
-
-
-class Busy(Exception):
-    """SQLite would have waited for another connection's lock: send it to the thread."""
 
 
 class Checkpoints:
