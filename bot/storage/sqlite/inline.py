@@ -3,7 +3,7 @@
 
 A trip to aiosqlite's thread is a future, a queue, a wake-up of the loop and two hand-overs of
 the GIL: 100-300 µs of the loop's time on a 2-core machine, while the statements a turn sends
-(a ``data_version`` probe, one row inserted, one updated) take SQLite 5-60 µs. A console turn
+(a ``data_version`` probe, one row inserted, one updated) take SQLite 10-200 µs. A console turn
 spent more of its own time waiting on those trips than on anything else (docs/performance.md).
 So a statement runs right here, synchronously, when all of this holds:
 
@@ -12,8 +12,9 @@ So a statement runs right here, synchronously, when all of this holds:
 * no transaction is open on it (a statement would join it) and, for the writer, nobody holds
   its lock (a multi-statement transaction may be between two of its statements);
 * the statement is known to be cheap: each SQL text's recent cost, measured wherever it ran, is
-  under :data:`CHEAP`. A text seen for the first time, or that was slow lately, goes to the
-  thread (the loop never waits on a slow query or a big page-in);
+  under :data:`CHEAP`. A text seen for the first time, or costly lately, goes to the thread;
+  one that stopped the loop here anyway (a wait for the disk looks cheap on the thread) goes
+  back there for longer each time (:meth:`InlineStatements.noted`);
 * SQLite would not have to wait: the busy timeout is 0 for the attempt, and a lock held by
   another process (``SQLITE_BUSY``) sends the statement to the thread, where it waits as before.
   An autocommit statement refused with ``SQLITE_BUSY`` changed nothing.
