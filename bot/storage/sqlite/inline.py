@@ -176,7 +176,9 @@ class Checkpoints:
 
     async def _checkpoint(self, conn: aiosqlite.Connection) -> None:
         try:
-            await conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            # its row read on the thread: a cursor left open until this task resumes would keep
+            # a batch queued behind it from committing ("SQL statements in progress")
+            await conn.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
         except (sqlite3.Error, ValueError):
             pass  # closed, or busy: the next one will do; SQLite checkpoints at close too
         finally:

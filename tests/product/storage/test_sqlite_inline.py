@@ -182,3 +182,32 @@ async def test_writes_run_here_leave_the_checkpoints_to_the_thread(
         assert seen[n - 1][0] == "PRAGMA wal_autocheckpoint=0"
         assert seen[n + 2][0] == "PRAGMA wal_autocheckpoint=1000"
     assert len(await keys(store)) == 451
+
+
+async def test_a_statement_run_here_leaves_nothing_open_for_the_next_batch(
+    store: SQLiteStore,
+) -> None:
+    """A batch on the writer's thread commits after statements ran here (their PRAGMAs answer
+    with a row): nothing they left unfinished may keep it from committing."""
+    await store.seam.execute(INSERT, "p", "warm", '"0"')
+    await store.seam.execute(INSERT, "p", "here", '"1"')  # run here
+    await store.seam.execute("PRAGMA user_version")  # a row nobody reads, run on the thread
+    await store.seam.execute("PRAGMA user_version")  # ... and here
+    lead = asyncio.ensure_future(store.seam.execute(INSERT + " -- new text", "p", "lead", "1"))
+    await asyncio.sleep(0)  # on its way to the thread: the next ones gather behind it
+    batch = [store.seam.execute(INSERT, "p", f"b{n}", "1") for n in range(3)]
+    assert await asyncio.gather(lead, *batch) == [1, 1, 1, 1]
+    assert await keys(store) == ["b0", "b1", "b2", "here", "lead", "warm"]
+
+
+async def test_a_batch_right_after_a_checkpoint_commits(store: SQLiteStore) -> None:
+    """The checkpoint's statement answers with a row: read on the writer's thread, it leaves
+    nothing open there for a batch queued behind it to trip over at its COMMIT."""
+    db = store.database
+    await store.seam.execute(INSERT, "p", "warm", '"0"')
+    held = asyncio.ensure_future(store.seam.execute("UPDATE plugin_kv SET updated_at = nap(30)"))
+    await asyncio.sleep(0)  # the writer's thread naps; what follows queues behind it
+    db.writes._inline._checkpoints.committed(db.writer, 200)  # as after 200 writes here
+    batch = [store.seam.execute(INSERT, "p", f"b{n}", "1") for n in range(3)]
+    assert await asyncio.gather(held, *batch) == [1, 1, 1, 1]
+    assert await keys(store) == ["b0", "b1", "b2", "warm"]
