@@ -137,20 +137,24 @@ async def test_nothing_runs_here_while_the_thread_holds_the_connection(store: SQ
 
 async def test_a_lone_write_never_joins_an_open_transaction(store: SQLiteStore) -> None:
     await store.seam.execute(INSERT, "p", "warm", '"0"')  # known cheap
-    inside = asyncio.Event()
+    inside, release = asyncio.Event(), asyncio.Event()
 
-    async def rolled_back() -> None:
-        with pytest.raises(RuntimeError):
-            async with store.seam.transaction() as tx:
-                await tx.execute(INSERT, "p", "in-tx", '"x"')
-                inside.set()
-                await asyncio.sleep(0.05)
-                raise RuntimeError("undo")
+    async def undone() -> None:
+        async with store.seam.transaction() as tx:
+            await tx.execute(INSERT, "p", "in-tx", '"x"')
+            inside.set()
+            await release.wait()
+            raise RuntimeError("undo")
 
-    task = asyncio.ensure_future(rolled_back())
+    transaction = asyncio.ensure_future(undone())
     await inside.wait()
-    assert await store.seam.execute(INSERT, "p", "beside", '"y"') == 1
-    await task
+    write = asyncio.ensure_future(store.seam.execute(INSERT, "p", "beside", '"y"'))
+    await asyncio.sleep(0.02)
+    assert not write.done()  # it waits for the writer, never runs inside the transaction
+    release.set()
+    with pytest.raises(RuntimeError):
+        await transaction
+    assert await write == 1
     assert await keys(store) == ["beside", "warm"]
 
 
