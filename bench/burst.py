@@ -57,6 +57,7 @@ from typing import Any
 
 from adapters.telegram.adapter import TelegramAdapter
 from bench.burst_child import HOOK_PATH, Child, child
+from bench.burst_clients import ClientsLoop
 from bench.burst_floor import POLL_SECONDS, BareLoop
 from bench.burst_profile import profile_report
 from bench.burst_rows import Pair, RunFigures, burst_rows
@@ -119,9 +120,26 @@ async def _floor(tg: Child, llm_url: str, where: Path, pg_url: str | None) -> As
     finally:
         await bare.stop()
         await task
-    if bare.failures:
+    _report_failures("floor", bare.failures)
+
+
+def _report_failures(side: str, failures: Sequence[BaseException]) -> None:
+    if failures:
         log = logging.getLogger(__name__)
-        log.warning("floor: %d answers failed, the first: %r", len(bare.failures), bare.failures[0])
+        log.warning("%s: %d answers failed, the first: %r", side, len(failures), failures[0])
+
+
+@asynccontextmanager
+async def _clients(tg: Child, llm_url: str, where: Path, pg_url: str | None) -> AsyncIterator[None]:
+    loop = ClientsLoop(tg.hello["api_server"], tg.hello["token"], llm_url)
+    task = asyncio.ensure_future(loop.run())
+    try:
+        await tg.ask("ready")
+        yield
+    finally:
+        await loop.stop()
+        await task
+    _report_failures("the floor through the clients", loop.failures)
 
 
 @asynccontextmanager
@@ -166,7 +184,12 @@ async def _postgres(
 
 
 Side = Callable[[Child, str, Path, "str | None"], AbstractAsyncContextManager[None]]
-SIDES: dict[str, Side] = {"floor": _floor, "sqlite": _sqlite, "postgres": _postgres}
+SIDES: dict[str, Side] = {
+    "floor": _floor,
+    "clients": _clients,
+    "sqlite": _sqlite,
+    "postgres": _postgres,
+}
 
 
 def _settle_seconds(chats: int) -> float:
@@ -235,10 +258,14 @@ async def measure_burst(
         for count in chats:
             for run in range(runs):
                 for backend in backends:
-                    progress(f"burst: {count} chats, run {run + 1}/{runs}, floor then {backend}")
+                    progress(
+                        f"burst: {count} chats, run {run + 1}/{runs}: floor, the floor through"
+                        f" the clients, {backend}"
+                    )
                     floor = await run_once("floor", llm, count, root, pg_url)
+                    clients = await run_once("clients", llm, count, root, pg_url)
                     parlour = await run_once(backend, llm, count, root, pg_url)
-                    pairs.append(Pair(backend, floor, parlour))
+                    pairs.append(Pair(backend, floor, clients, parlour))
     return pairs
 
 

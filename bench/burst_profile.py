@@ -65,10 +65,10 @@ def _by_package(stats: pstats.Stats) -> list[tuple[str, float]]:
             package = "waiting for I/O (epoll: idle, not work)"
         elif filename == "~" or not path.is_absolute():
             package = "built-in"
+        elif "site-packages" in path.parts:  # before PROJECT: the virtualenv may lie inside it
+            package = path.parts[path.parts.index("site-packages") + 1].removesuffix(".py")
         elif path.is_relative_to(PROJECT):
             package = path.relative_to(PROJECT).parts[0]
-        elif "site-packages" in path.parts:
-            package = path.parts[path.parts.index("site-packages") + 1].removesuffix(".py")
         else:  # lib/python3.x/asyncio/events.py, lib/python3.x/selectors.py
             top = path.parent.name
             package = f"stdlib {path.stem if top.startswith('python') else top}"

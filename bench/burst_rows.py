@@ -16,7 +16,7 @@ LABELS = {"sqlite": "SQLite", "postgres": "PostgreSQL, 2 replicas (webhook)"}
 
 @dataclass(frozen=True, slots=True)
 class RunFigures:
-    side: str  # floor, sqlite or postgres
+    side: str  # floor, clients, sqlite or postgres
     chats: int
     wall: float  # push to the last final edit, seconds
     right: int
@@ -43,11 +43,22 @@ class RunFigures:
 class Pair:
     backend: str
     floor: RunFigures
+    clients: RunFigures  # the floor's calls through aiogram and the openai SDK
     parlour: RunFigures
 
     @property
     def ratio(self) -> float:
         return self.parlour.wall / self.floor.wall
+
+    @property
+    def clients_ratio(self) -> float:
+        """What the real clients alone cost over the bare floor."""
+        return self.clients.wall / self.floor.wall
+
+    @property
+    def own_ratio(self) -> float:
+        """What Parlour costs over the real clients alone."""
+        return self.parlour.wall / self.clients.wall
 
 
 def _med(values: Sequence[float]) -> float:
@@ -91,6 +102,7 @@ def _figures(backend: str, chats: int, group: Sequence[Pair]) -> list[Row]:
     ratios = [p.ratio for p in group]
     ratio, target, label = _med(ratios), TARGETS[backend], LABELS[backend]
     floor_ok, parlour_ok = _answers(floors), _answers(parlours)
+    clients_ok, clients = _answers([p.clients for p in group]), [p.clients_ratio for p in group]
     return [
         Row(
             S13,
@@ -107,7 +119,25 @@ def _figures(backend: str, chats: int, group: Sequence[Pair]) -> list[Row]:
             f"<= {target}x",
             ratio <= target,
         ),
+        Row(
+            S13,
+            "floor through the real clients (the same calls made with aiogram and the openai SDK,"
+            " used as Parlour uses them) / floor",
+            f"{_med(clients):.2f}x ({_med([p.clients.wall for p in group]):.2f} s)",
+        ),
+        Row(
+            S13,
+            f"... Parlour, {label} / the floor through the real clients",
+            f"{_med([p.own_ratio for p in group]):.2f}x",
+        ),
         Row(S13, "answers right: floor", floor_ok[0], f"{chats}/{chats}", floor_ok[1]),
+        Row(
+            S13,
+            "... the floor through the real clients",
+            clients_ok[0],
+            f"{chats}/{chats}",
+            clients_ok[1],
+        ),
         Row(S13, f"... Parlour, {label}", parlour_ok[0], f"{chats}/{chats}", parlour_ok[1]),
     ]
 
@@ -136,8 +166,10 @@ def _details(label: str, chats: int, group: Sequence[Pair]) -> list[Row]:
         Row(S13, f"... Parlour, {label}", _calls(parlours[0])),
         Row(
             S13,
-            "CPU per chat, push to last edit (this process, all threads): floor / Parlour",
+            "CPU per chat, push to last edit (this process, all threads): floor / floor through"
+            " the clients / Parlour",
             f"{_med([f.cpu / chats for f in floors]) * 1000:.2f} /"
+            f" {_med([p.clients.cpu / chats for p in group]) * 1000:.2f} /"
             f" {_med([p.cpu / chats for p in parlours]) * 1000:.2f} ms",
         ),
         Row(
@@ -147,7 +179,7 @@ def _details(label: str, chats: int, group: Sequence[Pair]) -> list[Row]:
         ),
     ]
     failed = Counter[str]()
-    for run in (*floors, *parlours):
+    for run in (*floors, *(p.clients for p in group), *parlours):
         failed.update({f"{run.side}: {what}": n for what, n in run.failed.items()})
     if failed:
         shown = "; ".join(f"{what} x{n}" for what, n in failed.most_common(4))
