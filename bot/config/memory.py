@@ -65,6 +65,13 @@ class MemorySettings(Section):
             " share only common words with the message); 0: every match, up to max_tokens"
         ),
     )
+    neighbours: bool = Field(
+        True,
+        description=(
+            "a recalled old message brings the messages said right after and right before it,"
+            " while max_tokens allows (an answer often follows the message that matched)"
+        ),
+    )
     share_private: bool = Field(
         False, description="recall a user's private-chat memories for them in groups too"
     )

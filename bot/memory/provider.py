@@ -7,9 +7,9 @@ the user's name), ranked together, dated, neighbours merged, until ``memory.max_
 (``bot.memory.recalled``).
 
 Everything recalled was written by users, so it is data, never instructions: each item is one
-line of JSON (:func:`recalled_item`), so no text inside it can open a line of its own or claim
-another speaker, and the service sends the block as a user-role message that says it is recalled
-material (``bot.prompt.safety``), capped and counted in the token budget.
+line, a JSON array (``bot.memory.recalled``), so no text inside it can open a line of its own or
+claim another speaker, and the service sends the block as a user-role message that says it is
+recalled material (``bot.prompt.safety``), capped and counted in the token budget.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Protocol
 from bot.config import MemorySettings
 from bot.context import ChatContext
 from bot.llm.tokens import estimate_tokens
-from bot.memory.recalled import recalled_item, recalled_lines
+from bot.memory.recalled import recalled_lines
 from bot.prompt.assembly import is_shared
 from bot.values import FoundTurn
 
 if TYPE_CHECKING:
     from bot.memory.store import MemoryStore
 
-__all__ = ["MemoryProvider", "NoMemory", "StoredMemory", "recalled_item"]
+__all__ = ["MemoryProvider", "NoMemory", "StoredMemory"]
 
 # What a line costs beyond its text in the prompt's cap (bot.prompt.assembly.recalled_block)
 LINE_OVERHEAD = 2
@@ -44,7 +44,7 @@ class MemoryProvider(Protocol):
         before_turn_id: int | None = None,
     ) -> list[str]:
         """Items worth reminding the model of, most relevant first, already scope-checked:
-        each one line of JSON (:func:`recalled_item`).
+        each one line, a JSON array (``bot.memory.recalled``).
 
         ``before_turn_id`` is the oldest turn still in the window: older messages may be
         recalled; newer ones are in the prompt already.
@@ -101,6 +101,7 @@ class StoredMemory:
         audience = self.memories.audience(ctx, conversation_key)
         facts = await self.memories.search(audience, text, limit=limit)
         earlier: list[FoundTurn] = []
+        beside: dict[int, list[FoundTurn]] = {}
         if self.settings.recall_history:
             self.memories.embed_turns_later(conversation_key)  # background, for later recalls
             if before_turn_id is not None:
@@ -108,12 +109,17 @@ class StoredMemory:
                     conversation_key, text, before_turn_id=before_turn_id, limit=limit
                 )
                 earlier = self._relevant(earlier)
+            if earlier and before_turn_id is not None and self.settings.neighbours:
+                beside = await self.memories.turns_beside(
+                    conversation_key, [t.turn_id for t in earlier], before_turn_id=before_turn_id
+                )
         return recalled_lines(
             facts,
             earlier,
             shared=is_shared(conversation_key),
             budget=self.settings.max_tokens,
             cost=self._cost,
+            beside=beside,
         )
 
     def _relevant(self, found: list[FoundTurn]) -> list[FoundTurn]:

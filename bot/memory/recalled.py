@@ -1,25 +1,32 @@
-"""What recall sends, as pure functions: one ranking, the token budget, dates, merged neighbours.
+"""What recall sends, as pure functions: one ranking, neighbours, the token budget, the lines.
 
 :class:`~bot.memory.provider.StoredMemory` finds remembered facts and old messages; here they
-become the recalled block's lines (each one line of JSON, :func:`recalled_item`):
+become the recalled block's lines, **one compact line per item**: a JSON array, so a newline or a
+quote inside an item stays escaped and no text can open a line of its own:
+
+* an old message: ``["2023-05-08","Caroline","what she said"]`` (date, speaker, words);
+* a remembered fact: ``["2023-05-08","Ann","remember","Mei is allergic to peanuts"]``.
+
+A line costs about 12 tokens around its text (the JSON objects used before cost 19-21, as much
+as the typical message they carried: bench section 14 measures both on public conversations).
 
 * **one ranking**: facts and old messages come from different indexes whose scores do not
   compare, but their ranks do, so the two lists are interleaved rank by rank (reciprocal rank
   fusion of two disjoint lists), a fact first at equal rank: someone asked for it to be kept;
-* **the budget**: the best items are taken while their estimated cost fits
-  ``memory.max_tokens`` (the prompt's cap, ``bot.prompt.assembly.recalled_block``, counts
-  exactly and has the last word); the ones that did not fit follow, so the cap can still fill
-  any room the estimate left;
-* **dates and speakers**: each line says when it was said (UTC date) and, in a shared chat,
-  who said it (in a private chat: "the user");
-* **neighbours merged**: messages of one speaker found within :data:`MERGE_GAP` of each other
-  (a thought spread over several messages) become one item, in the order they were said, at
-  the place of the best of them, so the model reads them together and the keys are paid once.
+* **neighbours**: an answer is often the message *after* the one that shares the question's
+  words ("what did you do?" - "I went to ..."), so each recalled message brings the messages
+  said right after and right before it (:func:`with_neighbours`), after it and before the next
+  match, while the budget allows;
+* **the budget**: items are taken in that order while their cost fits ``memory.max_tokens``
+  (the prompt's cap, ``bot.prompt.assembly.recalled_block``, counts exactly and has the last
+  word); the ones that did not fit follow, so the cap can still fill any room the estimate left;
+* **read together**: messages said within :data:`MERGE_GAP` of each other (an exchange) are
+  placed one after the other in the order they were said, at the place of the best of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from bot.prompt.safety import one_line_json
@@ -27,22 +34,21 @@ from bot.values import FoundTurn, Memory
 
 __all__ = [
     "MERGE_GAP",
+    "PRIVATE_SPEAKER",
+    "fact_line",
     "interleave",
     "merge_neighbours",
-    "recalled_item",
+    "message_line",
     "recalled_lines",
     "utc_date",
+    "with_neighbours",
 ]
 
-MERGE_GAP = 300.0  # seconds between two messages of one speaker that still belong together
+MERGE_GAP = 300.0  # seconds between two messages that still read as one exchange
 PRIVATE_SPEAKER = "the user"
+FACT_MARK = "remember"
 
 Found = Memory | FoundTurn
-
-
-def recalled_item(**fields: str | list[str]) -> str:
-    """One recalled item as a single line of JSON: newlines and quotes inside stay escaped."""
-    return one_line_json(fields)
 
 
 def utc_date(seconds: float) -> str:
@@ -58,20 +64,37 @@ def interleave(facts: Sequence[Memory], earlier: Sequence[FoundTurn]) -> list[Fo
     return ranked
 
 
-def _together(before: FoundTurn, after: FoundTurn, gap: float) -> bool:
-    return before.user_id == after.user_id and abs(after.created_at - before.created_at) <= gap
+def with_neighbours(
+    ranked: Sequence[Found], beside: Mapping[int, Sequence[FoundTurn]]
+) -> list[Found]:
+    """``ranked`` with each message's neighbours (``beside[turn_id]``: the message after it,
+    then the one before) right after it, each item once, at its best place."""
+    seen: set[tuple[bool, int]] = set()
+    out: list[Found] = []
+    for item in ranked:
+        extra = beside.get(item.turn_id, ()) if isinstance(item, FoundTurn) else ()
+        for each in (item, *extra):
+            key = (isinstance(each, Memory), _ident(each))
+            if key not in seen:
+                seen.add(key)
+                out.append(each)
+    return out
+
+
+def _ident(item: Found) -> int:
+    return item.memory_id if isinstance(item, Memory) else item.turn_id
 
 
 def merge_neighbours(turns: Sequence[FoundTurn], gap: float = MERGE_GAP) -> list[list[FoundTurn]]:
-    """``turns`` (best first, one conversation) in groups of messages that belong together:
-    in time order, each next one by the same speaker within ``gap`` seconds of the one before.
-    Groups come in the order of their best member; each group in the order it was said."""
+    """``turns`` (best first, one conversation) in exchanges: in time order, each next one
+    within ``gap`` seconds of the one before. Exchanges come in the order of their best member;
+    each in the order it was said."""
     if not turns:
         return []
     rank = {turn.turn_id: n for n, turn in enumerate(turns)}
     groups: list[list[FoundTurn]] = []
     for turn in sorted(turns, key=lambda t: t.turn_id):
-        if groups and _together(groups[-1][-1], turn, gap):
+        if groups and abs(turn.created_at - groups[-1][-1].created_at) <= gap:
             groups[-1].append(turn)
         else:
             groups.append([turn])
@@ -79,37 +102,36 @@ def merge_neighbours(turns: Sequence[FoundTurn], gap: float = MERGE_GAP) -> list
 
 
 def fact_line(memory: Memory) -> str:
-    return recalled_item(
-        fact=memory.text, by=memory.user_name or memory.user_id, date=utc_date(memory.created_at)
-    )
+    by = memory.user_name or memory.user_id
+    return one_line_json([utc_date(memory.created_at), by, FACT_MARK, memory.text])
 
 
-def message_line(group: Sequence[FoundTurn], shared: bool) -> str:
-    """One or more messages of one speaker, in the order they were said."""
-    first, last = group[0], group[-1]
-    by = (first.user_name or first.user_id) if shared else PRIVATE_SPEAKER
-    date = utc_date(first.created_at)
-    if utc_date(last.created_at) != date:
-        date += " to " + utc_date(last.created_at)
-    if len(group) == 1:
-        return recalled_item(earlier_message=first.text, by=by, date=date)
-    return recalled_item(earlier_messages=[t.text for t in group], by=by, date=date)
+def message_line(turn: FoundTurn, shared: bool) -> str:
+    """One old message; in a private chat its speaker is "the user"."""
+    by = (turn.user_name or turn.user_id) if shared else PRIVATE_SPEAKER
+    return one_line_json([utc_date(turn.created_at), by, turn.text])
+
+
+def _line(item: Found, shared: bool) -> str:
+    return fact_line(item) if isinstance(item, Memory) else message_line(item, shared)
 
 
 def _render(items: Sequence[Found], shared: bool, gap: float) -> list[str]:
-    """``items`` (best first) as lines, neighbouring messages merged at the best one's place."""
-    placed: list[tuple[int, str]] = []
+    """``items`` (best first) as lines, each exchange in the order it was said at the place
+    of its best message."""
+    placed: list[tuple[int, list[str]]] = []
     position: dict[int, int] = {}
     turns: list[FoundTurn] = []
     for n, item in enumerate(items):
         if isinstance(item, Memory):
-            placed.append((n, fact_line(item)))
+            placed.append((n, [fact_line(item)]))
         else:
             position[item.turn_id] = n
             turns.append(item)
     for group in merge_neighbours(turns, gap):
-        placed.append((min(position[t.turn_id] for t in group), message_line(group, shared)))
-    return [line for _, line in sorted(placed, key=lambda pair: pair[0])]
+        first = min(position[t.turn_id] for t in group)
+        placed.append((first, [message_line(t, shared) for t in group]))
+    return [line for _, lines in sorted(placed, key=lambda pair: pair[0]) for line in lines]
 
 
 def recalled_lines(
@@ -119,18 +141,19 @@ def recalled_lines(
     shared: bool,
     budget: int,
     cost: Callable[[str], int],
+    beside: Mapping[int, Sequence[FoundTurn]] | None = None,
     gap: float = MERGE_GAP,
 ) -> list[str]:
-    """The recalled block's lines, best first: what fits ``budget`` by ``cost`` (tokens of a
-    line in the block), merged; then the rest, merged among themselves (module docstring)."""
+    """The recalled block's lines: what fits ``budget`` by ``cost`` (tokens of a line in the
+    block), in the module docstring's order; then the rest (module docstring)."""
     chosen: list[Found] = []
     spare: list[Found] = []
     used = 0
-    for item in interleave(facts, earlier):
-        line = fact_line(item) if isinstance(item, Memory) else message_line([item], shared)
-        if used + cost(line) <= budget:
+    for item in with_neighbours(interleave(facts, earlier), beside or {}):
+        price = cost(_line(item, shared))
+        if used + price <= budget:
             chosen.append(item)
-            used += cost(line)
+            used += price
         else:
             spare.append(item)
     return _render(chosen, shared, gap) + _render(spare, shared, gap)

@@ -245,6 +245,15 @@ class MemoryStore:
         cosine = await asyncio.to_thread(by_cosine, vector, candidates, floor, pool, turn_id)
         return fuse_turns([by_bm25, [turn for _, turn in cosine]], limit)
 
+    async def turns_beside(
+        self, conversation_key: str, turn_ids: Sequence[int], *, before_turn_id: int
+    ) -> dict[int, list[FoundTurn]]:
+        """Each found turn's neighbours in its conversation: the turn after it, then the one
+        before it (below ``before_turn_id``, after the last reset)."""
+        return await self.store.turns_beside(
+            conversation_key, turn_ids, before_turn_id=before_turn_id
+        )
+
     async def query_vector(self, query: str) -> Sequence[float] | None:
         """``query``'s vector, or None (no embeddings, or the endpoint failed or was slow).
 

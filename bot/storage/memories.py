@@ -106,6 +106,15 @@ class MemorySearch(Protocol):
         before the call (SQLite indexes them lazily: :meth:`index_turns`)."""
         ...
 
+    async def turns_beside(
+        self, conversation_key: str, turn_ids: Sequence[int], *, before_turn_id: int
+    ) -> dict[int, list[FoundTurn]]:
+        """For each of ``turn_ids`` in this conversation: the conversation's turn said right
+        after it, then the one right before it, each only if it is below ``before_turn_id``
+        and after the last reset (ids of other conversations, or of no turn, map to nothing;
+        ``score`` 0). An answer often follows the message that shares the question's words."""
+        ...
+
     async def index_turns(self, batch: int = 1000) -> int:
         """Bring the past-message index up to date; returns how many turns were indexed. Safe
         to call from several processes at once (no turn is indexed twice)."""

@@ -284,6 +284,32 @@ async def test_search_turns_recalls_only_this_conversation(storage: Storage) -> 
     assert await memories.search_turns(mine, "cat", before_turn_id=later + 1) == []
 
 
+async def test_turns_beside_are_the_conversations_own_neighbours(storage: Storage) -> None:
+    store, memories = storage, MemoryStore(storage)
+    mine, other = "telegram:-7", "telegram:-8"
+    first = await store.begin_turn(turn(mine, "what did you do on Sunday?"))
+    await store.begin_turn(turn(other, "elsewhere", user="2"))  # ids interleave
+    answer = await store.begin_turn(turn(mine, "I painted a sunrise by the lake", user="2"))
+    last = await store.begin_turn(turn(mine, "lovely"))
+    current = await store.begin_turn(turn(mine, "what did I paint?"))
+
+    beside = await memories.turns_beside(mine, [first, answer], before_turn_id=current)
+    assert {k: [(t.turn_id, t.text) for t in v] for k, v in beside.items()} == {
+        first: [(answer, "I painted a sunrise by the lake")],  # after it; nothing before
+        answer: [(last, "lovely"), (first, "what did you do on Sunday?")],  # after, then before
+    }
+    [after] = beside[first]
+    assert (after.user_id, after.user_name, after.score) == ("2", "name-2", 0.0)
+    # what the prompt holds already (from before_turn_id on) is not brought again
+    held = await memories.turns_beside(mine, [answer], before_turn_id=last)
+    assert [t.turn_id for t in held[answer]] == [first]
+    # another conversation's turn, an id of no turn, one no database holds: nothing
+    assert await memories.turns_beside(other, [first], before_turn_id=current) == {}
+    assert await memories.turns_beside(mine, [current + 99, 2**70], before_turn_id=current) == {}
+    await store.reset(mine, "telegram:-7", "1")  # nothing from before a /reset
+    assert await memories.turns_beside(mine, [answer], before_turn_id=current + 1) == {}
+
+
 # -- isolation, as a property ------------------------------------------------------------------
 
 PLATFORMS = ("telegram", "tele", "discord")  # "tele" shares a prefix with "telegram"

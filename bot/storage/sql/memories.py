@@ -44,6 +44,18 @@ ORDER BY t.id DESC LIMIT $3
 """
 
 
+# For each found turn (``$3``), the conversation's turn right before it and right after it, below
+# ``$2`` and after the last reset; each by the (conv_key, id) index.
+_BESIDE = f"""
+SELECT f.id, {TURN_COLUMNS} FROM turns AS f CROSS JOIN turns AS t
+WHERE {{found}} AND f.conv_key = $1 AND t.id IN (
+    (SELECT max(p.id) FROM turns AS p WHERE p.conv_key = $1 AND p.id < f.id),
+    (SELECT min(n.id) FROM turns AS n WHERE n.conv_key = $1 AND n.id > f.id))
+  AND t.id < $2 AND {_AFTER_RESET}
+ORDER BY f.id, t.id DESC
+"""
+
+
 def audience_args(audience: Audience) -> tuple[str, str, str, str | None]:
     """The audience rule's parameters: conversation, chat, user, and the "platform:" prefix
     when private memories may join (else NULL)."""
@@ -131,6 +143,24 @@ class MemoryRows:
             _UNEMBEDDED_TURNS, conversation_key, model, max(limit, 0), after_turn_id
         )
         return [(int(turn_id), str(text)) for turn_id, text in rows]
+
+    async def turns_beside(
+        self, conversation_key: str, turn_ids: Sequence[int], *, before_turn_id: int
+    ) -> dict[int, list[FoundTurn]]:
+        wanted = sorted({i for i in turn_ids if fits_int64(i)})
+        if not wanted:
+            return {}
+        found = self.db.dialect.in_array("f.id", "$3", "bigint")
+        rows = await self.db.fetch(
+            _BESIDE.format(found=found),
+            conversation_key,
+            before_turn_id,
+            self.db.dialect.array(wanted),
+        )
+        beside: dict[int, list[FoundTurn]] = {}
+        for row in rows:
+            beside.setdefault(int(row[0]), []).append(found_turn(row[1:]))
+        return beside
 
     async def turn_vectors(
         self, conversation_key: str, model: str, dims: int, *, before_turn_id: int, limit: int

@@ -177,6 +177,7 @@ class SQLStore:
     move_memories = via("memories", Memories.move_memories)
     search_memories = via("memories", Memories.search_memories)
     search_turns = via("memories", Memories.search_turns)
+    turns_beside = via("memories", Memories.turns_beside)
     index_turns = via("memories", Memories.index_turns)
     put_vectors = via("memories", Memories.put_vectors)
     unembedded = via("memories", Memories.unembedded)

@@ -110,7 +110,7 @@ async def test_recalled_block_is_capped(make_app: AppFactory, fake_llm: FakeLLM)
             await app.memories.add(private(), f"fact {n}: the garden has {n} roses and tulips")
         await app.service.chat(private(), "how many roses and tulips are in the garden?")
     block = recalled_text(fake_llm).split(RECALLED_HEADER, 1)[1]
-    assert 1 <= block.count("\n{") < 10
+    assert 1 <= block.count("\n[") < 10
     assert app.service.counter.count_text(block) <= 60
 
 

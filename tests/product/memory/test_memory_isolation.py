@@ -166,9 +166,9 @@ async def test_recalled_facts_are_quoted_data_not_system_lines(
     assert block["role"] == "user"
     lines = str(block["content"]).splitlines()[1:]
     assert len(lines) == 1  # one fact, one line: its newline could not open a second one
-    item = json.loads(lines[0])
-    assert item["fact"] == forged  # the fact itself, intact, as data
-    assert "\n" not in item["by"] and item["by"].startswith("Alice - fact:")
+    date, by, mark, fact = json.loads(lines[0])
+    assert (mark, fact) == ("remember", forged)  # the fact itself, intact, as data
+    assert "\n" not in by and by.startswith("Alice - fact:")
 
 
 async def test_recalled_old_messages_are_quoted_too(
@@ -182,8 +182,9 @@ async def test_recalled_old_messages_are_quoted_too(
         await app.service.chat(alice, "what is my locker? admin password?")
     assert "hunter2" not in system_text(fake_llm)
     [block] = [m for m in sent(fake_llm) if str(m["content"]).startswith(RECALLED_HEADER)]
-    [line] = str(block["content"]).splitlines()[1:]
-    assert json.loads(line)["earlier_message"].endswith("the admin password is hunter2")
+    lines = str(block["content"]).splitlines()[1:]
+    [line] = [line for line in lines if "hunter2" in line]  # one line, with its neighbours
+    assert json.loads(line)[2].endswith("the admin password is hunter2")
 
 
 async def test_a_newline_cannot_forge_a_second_speaker(

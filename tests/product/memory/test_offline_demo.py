@@ -47,7 +47,7 @@ async def test_a_marker_runs_remember_and_context_shows_the_recalled_fact(
     assert lines[1].startswith("System prompt (")
     assert "History: 2 earlier user messages" in lines[2]
     recalled = lines.index("Recalled from memory (1 item):")
-    assert '"fact":"Mei drinks green tea"' in lines[recalled + 1]
+    assert '"remember","Mei drinks green tea"' in lines[recalled + 1]
     assert "Tools offered (3): forget, recall, remember" in lines
     assert lines[-1] == "This message: what tea do I drink? [[context]]"
     assert "echo: how is the weather?" in revealed  # the history's last messages are quoted

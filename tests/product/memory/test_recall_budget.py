@@ -1,7 +1,7 @@
-"""Recall fills its budget (issue 15, item 4), through ChatService and the fake model: recalled
-old messages carry their date and, in a group, their speaker; the block grows with
-``memory.max_tokens`` up to it; neighbouring messages come as one item; and with embeddings an
-old message is found by meaning alone."""
+"""Recall fills its budget (issue 15, item 4; issue 28), through ChatService and the fake model:
+recalled old messages carry their date and, in a group, their speaker; the block grows with
+``memory.max_tokens`` up to it; a recalled message brings the exchange around it, in order; and
+with embeddings an old message is found by meaning alone."""
 
 from __future__ import annotations
 
@@ -18,17 +18,26 @@ SMALL = {"history": {"max_turns": 3}}
 MODEL = "text-embedding-3-small"
 
 
+def item(line: str) -> dict[str, Any]:
+    """A recalled line, a JSON array: [date, speaker, words] or [date, who, "remember", fact]."""
+    parsed = json.loads(line)
+    assert isinstance(parsed, list) and all(isinstance(part, str) for part in parsed)
+    if len(parsed) == 4:
+        date, by, mark, fact = parsed
+        assert mark == "remember"
+        return {"date": date, "by": by, "fact": fact}
+    date, by, said = parsed
+    return {"date": date, "by": by, "said": said}
+
+
 def items(fake: FakeLLM, index: int = -1) -> list[dict[str, Any]]:
     block = recalled_text(fake, index)
-    return [json.loads(line) for line in block.splitlines()[1:]]
+    return [item(line) for line in block.splitlines()[1:]]
 
 
 def recalled_messages(found: list[dict[str, Any]]) -> list[str]:
-    """Every old message in the items, merged ones too, in order."""
-    texts: list[str] = []
-    for item in found:
-        texts += item.get("earlier_messages", [item.get("earlier_message")])
-    return [t for t in texts if t is not None]
+    """Every old message in the items, in order."""
+    return [i["said"] for i in found if "said" in i]
 
 
 def today() -> set[str]:
@@ -52,9 +61,9 @@ async def test_an_old_message_carries_its_date_and_in_a_group_its_speaker(
         await app.service.chat(mei, "what was my locker code?")
         in_private = items(fake_llm)
     days |= today()
-    [key] = [i for i in in_group if "blue pot" in i.get("earlier_message", "")]
+    [key] = [i for i in in_group if "blue pot" in i.get("said", "")]
     assert key["by"] == "Alice" and key["date"] in days
-    [code] = [i for i in in_private if "7319" in i.get("earlier_message", "")]
+    [code] = [i for i in in_private if "7319" in i.get("said", "")]
     assert code["by"] == "the user" and code["date"] in days
 
 
@@ -80,20 +89,29 @@ async def test_the_recalled_block_grows_with_the_budget_up_to_it(
     assert 2 <= small < large and large > 5  # more than the old top_k, as far as the cap allows
 
 
-async def test_neighbouring_messages_come_as_one_item(
+async def test_a_recalled_message_brings_its_exchange_in_order(
     make_app: AppFactory, fake_llm: FakeLLM
 ) -> None:
-    alice, bob = group("8", "Alice", chat="-400"), group("9", "Bob", chat="-400")
-    async with make_app(**SMALL) as app:
-        await app.service.chat(alice, "the picnic is at the lake")
-        await app.service.chat(alice, "the picnic starts at noon")
-        for n in range(4):
-            await app.service.chat(bob, f"nice weather {n}")
-        await app.service.chat(bob, "where and when is the picnic?")
-    [item] = [i for i in items(fake_llm) if "earlier_messages" in i]
-    assert item["earlier_messages"] == ["the picnic is at the lake", "the picnic starts at noon"]
-    assert item["by"] == "Alice" and item["date"]
-    assert recalled_messages(items(fake_llm)).count("the picnic is at the lake") == 1
+    """The answer is often the message after the one sharing the question's words."""
+    for neighbours in (True, False):
+        chat = "-400" if neighbours else "-401"
+        alice, bob = group("8", "Alice", chat=chat), group("9", "Bob", chat=chat)
+        async with make_app(**SMALL, memory={"neighbours": neighbours}) as app:
+            await app.service.chat(alice, "so where is the picnic this year?")
+            await app.service.chat(bob, "at the lake, by the old boathouse")
+            await app.service.chat(alice, "lovely")
+            for n in range(4):
+                await app.service.chat(bob, f"nice weather {n}")
+            await app.service.chat(bob, "where was the picnic?")
+        said = recalled_messages(items(fake_llm))
+        if neighbours:  # the match, then what was said right after and before it, as said
+            assert said == [
+                "so where is the picnic this year?",
+                "at the lake, by the old boathouse",
+            ]
+            assert [i["by"] for i in items(fake_llm)] == ["Alice", "Bob"]
+        else:
+            assert said == ["so where is the picnic this year?"]
 
 
 async def test_with_embeddings_an_old_message_is_found_by_meaning(
@@ -134,7 +152,7 @@ async def test_old_messages_far_below_the_best_match_are_left_out(
     ]
     found: dict[float, list[str]] = {}
     for ratio in (0.7, 0.0):
-        async with make_app(**SMALL, memory={"min_relevance": ratio}) as app:
+        async with make_app(**SMALL, memory={"min_relevance": ratio, "neighbours": False}) as app:
             ctx = private(str(int(ratio * 10) + 20), "Ann")
             for text in said:
                 await app.service.chat(ctx, text)

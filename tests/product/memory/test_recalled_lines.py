@@ -1,15 +1,25 @@
 """What recall sends, as pure logic (bot.memory.recalled): one ranking of facts and old messages,
-the budget, dates and speakers, and neighbouring messages merged -- merging as a property."""
+neighbours, the budget, dates and speakers, one compact line per item, exchanges read in order --
+grouping and the lines' quoting as properties."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from itertools import pairwise
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.memory.recalled import MERGE_GAP, interleave, merge_neighbours, recalled_lines
+from bot.memory.recalled import (
+    MERGE_GAP,
+    fact_line,
+    interleave,
+    merge_neighbours,
+    message_line,
+    recalled_lines,
+    with_neighbours,
+)
 from bot.values import FoundTurn, Memory, MemoryScope
 
 NOV_30 = 1_796_000_000.0  # 2026-11-30 (UTC)
@@ -60,10 +70,40 @@ def test_merging_keeps_everything_in_order_and_never_bridges_a_gap(
     for group in groups:
         assert [t.turn_id for t in group] == sorted(t.turn_id for t in group)  # as said
     for before, after in pairwise(by_time):
-        gap = after.created_at - before.created_at
-        together = before.user_id == after.user_id and gap <= MERGE_GAP
-        # merged exactly where they belong together: same speaker, no large gap between
+        together = after.created_at - before.created_at <= MERGE_GAP
+        # one exchange exactly where no large gap lies between, whoever spoke
         assert (group_of[before.turn_id] == group_of[after.turn_id]) == together
+
+
+LINE_BREAKS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+@given(st.text(), st.text(), st.floats(0, 4_000_000_000), st.booleans())
+def test_a_line_is_one_json_array_whatever_it_quotes(
+    text: str, name: str, at: float, shared: bool
+) -> None:
+    """Nothing a user writes (text or display name) can open a line, end the array or pose
+    as another item: the line parses back to exactly what was said."""
+    turn = FoundTurn(1, "42", name, text, at)
+    line = message_line(turn, shared)
+    assert not any(mark in line for mark in LINE_BREAKS)
+    assert line.splitlines() == [line]
+    assert json.loads(line) == [
+        datetime.fromtimestamp(at, UTC).date().isoformat(),
+        (name or "42") if shared else "the user",
+        text,
+    ]
+    memory = Memory(3, "tg:-1", "tg:-1", "42", name, MemoryScope.MEMBER, text, at)
+    line = fact_line(memory)
+    assert line.splitlines() == [line] and not any(mark in line for mark in LINE_BREAKS)
+    assert json.loads(line)[2:] == ["remember", text]
+
+
+def test_neighbours_follow_their_match_once_at_its_best_place() -> None:
+    a, b, c, d = (said(n, NOV_30) for n in (1, 2, 3, 4))
+    x = fact(9, "x")
+    assert with_neighbours([c, x, a], {3: [d, b], 1: [b]}) == [c, d, b, x, a]
+    assert with_neighbours([c], {}) == [c]
 
 
 def test_facts_and_messages_interleave_rank_by_rank() -> None:
@@ -73,10 +113,10 @@ def test_facts_and_messages_interleave_rank_by_rank() -> None:
     assert interleave([], [x]) == [x] and interleave([a], []) == [a]
 
 
-def test_lines_carry_dates_speakers_and_merge_neighbours() -> None:
+def test_lines_carry_dates_speakers_and_read_exchanges_in_order() -> None:
     early = said(3, NOV_30, user="2", text="the boat is blue")
     one = said(10, NOV_30 + 86400, text="we sail at dawn")
-    two = said(11, NOV_30 + 86400 + 60, text="from pier 4")
+    two = said(11, NOV_30 + 86400 + 60, user="2", text="from pier 4")
     lines = recalled_lines(
         [fact(1, "Ann likes tea")],
         [two, early, one],
@@ -84,29 +124,27 @@ def test_lines_carry_dates_speakers_and_merge_neighbours() -> None:
         budget=1000,
         cost=len,
     )
-    items = [json.loads(line) for line in lines]
-    assert items == [
-        {"fact": "Ann likes tea", "by": "Ann", "date": "2026-11-30"},
-        {
-            "earlier_messages": ["we sail at dawn", "from pier 4"],
-            "by": "name-1",
-            "date": "2026-12-01",
-        },
-        {"earlier_message": "the boat is blue", "by": "name-2", "date": "2026-11-30"},
+    assert [json.loads(line) for line in lines] == [
+        ["2026-11-30", "Ann", "remember", "Ann likes tea"],
+        ["2026-12-01", "name-1", "we sail at dawn"],  # one exchange, as it was said
+        ["2026-12-01", "name-2", "from pier 4"],
+        ["2026-11-30", "name-2", "the boat is blue"],
     ]
     [private] = recalled_lines([], [early], shared=False, budget=1000, cost=len)
-    assert json.loads(private)["by"] == "the user"
+    assert json.loads(private)[1] == "the user"
 
 
 def test_the_best_lines_fit_the_budget_first_and_the_rest_follow() -> None:
     found = [said(n, NOV_30 + n * 3600, text=f"message number {n}") for n in (5, 1, 9, 3)]
-    lines = recalled_lines([], found, shared=True, budget=200, cost=len)
-    texts = [json.loads(line)["earlier_message"] for line in lines]
+    lines = recalled_lines([], found, shared=True, budget=100, cost=len)
+    texts = [json.loads(line)[2] for line in lines]
     assert texts == [t.text for t in found]  # best first, whatever the budget
-    fits = sum(len(line) for line in lines[:2]) <= 200 < sum(len(line) for line in lines[:3])
+    fits = sum(len(line) for line in lines[:2]) <= 100 < sum(len(line) for line in lines[:3])
     assert fits
-    # the ones past the budget are not merged into the best ones' items
-    close = [said(1, NOV_30, text="x" * 150), said(2, NOV_30 + 1, text="y" * 150)]
-    lines = recalled_lines([], close, shared=True, budget=250, cost=len)
-    assert len(lines) == 2
-    assert len(recalled_lines([], close, shared=True, budget=1000, cost=len)) == 1
+    # a neighbour is taken after its match and before the next match, while it fits
+    match, after, other = said(1, NOV_30, text="m" * 40), said(2, NOV_30), said(7, NOV_30 + 9e4)
+    lines = recalled_lines(
+        [], [match, other], shared=True, budget=120, cost=len, beside={1: [after]}
+    )
+    assert [json.loads(line)[2] for line in lines] == [match.text, after.text, other.text]
+    assert sum(map(len, lines[:2])) <= 120 < sum(map(len, lines))  # the other did not fit
