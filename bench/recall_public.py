@@ -17,7 +17,9 @@ Per conversation, in a fresh SQLite file, through ``App`` on the fake LLM (never
   by the service's own ``PromptBuilder`` as a turn builds it (the window, its mark and the
   question read as ``ChatService._answer`` reads them), and nothing is stored but the window
   mark the builder itself saves when it cuts. Each question sees the conversation as it ends:
-  the mark is read once, before the first question. ``prompt.window`` is what is sent.
+  the mark is read once, right after the messages are stored, and every prompt of every system
+  is built from it (a mark saved by one question is not read by the next). ``prompt.window``
+  is what is sent.
 
 A piece of evidence is in the prompt when its stored text is in the window's contents, raw, as
 the speaker-tagged history holds it, or JSON-escaped (recalled lines are JSON). Tokens are the
@@ -66,10 +68,10 @@ from bot.context import ChatContext, ChatType
 from bot.conversation.service import ChatService
 from bot.llm.tokens import TokenCounter
 from bot.memory.provider import LINE_OVERHEAD
-from bot.memory.recalled import recalled_lines
+from bot.memory.recalled import message_line
 from bot.prompt.assembly import build_prompt
 from bot.testing.fake_llm import FakeLLM
-from bot.values import NO_USAGE, FoundTurn, NewTurn, StoredTurn
+from bot.values import NO_USAGE, FoundTurn, NewTurn, StoredTurn, WindowMark
 
 HISTORY_BUDGET = 2000  # history.max_tokens of every run
 PLAIN_TOKENS = 400
@@ -98,6 +100,7 @@ class Stored:
     key: str
     turns: tuple[FoundTurn, ...]  # in the order said; created_at is the session's date
     forms: dict[str, tuple[str, ...]]  # dia id -> the forms its text takes in a prompt
+    mark: WindowMark | None  # where the window began when the last message was stored
 
 
 def words(text: str) -> list[str]:
@@ -165,6 +168,7 @@ async def store(settings: Settings, conversation: Conversation) -> Stored:
             turns.append(FoundTurn(turn_id, ctx.user_id, ctx.user_name, text, said.at))
         if len(keys) != 1 or keys != {service.conversation_key(group(chat_id, ASKER_ID, "x"))}:
             raise RuntimeError(f"the group's messages did not share one conversation: {keys}")
+        mark = await app.store.load_window_mark(key)  # before any prompt: the builder saves one
     with sqlite3.connect(settings.storage.path) as db:  # the bot is closed: no cache to miss
         db.executemany(
             "UPDATE turns SET created_at = ? WHERE id = ?",
@@ -172,7 +176,7 @@ async def store(settings: Settings, conversation: Conversation) -> Stored:
         )
     db.close()
     forms = {u.dia_id: prompt_forms(t) for u, t in zip(conversation.utterances, turns, strict=True)}
-    return Stored(conversation, keys.pop(), tuple(turns), forms)
+    return Stored(conversation, keys.pop(), tuple(turns), forms, mark)
 
 
 class Baselines:
@@ -181,9 +185,7 @@ class Baselines:
     def __init__(self, stored: Stored, counter: TokenCounter) -> None:
         turns = stored.turns
         self.index = BM25Okapi([words(t.text) for t in turns])
-        self.lines = [
-            recalled_lines([], [t], shared=True, budget=10**9, cost=len)[0] for t in turns
-        ]
+        self.lines = [message_line(t, shared=True) for t in turns]
         self.costs = [counter.count_text(line) + LINE_OVERHEAD for line in self.lines]
 
     def pick(self, query: Sequence[str], older_than: int, budget: int) -> list[str]:
@@ -240,14 +242,13 @@ async def ask(
         asker = group(conversation.sample_id, ASKER_ID, ASKER_NAME)
         key = service.conversation_key(asker)
         history = await app.store.load_window(key, settings.history.max_turns)
-        mark = await app.store.load_window_mark(key)  # the conversation's end: none was cut
         counter = service.prompts.counter
         await service.prompts.counter_ready()
         baselines = Baselines(stored, counter) if misses is not None else None
         for question in conversation.questions:
             text = service.admission.message_text(question.text)
             said = await service.media.read(text, ())
-            prompt = await service.prompts.build(asker, key, said, history, [], [], mark)
+            prompt = await service.prompts.build(asker, key, said, history, [], [], stored.mark)
             window = prompt.window
             found = places(window, question.evidence, stored.forms)
             sent = history_turns(window)

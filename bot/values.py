@@ -25,6 +25,7 @@ __all__ = [
     "NewTurn",
     "Overheard",
     "PromptRows",
+    "Recalled",
     "StoredTurn",
     "Summary",
     "TurnStatus",
@@ -313,6 +314,22 @@ class FoundTurn:
     text: str  # the turn's user message
     created_at: float  # seconds since the epoch
     score: float = 0.0  # relevance, higher is better: -bm25, or the fused RRF score
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """What recall brings for one request, as the recalled block's lines, best first.
+
+    ``kept``: what everyone in the conversation may read (its own old messages, its own
+    memories): stored with the turn, it stays in the prompt's stable part until a cut.
+    ``own``: what only the asker may read (their facts from elsewhere): never stored."""
+
+    kept: tuple[str, ...] = ()
+    own: tuple[str, ...] = ()
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return (*self.kept, *self.own)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from bot.prompt.assembly import (
     user_message,
     window_figures,
 )
+from bot.prompt.safety import held_lines
 from bot.prompt.window import Placement, recall_boundary, window_for
 from bot.storage.prompt_windows import PromptWindows
 from bot.storage.turns import Turns
@@ -91,13 +92,20 @@ class PromptBuilder:
         text = said.text
         user = user_message(text, ctx.user_name or ctx.user_id, shared, said.images)
         before = recall_boundary(history, mark)
-        recalled = await self.memory.recall(ctx, key, said.query, before_turn_id=before)
+        window = [t for t in history if before is not None and t.turn_id >= before]
+        recalled = await self.memory.recall(
+            ctx, key, said.query, before_turn_id=before, held=_held(window)
+        )
         placement, priced = await self._window(
-            ctx, key, history, overheard, user, tools, mark, recalled
+            ctx, key, history, overheard, user, tools, mark, recalled.lines
         )
         if placement.cut is not None and placement.recall_before != before:
             recalled = await self.memory.recall(
-                ctx, key, said.query, before_turn_id=placement.recall_before
+                ctx,
+                key,
+                said.query,
+                before_turn_id=placement.recall_before,
+                held=_held(placement.turns),
             )
         try:
             prompt = build_prompt(
@@ -105,7 +113,8 @@ class PromptBuilder:
                 summary=placement.summary,
                 history=placement.turns,
                 overheard=overheard,
-                recalled=recalled,
+                recalled=recalled.kept,
+                own_recalled=recalled.own,
                 text=text,
                 speaker=ctx.user_name or ctx.user_id,
                 shared=shared,
@@ -190,3 +199,8 @@ class PromptBuilder:
     async def _summary(self, key: str) -> str | None:
         summary = await self.compactor.summary(key) if self.compactor is not None else None
         return summary.text if summary is not None else None
+
+
+def _held(turns: Sequence[StoredTurn]) -> set[str]:
+    """The recalled lines the window's turns carry already (stored with their answers)."""
+    return {line for turn in turns for line in held_lines(turn.messages)}

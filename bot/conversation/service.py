@@ -46,6 +46,7 @@ from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
 from bot.metrics import Metrics, turn_outcome
 from bot.platform.media import Attachments
+from bot.prompt.safety import stored_recall
 from bot.storage.audit import AuditTrail
 from bot.storage.chat_settings import ChatSettingsStore
 from bot.storage.coordination import SharedLimits
@@ -300,8 +301,10 @@ class ChatService:
                 if split is not None:
                     await answer.fit(split, self.settings.limits.max_reply_messages)
                 final = answer.final
+                kept = prompt.recall_to_keep  # back in later requests where it was sent
+                stored = [stored_recall(kept), *answer.messages] if kept else answer.messages
                 turn_id = await self.directory.beside(  # listed when the answer is stored
-                    ctx, turn.complete(answer.messages, bill.total, final.model)
+                    ctx, turn.complete(stored, bill.total, final.model)
                 )
                 if self.compactor is not None:  # background: never delays this reply
                     self.compactor.turn_done(ctx, key, cut=prompt.cut)

@@ -14,7 +14,7 @@ recalled material (``bot.prompt.safety``), capped and counted in the token budge
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Protocol
 
 from bot.config import MemorySettings
@@ -22,7 +22,7 @@ from bot.context import ChatContext
 from bot.llm.tokens import estimate_tokens
 from bot.memory.recalled import recalled_lines
 from bot.prompt.assembly import is_shared
-from bot.values import FoundTurn
+from bot.values import FoundTurn, Recalled
 
 if TYPE_CHECKING:
     from bot.memory.store import MemoryStore
@@ -42,12 +42,14 @@ class MemoryProvider(Protocol):
         text: str,
         *,
         before_turn_id: int | None = None,
-    ) -> list[str]:
+        held: Collection[str] = (),
+    ) -> Recalled:
         """Items worth reminding the model of, most relevant first, already scope-checked:
-        each one line, a JSON array (``bot.memory.recalled``).
+        each one line, a JSON array (``bot.memory.recalled``), kept or the asker's own.
 
         ``before_turn_id`` is the oldest turn still in the window: older messages may be
-        recalled; newer ones are in the prompt already.
+        recalled; newer ones are in the prompt already. ``held``: recalled lines the window
+        carries already (not sent again; they use the budget).
         """
         ...
 
@@ -60,8 +62,9 @@ class NoMemory:
         text: str,
         *,
         before_turn_id: int | None = None,
-    ) -> list[str]:
-        return []
+        held: Collection[str] = (),
+    ) -> Recalled:
+        return Recalled()
 
 
 class StoredMemory:
@@ -94,10 +97,11 @@ class StoredMemory:
         text: str,
         *,
         before_turn_id: int | None = None,
-    ) -> list[str]:
+        held: Collection[str] = (),
+    ) -> Recalled:
         limit = self.limit()
         if not text.strip() or limit == 0:
-            return []
+            return Recalled()
         audience = self.memories.audience(ctx, conversation_key)
         facts = await self.memories.search(audience, text, limit=limit)
         earlier: list[FoundTurn] = []
@@ -116,10 +120,12 @@ class StoredMemory:
         return recalled_lines(
             facts,
             earlier,
+            conversation_key=conversation_key,
             shared=is_shared(conversation_key),
             budget=self.settings.max_tokens,
             cost=self._cost,
             beside=beside,
+            held=held,
         )
 
     def _relevant(self, found: list[FoundTurn]) -> list[FoundTurn]:

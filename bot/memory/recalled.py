@@ -21,16 +21,22 @@ as the typical message they carried: bench section 14 measures both on public co
   (the prompt's cap, ``bot.prompt.assembly.recalled_block``, counts exactly and has the last
   word); the ones that did not fit follow, so the cap can still fill any room the estimate left;
 * **read together**: messages said within :data:`MERGE_GAP` of each other (an exchange) are
-  placed one after the other in the order they were said, at the place of the best of them.
+  placed one after the other in the order they were said, at the place of the best of them;
+* **kept or own** (:class:`~bot.values.Recalled`): what everyone in the conversation may read
+  (its old messages, its own memories; in a private chat, everything) is *kept*: stored with
+  the turn, it stays in the prompt's stable part, so what recall adds does not change the
+  cached prefix on every turn. Lines the window holds already (``held``) are not sent again,
+  and count against the budget: the window carries at most ``memory.max_tokens`` of recalled
+  lines. What only the asker may read (their facts from elsewhere) is *own*, never stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 
 from bot.prompt.safety import one_line_json
-from bot.values import FoundTurn, Memory
+from bot.values import FoundTurn, Memory, Recalled
 
 __all__ = [
     "MERGE_GAP",
@@ -138,22 +144,45 @@ def recalled_lines(
     facts: Sequence[Memory],
     earlier: Sequence[FoundTurn],
     *,
+    conversation_key: str,
     shared: bool,
     budget: int,
     cost: Callable[[str], int],
     beside: Mapping[int, Sequence[FoundTurn]] | None = None,
+    held: Collection[str] = (),
     gap: float = MERGE_GAP,
-) -> list[str]:
-    """The recalled block's lines: what fits ``budget`` by ``cost`` (tokens of a line in the
-    block), in the module docstring's order; then the rest (module docstring)."""
+) -> Recalled:
+    """The recalled block's lines (module docstring): ``held`` lines skipped and their cost
+    taken from ``budget``; the items that fit by ``cost`` (tokens of a line in the block) in
+    rank order, then the rest; split into kept and own."""
+    used = sum(cost(line) for line in held)
     chosen: list[Found] = []
     spare: list[Found] = []
-    used = 0
     for item in with_neighbours(interleave(facts, earlier), beside or {}):
-        price = cost(_line(item, shared))
+        line = _line(item, shared)
+        if line in held:
+            continue
+        price = cost(line)
         if used + price <= budget:
             chosen.append(item)
             used += price
         else:
             spare.append(item)
-    return _render(chosen, shared, gap) + _render(spare, shared, gap)
+
+    def kept(item: Found) -> bool:
+        return (
+            not shared
+            or not isinstance(item, Memory)
+            or (item.conversation_key == conversation_key)
+        )
+
+    return Recalled(
+        kept=tuple(
+            _render([i for i in chosen if kept(i)], shared, gap)
+            + _render([i for i in spare if kept(i)], shared, gap)
+        ),
+        own=tuple(
+            _render([i for i in chosen if not kept(i)], shared, gap)
+            + _render([i for i in spare if not kept(i)], shared, gap)
+        ),
+    )

@@ -12,8 +12,12 @@ so a provider's prompt cache reuses them; the window moves only at a cut
    scope) with the speaker's tag on every line of every user message;
 3. **overheard** group messages since the last turn, tagged the same way (stored with the turn,
    they come back in the same form and place in the next request's history);
-4. the **recalled** memories, one user-role message of quoted items capped at
-   ``memory.max_tokens`` (most relevant first; a long item never hides shorter ones after it);
+4. the **recalled** memories, user-role messages of quoted items capped at ``memory.max_tokens``
+   (most relevant first; a long item never hides shorter ones after it): first what everyone in
+   the conversation may read, which is stored with the turn (:data:`Prompt.kept_recall`) and
+   so comes back at the same place, before the turn's message, in every later request's
+   history (the stable part grows by it instead of a new block replacing it every turn), then
+   what only the asker may read, never stored;
 5. the user's **message**, tagged in a shared conversation.
 
 The token budget is the context window less the reply reserve and the tool definitions, capped at
@@ -36,7 +40,13 @@ from bot.config import Settings
 from bot.errors import ContextTooLongError
 from bot.llm.tokens import TokenCounter
 from bot.llm.trim import trim_history
-from bot.prompt.safety import quoted_summary, recalled_message, with_speaker
+from bot.prompt.safety import (
+    STORED_RECALL,
+    held_lines,
+    quoted_summary,
+    recalled_message,
+    with_speaker,
+)
 from bot.values import Overheard, StoredTurn
 
 __all__ = [
@@ -93,6 +103,14 @@ class Prompt:
     window: list[Message]  # ``messages`` trimmed to ``budget``: what is sent
     budget: int
     cut: bool = False  # the window's start moved for this request (bot.prompt.window)
+    kept_recall: Message | None = None  # the recalled block to store with the turn
+
+    @property
+    def recall_to_keep(self) -> Message | None:
+        """:attr:`kept_recall` if the request sends it (trimming may have dropped it): it is
+        among the last three messages (then only the asker's own block and the message)."""
+        kept = self.kept_recall
+        return kept if kept is not None and kept in self.window[-3:] else None
 
 
 def build_prompt(
@@ -110,6 +128,7 @@ def build_prompt(
     limits: PromptLimits,
     images: Sequence[Mapping[str, Any]] = (),
     priced: PricedHistory | None = None,
+    own_recalled: Sequence[str] = (),
 ) -> Prompt:
     """The prompt for ``text`` from ``speaker``, trimmed; ``ContextTooLongError`` when the
     system block and the message alone do not fit. (The recalled block is a user message, so
@@ -118,16 +137,29 @@ def build_prompt(
     ``priced``: ``history``'s tokens as :class:`TurnTokens` found them placing the window;
     a prompt that then fits is not counted again, only repaired."""
     prefix = system_block(system_prompt, summary, counter, limits)
-    memories = recalled_block(recalled, counter, limits)
+    held = sum(counter.count_text(line) + 2 for line in _held(history))  # the window's blocks
+    kept = recalled_block(recalled, counter, limits, used=held)
+    used = held + sum(counter.count_text(line) + 2 for line in _lines(kept))
+    own = recalled_block(own_recalled, counter, limits, used=used)
     user = user_message(text, speaker, shared, images)
-    budget = token_budget([*prefix, *memories], user, tools, counter, limits)
-    fixed = [*(overheard_message(o, shared) for o in overheard), *memories, user]
+    budget = token_budget([*prefix, *kept, *own], user, tools, counter, limits)
+    fixed = [*(overheard_message(o, shared) for o in overheard), *kept, *own, user]
     messages = [*prefix, *history_messages(history, shared), *fixed]
+    keep = kept[0] if kept else None
     if priced is not None and priced.turns is history:  # the parts add up exactly
         raw = priced.raw + sum(map(counter.count_message, [*prefix, *fixed]))
         if counter.scaled(raw) <= budget:  # repairing only drops: it fits all the more
-            return Prompt(messages, trim_history(messages), budget)
-    return Prompt(messages, fit(messages, budget, counter), budget)
+            return Prompt(messages, trim_history(messages), budget, kept_recall=keep)
+    return Prompt(messages, fit(messages, budget, counter), budget, kept_recall=keep)
+
+
+def _lines(block: list[Message]) -> list[str]:
+    return [line for m in block for line in str(m["content"]).split("\n")[1:]]
+
+
+def _held(history: Sequence[StoredTurn]) -> list[str]:
+    """The recalled lines the history carries (stored with the turns' answers)."""
+    return [line for turn in history for line in held_lines(turn.messages)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,12 +290,12 @@ def system_block(
 
 
 def recalled_block(
-    lines: Sequence[str], counter: TokenCounter, limits: PromptLimits
+    lines: Sequence[str], counter: TokenCounter, limits: PromptLimits, used: int = 0
 ) -> list[Message]:
-    """Recalled memories as one user-role message of quoted items (none: an empty list)."""
+    """Recalled memories as one user-role message of quoted items (none: an empty list);
+    ``used``: tokens of the cap another block took already."""
     cap = limits.recalled_cap
     kept: list[str] = []
-    used = 0
     for line in lines:  # most relevant first: the cap drops the least relevant
         cost = counter.count_text(line) + 2
         if used + cost > cap:
@@ -319,11 +351,17 @@ def is_shared(conversation_key: str) -> bool:
 
 
 def history_messages(turns: Sequence[StoredTurn], shared: bool) -> list[Message]:
-    if not shared:
-        return [dict(message) for turn in turns for message in turn.messages]
+    """Each turn as sent: the recalled block its request carried (stored with its answer,
+    sent back where it was, before the turn's message), the user's message (tagged in a
+    shared conversation), then the answer."""
     messages: list[Message] = []
     for turn in turns:
         for message in turn.messages:
+            if message["role"] == STORED_RECALL:
+                messages.append({"role": "user", "content": message["content"]})
+        for message in turn.messages:
+            if message["role"] == STORED_RECALL:
+                continue
             if shared and message["role"] == "user":
                 content = with_speaker(turn.user_name or turn.user_id, str(message["content"]))
                 messages.append({"role": "user", "content": content})

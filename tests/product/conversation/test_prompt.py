@@ -18,7 +18,12 @@ from bot.prompt.assembly import (
     token_budget,
     window_figures,
 )
-from bot.prompt.safety import RECALLED_HEADER, SUMMARY_HEADER
+from bot.prompt.safety import (
+    RECALLED_HEADER,
+    SUMMARY_HEADER,
+    recalled_message,
+    stored_recall,
+)
 from bot.values import Overheard, StoredTurn, TurnStatus
 
 COUNTER = TokenCounter("gpt-4o")
@@ -227,3 +232,33 @@ def test_window_figures_count_the_window_without_the_probe() -> None:
         {"role": "assistant", "content": "yo"},
     ]
     assert (tokens, budget) == (COUNTER.count_messages(sent), 1_000_000 - 1024)
+
+
+def test_a_kept_block_comes_back_before_its_turns_message_untagged_and_uses_the_cap() -> None:
+    """What everyone may read is stored with its turn (issue 28): the next request holds it at
+    the place it was sent, so the cached prefix grows by it; the window carries at most
+    ``memory.max_tokens`` of recalled lines, the stored ones included."""
+    old, new, mine = '["2026-11-30","Bo","the hall is booked"]', '["x","Bo","new"]', '["y","A","m"]'
+    sent = recalled_message([old])
+    said = {"role": "user", "content": "where do we meet?"}
+    answer = {"role": "assistant", "content": "at the hall"}
+    turn = StoredTurn(1, "Ann", "Ann", TurnStatus.ANSWERED, (said, stored_recall(sent), answer))
+    cost = COUNTER.count_text(old) + 2
+    limits = PromptLimits(
+        context_window=10_000, reply_reserve=100, recalled_cap=cost + COUNTER.count_text(new) + 2
+    )
+    built = build_prompt(
+        system_prompt="be kind", summary=None, history=[turn], overheard=[], recalled=[new],
+        own_recalled=[mine], text="and when?", speaker="Ann", shared=True, tools=[],
+        counter=COUNTER, limits=limits,
+    )  # fmt: skip
+    assert built.window == [
+        {"role": "system", "content": "be kind"},
+        sent,  # as it was sent: before the turn's message, no speaker's tag
+        {"role": "user", "content": "[Ann] where do we meet?"},
+        answer,
+        recalled_message([new]),  # the cap's rest; the asker's own line no longer fits
+        {"role": "user", "content": "[Ann] and when?"},
+    ]
+    assert built.recall_to_keep == recalled_message([new])
+    assert stored_recall(recalled_message([new]))["role"] == "recalled"

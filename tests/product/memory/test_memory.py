@@ -23,17 +23,25 @@ def system_text(fake: FakeLLM, index: int = -1) -> str:
     return "\n".join(str(m["content"]) for m in body["messages"] if m["role"] == "system")
 
 
-def recalled_text(fake: FakeLLM, index: int = -1) -> str:
-    """The recalled block: a user-role message of quoted items, never a system message."""
+def recalled_blocks(fake: FakeLLM, index: int = -1) -> list[str]:
+    """Every recalled block of a request, oldest first: user-role messages of quoted items,
+    never a system message. Earlier turns' blocks come back with them in the history."""
     body: dict[str, Any] = fake.chat_requests[index].json
-    blocks = [
+    assert "Recalled from memory" not in system_text(fake, index)
+    return [
         str(m["content"])
         for m in body["messages"]
         if m["role"] == "user" and str(m["content"]).startswith(RECALLED_HEADER)
     ]
-    assert len(blocks) <= 1
-    assert "Recalled from memory" not in system_text(fake, index)
-    return blocks[0] if blocks else ""
+
+
+def recalled_text(fake: FakeLLM, index: int = -1) -> str:
+    """The recalled block this request's own recall brought (it comes last of them)."""
+    messages: list[dict[str, Any]] = fake.chat_requests[index].json["messages"]
+    blocks = recalled_blocks(fake, index)
+    if not blocks or str(messages[-2]["content"]) != blocks[-1]:
+        return ""
+    return blocks[-1]
 
 
 async def test_an_old_fact_is_recalled_after_trimming(

@@ -166,7 +166,7 @@ async def test_recalled_facts_are_quoted_data_not_system_lines(
     assert block["role"] == "user"
     lines = str(block["content"]).splitlines()[1:]
     assert len(lines) == 1  # one fact, one line: its newline could not open a second one
-    date, by, mark, fact = json.loads(lines[0])
+    _date, by, mark, fact = json.loads(lines[0])
     assert (mark, fact) == ("remember", forged)  # the fact itself, intact, as data
     assert "\n" not in by and by.startswith("Alice - fact:")
 

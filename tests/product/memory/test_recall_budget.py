@@ -12,7 +12,7 @@ from typing import Any
 from bot.prompt.safety import RECALLED_HEADER
 from bot.testing.fake_llm import FakeLLM
 from tests.conftest import AppFactory, group, private
-from tests.product.memory.test_memory import recalled_text
+from tests.product.memory.test_memory import recalled_blocks, recalled_text
 
 SMALL = {"history": {"max_turns": 3}}
 MODEL = "text-embedding-3-small"
@@ -31,8 +31,15 @@ def item(line: str) -> dict[str, Any]:
 
 
 def items(fake: FakeLLM, index: int = -1) -> list[dict[str, Any]]:
-    block = recalled_text(fake, index)
-    return [item(line) for line in block.splitlines()[1:]]
+    """The items this request's own recall brought."""
+    return [item(line) for line in recalled_text(fake, index).splitlines()[1:]]
+
+
+def carried(fake: FakeLLM, index: int = -1) -> list[dict[str, Any]]:
+    """Every recalled item the request carries: the blocks earlier turns' requests brought
+    (stored with those turns, back in the history) and this request's own."""
+    blocks = recalled_blocks(fake, index)
+    return [item(line) for block in blocks for line in block.splitlines()[1:]]
 
 
 def recalled_messages(found: list[dict[str, Any]]) -> list[str]:
@@ -57,9 +64,9 @@ async def test_an_old_message_carries_its_date_and_in_a_group_its_speaker(
             await app.service.chat(bob, f"what about the weather {n}")
             await app.service.chat(mei, f"tell me a joke {n}")
         await app.service.chat(bob, "where is the spare key?")
-        in_group = items(fake_llm)
+        in_group = carried(fake_llm)
         await app.service.chat(mei, "what was my locker code?")
-        in_private = items(fake_llm)
+        in_private = carried(fake_llm)
     days |= today()
     [key] = [i for i in in_group if "blue pot" in i.get("said", "")]
     assert key["by"] == "Alice" and key["date"] in days
@@ -81,7 +88,8 @@ async def test_the_recalled_block_grows_with_the_budget_up_to_it(
                 for other in ("trains", "bread"):  # so that roses stay a distinctive word
                     await app.service.chat(ann, f"{other} number {n}")
             await app.service.chat(ann, "which roses were lovely?")
-            blocks[cap] = recalled_text(fake_llm).split(RECALLED_HEADER, 1)[1]
+            # the window's earlier blocks (stored with their turns) and this request's own
+            blocks[cap] = "".join(b.split(RECALLED_HEADER, 1)[1] for b in recalled_blocks(fake_llm))
             counter = app.service.counter  # the cap's own accounting: each line + 2
             costs = [counter.count_text(line) + 2 for line in blocks[cap].splitlines()[1:]]
             assert cap - max(costs) < sum(costs) <= cap  # filled: the next line would not fit
@@ -122,7 +130,9 @@ async def test_with_embeddings_an_old_message_is_found_by_meaning(
     said = "Mei is allergic to peanuts"
     asked = "any allergies?"
     for embeddings in (False, True):
-        memory = {"embeddings": {"model": MODEL}} if embeddings else {}
+        memory: dict[str, Any] = {"neighbours": False}  # found by meaning, not beside a match
+        if embeddings:
+            memory["embeddings"] = {"model": MODEL}
         ctx = private("7" if embeddings else "8", "Mei")
         async with make_app(**SMALL, memory=memory) as app:
             assert app.memories is not None

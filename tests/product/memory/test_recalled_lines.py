@@ -120,23 +120,26 @@ def test_lines_carry_dates_speakers_and_read_exchanges_in_order() -> None:
     lines = recalled_lines(
         [fact(1, "Ann likes tea")],
         [two, early, one],
+        conversation_key="tg:-1",
         shared=True,
         budget=1000,
         cost=len,
-    )
+    ).lines
     assert [json.loads(line) for line in lines] == [
         ["2026-11-30", "Ann", "remember", "Ann likes tea"],
         ["2026-12-01", "name-1", "we sail at dawn"],  # one exchange, as it was said
         ["2026-12-01", "name-2", "from pier 4"],
         ["2026-11-30", "name-2", "the boat is blue"],
     ]
-    [private] = recalled_lines([], [early], shared=False, budget=1000, cost=len)
+    [private] = recalled_lines(
+        [], [early], conversation_key="tg:7:u:7", shared=False, budget=1000, cost=len
+    ).kept
     assert json.loads(private)[1] == "the user"
 
 
 def test_the_best_lines_fit_the_budget_first_and_the_rest_follow() -> None:
     found = [said(n, NOV_30 + n * 3600, text=f"message number {n}") for n in (5, 1, 9, 3)]
-    lines = recalled_lines([], found, shared=True, budget=100, cost=len)
+    lines = recalled_lines([], found, conversation_key="k", shared=True, budget=100, cost=len).kept
     texts = [json.loads(line)[2] for line in lines]
     assert texts == [t.text for t in found]  # best first, whatever the budget
     fits = sum(len(line) for line in lines[:2]) <= 100 < sum(len(line) for line in lines[:3])
@@ -144,7 +147,30 @@ def test_the_best_lines_fit_the_budget_first_and_the_rest_follow() -> None:
     # a neighbour is taken after its match and before the next match, while it fits
     match, after, other = said(1, NOV_30, text="m" * 40), said(2, NOV_30), said(7, NOV_30 + 9e4)
     lines = recalled_lines(
-        [], [match, other], shared=True, budget=120, cost=len, beside={1: [after]}
-    )
+        [], [match, other], conversation_key="k", shared=True, budget=120, cost=len,
+        beside={1: [after]},
+    ).kept  # fmt: skip
     assert [json.loads(line)[2] for line in lines] == [match.text, after.text, other.text]
     assert sum(map(len, lines[:2])) <= 120 < sum(map(len, lines))  # the other did not fit
+
+
+def test_what_only_the_asker_may_read_is_never_kept_and_held_lines_are_not_sent_again() -> None:
+    mine = fact(1, "the group meets on Fridays")  # said in this conversation: anyone here
+    theirs = Memory(2, "tg:-1", "tg:-1:u:1", "1", "Ann", MemoryScope.MEMBER, "Ann is vegan", NOV_30)
+    old = said(5, NOV_30, text="the hall is booked")
+    got = recalled_lines(
+        [mine, theirs], [old], conversation_key="tg:-1", shared=True, budget=1000, cost=len
+    )
+    assert [json.loads(line)[-1] for line in got.kept] == [mine.text, old.text]
+    assert [json.loads(line)[-1] for line in got.own] == [theirs.text]
+    private = recalled_lines(
+        [theirs], [], conversation_key="tg:1:u:1", shared=False, budget=1000, cost=len
+    )
+    assert (len(private.kept), private.own) == (1, ())  # a private chat has one reader
+    held = got.kept[0]
+    again = recalled_lines(
+        [mine], [old], conversation_key="tg:-1", shared=True, budget=len(held) + 40, cost=len,
+        held={held},
+    )  # fmt: skip
+    assert held not in again.lines  # the window carries it already ...
+    assert again.kept == (message_line(old, True),)
