@@ -39,6 +39,7 @@ from bot.platform.delivery import Outbound
 from bot.platform.operator import Operator
 from bot.platform.seam import Platform
 from bot.plugins import PluginManager, ToolRegistry
+from bot.prompt.assembly import recall_cap
 from bot.scheduling.scheduler import Scheduler
 from bot.storage import Storage, open_storage
 from bot.storage.owners import new_owner
@@ -170,6 +171,7 @@ class App:
                     self.memories,
                     self.settings.memory,
                     get_counter(self._llm.model).count_text,  # the prompt's own counter
+                    recall_cap(self.settings),  # the prompt's own cap
                 )
             self.tools = self._registry()
             if self.settings.memory.summarize:

@@ -51,13 +51,18 @@ class MemorySettings(Section):
         20, ge=1, le=200, description="most facts (and old messages) recalled per request"
     )
     max_tokens: int = Field(
-        400, ge=0, description="cap on the recalled block: the best lines until it is used"
+        1100,
+        ge=0,
+        description=(
+            "cap on recalled lines in a request (those kept in the window included): the best"
+            " until it is used"
+        ),
     )
     recall_history: bool = Field(
         True, description="also search this conversation's messages older than the window"
     )
     min_relevance: float = Field(
-        0.7,
+        0.0,
         ge=0,
         le=1,
         description=(

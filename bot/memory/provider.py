@@ -81,14 +81,18 @@ class StoredMemory:
         memories: MemoryStore,
         settings: MemorySettings,
         count_tokens: Callable[[str], int] | None = None,
+        budget: int | None = None,
     ) -> None:
+        """``budget``: the recalled lines' tokens a request may hold (default
+        ``memory.max_tokens``; the app passes ``bot.prompt.assembly.recall_cap``)."""
         self.memories = memories
         self.settings = settings
         self.count_tokens = count_tokens or estimate_tokens
+        self.budget = settings.max_tokens if budget is None else budget
 
     def limit(self) -> int:
         """Candidates per kind: ``memory.top_k``, but no more than the budget could hold."""
-        return max(0, min(self.settings.top_k, self.settings.max_tokens // MIN_ITEM_TOKENS))
+        return max(0, min(self.settings.top_k, self.budget // MIN_ITEM_TOKENS))
 
     async def recall(
         self,
@@ -122,7 +126,7 @@ class StoredMemory:
             earlier,
             conversation_key=conversation_key,
             shared=is_shared(conversation_key),
-            budget=self.settings.max_tokens,
+            budget=self.budget,
             cost=self._cost,
             beside=beside,
             held=held,

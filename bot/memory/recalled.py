@@ -26,8 +26,8 @@ as the typical message they carried: bench section 14 measures both on public co
   (its old messages, its own memories; in a private chat, everything) is *kept*: stored with
   the turn, it stays in the prompt's stable part, so what recall adds does not change the
   cached prefix on every turn. Lines the window holds already (``held``) are not sent again,
-  and count against the budget: the window carries at most ``memory.max_tokens`` of recalled
-  lines. What only the asker may read (their facts from elsewhere) is *own*, never stored.
+  and count against the budget (``bot.prompt.assembly.recall_room``: never below half of it).
+  What only the asker may read (their facts from elsewhere) is *own*, never stored.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 
+from bot.prompt.assembly import recall_room
 from bot.prompt.safety import one_line_json
 from bot.values import FoundTurn, Memory, Recalled
 
@@ -112,10 +113,27 @@ def fact_line(memory: Memory) -> str:
     return one_line_json([utc_date(memory.created_at), by, FACT_MARK, memory.text])
 
 
-def message_line(turn: FoundTurn, shared: bool) -> str:
-    """One old message; in a private chat its speaker is "the user"."""
+def message_line(turn: FoundTurn, shared: bool, *, dated: bool = True) -> str:
+    """One old message; in a private chat its speaker is "the user". ``dated`` False: the
+    date is "" (said the same day as the line before it, in one exchange)."""
     by = (turn.user_name or turn.user_id) if shared else PRIVATE_SPEAKER
-    return one_line_json([utc_date(turn.created_at), by, turn.text])
+    return one_line_json([utc_date(turn.created_at) if dated else "", by, turn.text])
+
+
+def _exchange(group: Sequence[FoundTurn], shared: bool) -> list[str]:
+    """An exchange's lines: the date once, then again only where the day changes."""
+    days = [utc_date(t.created_at) for t in group]
+    return [
+        message_line(t, shared, dated=n == 0 or days[n] != days[n - 1]) for n, t in enumerate(group)
+    ]
+
+
+def _slots(turn: FoundTurn, gap: float) -> set[tuple[str, int]]:
+    """Where a message said within ``gap`` of this one on its day falls: such a message reads
+    in its exchange without a date of its own (an estimate for the budget; :func:`_render`
+    decides)."""
+    day, slot = utc_date(turn.created_at), int(turn.created_at // gap)
+    return {(day, slot - 1), (day, slot), (day, slot + 1)}
 
 
 def _line(item: Found, shared: bool) -> str:
@@ -136,7 +154,7 @@ def _render(items: Sequence[Found], shared: bool, gap: float) -> list[str]:
             turns.append(item)
     for group in merge_neighbours(turns, gap):
         first = min(position[t.turn_id] for t in group)
-        placed.append((first, [message_line(t, shared) for t in group]))
+        placed.append((first, _exchange(group, shared)))
     return [line for _, lines in sorted(placed, key=lambda pair: pair[0]) for line in lines]
 
 
@@ -155,17 +173,23 @@ def recalled_lines(
     """The recalled block's lines (module docstring): ``held`` lines skipped and their cost
     taken from ``budget``; the items that fit by ``cost`` (tokens of a line in the block) in
     rank order, then the rest; split into kept and own."""
-    used = sum(cost(line) for line in held)
+    used = budget - recall_room(budget, sum(cost(line) for line in held))
     chosen: list[Found] = []
     spare: list[Found] = []
+    near: set[tuple[str, int]] = set()  # (day, time // gap) of the chosen messages
     for item in with_neighbours(interleave(facts, earlier), beside or {}):
         line = _line(item, shared)
         if line in held:
             continue
-        price = cost(line)
+        if isinstance(item, FoundTurn) and _slots(item, gap) & near:  # joins an exchange
+            price = cost(message_line(item, shared, dated=False))
+        else:
+            price = cost(line)
         if used + price <= budget:
             chosen.append(item)
             used += price
+            if isinstance(item, FoundTurn):
+                near |= _slots(item, gap)
         else:
             spare.append(item)
 

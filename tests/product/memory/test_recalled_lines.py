@@ -128,7 +128,7 @@ def test_lines_carry_dates_speakers_and_read_exchanges_in_order() -> None:
     assert [json.loads(line) for line in lines] == [
         ["2026-11-30", "Ann", "remember", "Ann likes tea"],
         ["2026-12-01", "name-1", "we sail at dawn"],  # one exchange, as it was said
-        ["2026-12-01", "name-2", "from pier 4"],
+        ["", "name-2", "from pier 4"],  # the same day as the line above: no date again
         ["2026-11-30", "name-2", "the boat is blue"],
     ]
     [private] = recalled_lines(
