@@ -14,12 +14,16 @@ against one made directly, the chats list (alone: ``python -m bench.http_api``);
 ``--help``, ``check-config``, ``history list``, ``usage``, and ``run`` to its first Telegram poll,
 beside the import time of the libraries (alone: ``python -m bench.startup``); 13. bursts of 200 and
 1,000 private Telegram chats at a 1 s model, Parlour against a bare aiohttp loop doing the same
-protocol work, interleaved (alone: ``python -m bench.burst``). Sections 1, 3 and 7 run on SQLite
+protocol work, interleaved (alone: ``python -m bench.burst``); 14. recall on LoCoMo, public
+conversations with annotated evidence, against two BM25 baselines (alone, with variants: ``python
+-m bench.recall_public``; the data is fetched once into a cache, see ``bench.locomo``). Sections
+1, 3 and 7 run on SQLite
 and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too; section 8
 needs one, section 13 runs its two-replica rows on it. Targets are printed next to the figures;
 nothing asserts. ``--quick`` skips the 10^6- and 10^7-message databases and the 10^5-chat run,
 ``--skip-memory`` section 6, ``--skip-prompt-cache`` section 9, ``--skip-mcp`` section 10,
-``--skip-http`` section 11, ``--skip-startup`` section 12, ``--skip-burst`` section 13. Progress
+``--skip-http`` section 11, ``--skip-startup`` section 12, ``--skip-burst`` section 13,
+``--skip-recall`` section 14. Progress
 goes to stderr only when it is a terminal.
 """
 
@@ -50,6 +54,7 @@ from bench.memory import (
 )
 from bench.pg import PG_URL_ENV
 from bench.prompt_cache import CacheFigures, measure_prompt_cache, prompt_cache_rows
+from bench.recall_public import measure_public_recall
 from bench.replicas import CONVERSATIONS as REPLICA_CONVERSATIONS
 from bench.replicas import ReplicaFigures, measure_replicas
 from bench.rows import (
@@ -127,6 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--skip-burst", action="store_true", help="skip section 13 (bursts, about 8 minutes)"
     )
     parser.add_argument(
+        "--skip-recall", action="store_true", help="skip section 14 (LoCoMo, about 15 s)"
+    )
+    parser.add_argument(
         "--pg-url",
         default=os.environ.get(PG_URL_ENV) or None,
         help=f"a PostgreSQL server for the PostgreSQL figures (default: ${PG_URL_ENV})",
@@ -172,6 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_burst:
             _progress("burst: Telegram chats at once, Parlour against the protocol floor")
             burst = asyncio.run(measure_burst(root, args.pg_url, progress=_progress))
+        recall: list[Row] = []
+        if not args.skip_recall:
+            _progress("recall on LoCoMo: the defaults and two baselines")
+            recall = asyncio.run(measure_public_recall(root))
     _progress("RSS against distinct chats, one fresh process per backend")
     rss = run_backends(args.pg_url, RSS_CHECKPOINTS[:2] if args.quick else RSS_CHECKPOINTS)
     replicas: ReplicaFigures | None = None
@@ -198,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *(http_rows(http) if http is not None else []),
         *(startup_rows(startup) if startup is not None else []),
         *burst_rows(burst),
+        *recall,
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))

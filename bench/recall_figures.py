@@ -20,6 +20,9 @@ from bot.prompt.safety import RECALLED_HEADER, with_speaker
 from bot.values import FoundTurn
 
 S14 = "14. Recall on LoCoMo"
+DEFAULTS = "Parlour, defaults"
+TARGET_SHARE = 0.70  # issue 28: questions with all their evidence in the prompt ...
+TARGET_TOKENS = 2400  # ... at no more than this many prompt tokens on average
 Message = dict[str, Any]
 
 
@@ -129,6 +132,19 @@ def recall_rows(
             )
         )
     name, base = next(iter(tallies.items()))
+    if name == DEFAULTS and base.questions:  # issue 28's bar, at the shipped defaults
+        share, mean = base.all_found / base.questions, base.tokens / base.questions
+        rows.insert(
+            2,
+            Row(
+                S14,
+                f"{name}: questions with all their evidence in the prompt, at a mean prompt"
+                f" of {mean:,.0f} tokens",
+                f"{share:.1%}",
+                f">= {TARGET_SHARE:.0%} at <= {TARGET_TOKENS:,} tokens",
+                share >= TARGET_SHARE and mean <= TARGET_TOKENS,
+            ),
+        )
     mean_turns = base.history_turns / base.questions if base.questions else float("nan")
     rows.append(Row(S14, f"{name}: turns of history sent per question, mean", f"{mean_turns:.1f}"))
     rows.append(Row(S14, "run time (store, date, build every prompt)", f"{seconds:.0f} s"))

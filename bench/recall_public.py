@@ -59,9 +59,17 @@ from typing import Any
 import yaml
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
-from bench.common import make_settings
+from bench.common import Row, make_settings
 from bench.locomo import CATEGORIES, Conversation, DataMissing, Question, load, locate
-from bench.recall_figures import Tally, history_turns, places, prompt_forms, recall_rows
+from bench.recall_figures import (
+    DEFAULTS,
+    S14,
+    Tally,
+    history_turns,
+    places,
+    prompt_forms,
+    recall_rows,
+)
 from bot.app import App
 from bot.config import Settings
 from bot.context import ChatContext, ChatType
@@ -78,7 +86,7 @@ PLAIN_TOKENS = 400
 MIXED_TOKENS = 1000
 PLATFORM = "locomo"
 ASKER_ID, ASKER_NAME = "asker", "Asker"  # the group's third member, who asks the questions
-BASE = "Parlour, defaults"
+BASE = DEFAULTS
 PLAIN = f"plain BM25, {PLAIN_TOKENS} tokens"
 MIXED = f"recent window + BM25 over older turns, {MIXED_TOKENS:,} tokens"
 Message = dict[str, Any]
@@ -309,6 +317,18 @@ async def measure(
                 f" {len(conversation.questions)} questions\n"
             )
     return tallies, misses
+
+
+async def measure_public_recall(root: Path) -> list[Row]:
+    """Section 14 for ``python -m bench``: the defaults and both baselines on every
+    conversation; one row saying why when the data cannot be had."""
+    try:
+        conversations = load(locate(None))
+    except DataMissing as exc:
+        return [Row(S14, "skipped: the LoCoMo data is not here", str(exc))]
+    started = time.perf_counter()
+    tallies, _ = await measure(conversations, [System(BASE, {})], root)
+    return recall_rows(conversations, tallies, time.perf_counter() - started)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
