@@ -92,6 +92,12 @@ async def test_shared_private_memories_need_the_opt_in(
         assert "Mei is allergic to peanuts" in recalled_text(fake_llm)
         await app.service.chat(group("8", "Bo"), "what is Mei allergic to? peanuts?")
         assert "peanuts" not in recalled_text(fake_llm)  # only for the user themselves
+        # ... and not kept with Mei's turn either: it never comes back in the group's history
+        earlier = fake_llm.chat_requests[-1].json["messages"][:-1]
+        assert all("Mei is allergic" not in str(m["content"]) for m in earlier)
+        await app.service.chat(group("7", "Mei"), "and what else? peanuts?")
+        mine = [str(m["content"]) for m in fake_llm.chat_requests[-1].json["messages"]]
+        assert sum("Mei is allergic to peanuts" in m for m in mine) == 1  # sent again, once
 
 
 async def test_memory_command_lists_and_deletes_own(make_app: AppFactory) -> None:
