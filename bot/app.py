@@ -39,7 +39,7 @@ from bot.platform.delivery import Outbound
 from bot.platform.operator import Operator
 from bot.platform.seam import Platform
 from bot.plugins import PluginManager, ToolRegistry
-from bot.prompt.assembly import recall_cap
+from bot.prompt.recall_budget import recall_cap
 from bot.scheduling.scheduler import Scheduler
 from bot.storage import Storage, open_storage
 from bot.storage.owners import new_owner

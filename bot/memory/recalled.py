@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 
-from bot.prompt.assembly import recall_room
+from bot.prompt.recall_budget import recall_room
 from bot.prompt.safety import one_line_json
 from bot.values import FoundTurn, Memory, Recalled
 

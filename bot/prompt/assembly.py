@@ -40,13 +40,8 @@ from bot.config import Settings
 from bot.errors import ContextTooLongError
 from bot.llm.tokens import TokenCounter
 from bot.llm.trim import trim_history
-from bot.prompt.safety import (
-    STORED_RECALL,
-    held_lines,
-    quoted_summary,
-    recalled_message,
-    with_speaker,
-)
+from bot.prompt.recall_budget import recall_cap, recalled_block, recalled_blocks
+from bot.prompt.safety import STORED_RECALL, quoted_summary, recalled_message, with_speaker
 from bot.values import Overheard, StoredTurn
 
 __all__ = [
@@ -60,8 +55,6 @@ __all__ = [
     "history_messages",
     "history_room",
     "is_shared",
-    "recall_cap",
-    "recall_room",
     "recalled_block",
     "system_block",
     "token_budget",
@@ -71,8 +64,6 @@ __all__ = [
 ]
 
 Message = dict[str, Any]
-RECALL_SHARE = 32  # recall takes at most this fraction of a prompt's room (recall_cap)
-RECALL_FLOOR = 16  # a request's new recalled lines take at least this fraction of the cap
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,23 +90,6 @@ class PromptLimits:
             max_turns=settings.history.max_turns,
             low_water=settings.history.low_water,
         )
-
-
-def recall_cap(settings: Settings) -> int:
-    """``memory.max_tokens``, but at most 1/:data:`RECALL_SHARE` of what a prompt may hold (the
-    context window less the reply): a small model's window is not given over to recall, whose
-    lines stay in the history once sent (bench section 9 at a 4,000-token window: 0.86 of
-    each prompt cached at this share, 0.78 at a quarter)."""
-    room = settings.llm.context_window - settings.llm.max_output_tokens
-    return max(0, min(settings.memory.max_tokens, room // RECALL_SHARE))
-
-
-def recall_room(cap: int, held: int) -> int:
-    """Tokens this request's new recalled lines may take when the window carries ``held``
-    tokens of lines recalled before (stored with their turns): what the cap leaves, and never
-    less than 1/:data:`RECALL_FLOOR` of it, so a new question still finds its answer (a line
-    or two: the window grows by at most that a turn until the next cut)."""
-    return max(cap - held, cap // RECALL_FLOOR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,11 +132,7 @@ def build_prompt(
     ``priced``: ``history``'s tokens as :class:`TurnTokens` found them placing the window;
     a prompt that then fits is not counted again, only repaired."""
     prefix = system_block(system_prompt, summary, counter, limits)
-    held = sum(counter.count_text(line) + 2 for line in _held(history))  # the window's blocks
-    used = limits.recalled_cap - recall_room(limits.recalled_cap, held)
-    kept = recalled_block(recalled, counter, limits, used=used)
-    used += sum(counter.count_text(line) + 2 for line in _lines(kept))
-    own = recalled_block(own_recalled, counter, limits, used=used)
+    kept, own = recalled_blocks(recalled, own_recalled, history, counter, limits.recalled_cap)
     user = user_message(text, speaker, shared, images)
     budget = token_budget([*prefix, *kept, *own], user, tools, counter, limits)
     fixed = [*(overheard_message(o, shared) for o in overheard), *kept, *own, user]
@@ -173,15 +143,6 @@ def build_prompt(
         if counter.scaled(raw) <= budget:  # repairing only drops: it fits all the more
             return Prompt(messages, trim_history(messages), budget, kept_recall=keep)
     return Prompt(messages, fit(messages, budget, counter), budget, kept_recall=keep)
-
-
-def _lines(block: list[Message]) -> list[str]:
-    return [line for m in block for line in str(m["content"]).split("\n")[1:]]
-
-
-def _held(history: Sequence[StoredTurn]) -> list[str]:
-    """The recalled lines the history carries (stored with the turns' answers)."""
-    return [line for turn in history for line in held_lines(turn.messages)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +215,7 @@ def history_room(
     """
     tail = [*system, *(overheard_message(o, True) for o in overheard), user]
     if recalled is not None:
-        tail += recalled_block(recalled, counter, limits)
+        tail += recalled_block(recalled, counter, limits.recalled_cap)
     room = limits.context_window - limits.reply_reserve - counter.count_messages(tail)
     if recalled is None and limits.recalled_cap > 0:  # the header, then at most the cap
         room -= message_cost([recalled_message([])], counter) + limits.recalled_cap
@@ -309,22 +270,6 @@ def system_block(
             summary = " ".join(summary.split()[: limit // 2]) + " …"
         block.append(quoted_summary(summary))
     return block
-
-
-def recalled_block(
-    lines: Sequence[str], counter: TokenCounter, limits: PromptLimits, used: int = 0
-) -> list[Message]:
-    """Recalled memories as one user-role message of quoted items (none: an empty list);
-    ``used``: tokens of the cap another block took already."""
-    cap = limits.recalled_cap
-    kept: list[str] = []
-    for line in lines:  # most relevant first: the cap drops the least relevant
-        cost = counter.count_text(line) + 2
-        if used + cost > cap:
-            continue  # a long line must not hide shorter ones after it
-        kept.append(line)
-        used += cost
-    return [recalled_message(kept)] if kept else []
 
 
 def token_budget(

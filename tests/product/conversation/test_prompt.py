@@ -173,7 +173,7 @@ def test_the_window_is_trimmed_to_the_budget_oldest_turns_first() -> None:
 )
 def test_recalled_block_cap(lines: list[str], cap: int, kept: list[str] | None) -> None:
     limits = PromptLimits(context_window=10_000, reply_reserve=100, recalled_cap=cap)
-    block = recalled_block(lines, COUNTER, limits)
+    block = recalled_block(lines, COUNTER, limits.recalled_cap)
     expected = (
         [] if kept is None else [{"role": "user", "content": "\n".join([RECALLED_HEADER, *kept])}]
     )
