@@ -53,7 +53,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from adapters.telegram.adapter import TelegramAdapter
 from bench.burst_child import HOOK_PATH, Child, child
@@ -75,6 +75,7 @@ WARMUP_FIRST = 900_000  # the warm-up's chats are not the burst's
 REPLICA_POOL = 10  # the store's default pool size, per replica
 
 Progress = Callable[[str], None]
+_Running = AbstractAsyncContextManager[None]
 
 
 def free_port() -> int:
@@ -110,28 +111,17 @@ async def _stop(adapter: TelegramAdapter, task: asyncio.Future[None]) -> None:
     await task
 
 
-@asynccontextmanager
-async def _floor(tg: Child, llm_url: str, where: Path, pg_url: str | None) -> AsyncIterator[None]:
-    bare = BareLoop(tg.hello["api_server"], tg.hello["token"], llm_url)
-    task = asyncio.ensure_future(bare.run())
-    try:
-        await tg.ask("ready")
-        yield
-    finally:
-        await bare.stop()
-        await task
-    _report_failures("floor", bare.failures)
+class _Loop(Protocol):
+    failures: list[BaseException]
 
+    async def run(self) -> None: ...
 
-def _report_failures(side: str, failures: Sequence[BaseException]) -> None:
-    if failures:
-        log = logging.getLogger(__name__)
-        log.warning("%s: %d answers failed, the first: %r", side, len(failures), failures[0])
+    async def stop(self) -> None: ...
 
 
 @asynccontextmanager
-async def _clients(tg: Child, llm_url: str, where: Path, pg_url: str | None) -> AsyncIterator[None]:
-    loop = ClientsLoop(tg.hello["api_server"], tg.hello["token"], llm_url)
+async def _running(tg: Child, loop: _Loop, side: str) -> AsyncIterator[None]:
+    """``loop`` polling the fake Bot API while the burst runs; its failed answers logged."""
     task = asyncio.ensure_future(loop.run())
     try:
         await tg.ask("ready")
@@ -139,7 +129,19 @@ async def _clients(tg: Child, llm_url: str, where: Path, pg_url: str | None) -> 
     finally:
         await loop.stop()
         await task
-    _report_failures("the floor through the clients", loop.failures)
+    if loop.failures:
+        log = logging.getLogger(__name__)
+        first = loop.failures[0]
+        log.warning("%s: %d answers failed, the first: %r", side, len(loop.failures), first)
+
+
+def _floor(tg: Child, llm_url: str, where: Path, pg_url: str | None) -> _Running:
+    return _running(tg, BareLoop(tg.hello["api_server"], tg.hello["token"], llm_url), "floor")
+
+
+def _clients(tg: Child, llm_url: str, where: Path, pg_url: str | None) -> _Running:
+    loop = ClientsLoop(tg.hello["api_server"], tg.hello["token"], llm_url)
+    return _running(tg, loop, "the floor through the clients")
 
 
 @asynccontextmanager

@@ -23,8 +23,8 @@ from aiogram.types import LinkPreviewOptions, Message, Update
 from openai import AsyncStream
 
 from adapters.telegram.response_models import KeepResponseModels
-from bench.burst_floor import ALLOWED_UPDATES, POLL_SECONDS
-from bench.common import API_KEY, MODEL
+from bench.burst_floor import ALLOWED_UPDATES, POLL_SECONDS, request_body
+from bench.common import API_KEY
 from bot.config.conversation import ChatSettings
 from bot.conversation.preview import CURSOR
 
@@ -93,17 +93,7 @@ class ClientsLoop:
         typing = asyncio.ensure_future(bot.send_chat_action(chat_id=chat_id, action="typing"))
         parts: list[str] = []
         shown: asyncio.Future[Message] | None = None
-        body = {
-            "model": MODEL,
-            "messages": [
-                {"role": "system", "content": self.system},
-                {"role": "user", "content": text},
-            ],
-            "max_tokens": 1024,
-            "temperature": 0.7,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        body = request_body(self.system, text)
         stream = await llm.post(
             "/chat/completions",
             body=body,

@@ -30,6 +30,18 @@ ALLOWED_UPDATES = ["message", "edited_message"]
 NO_PREVIEW = {"is_disabled": True}
 
 
+def request_body(system: str, text: str) -> dict[str, Any]:
+    """Parlour's streamed request for ``text`` at the defaults, as both floors send it."""
+    return {
+        "model": MODEL,
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": text}],
+        "max_tokens": 1024,
+        "temperature": 0.7,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
 class BareLoop:
     """``run`` until ``stop``; every update is answered as the module docstring says."""
 
@@ -103,17 +115,7 @@ class BareLoop:
         typing = asyncio.ensure_future(
             self._call("sendChatAction", chat_id=chat_id, action="typing")
         )
-        body = {
-            "model": MODEL,
-            "messages": [
-                {"role": "system", "content": self.system},
-                {"role": "user", "content": text},
-            ],
-            "max_tokens": 1024,
-            "temperature": 0.7,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        body = request_body(self.system, text)
         parts: list[str] = []
         shown: asyncio.Future[Any] | None = None
         async with self._llm.post(self.completions, json=body) as response:
