@@ -92,7 +92,8 @@ class PromptBuilder:
         text = said.text
         user = user_message(text, ctx.user_name or ctx.user_id, shared, said.images)
         before = recall_boundary(history, mark)
-        window = [t for t in history if before is not None and t.turn_id >= before]
+        recalling = not isinstance(self.memory, NoMemory)
+        window = [t for t in history if recalling and before is not None and t.turn_id >= before]
         recalled = await self.memory.recall(
             ctx, key, said.query, before_turn_id=before, held=_held(window)
         )

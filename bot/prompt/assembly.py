@@ -323,13 +323,13 @@ def history_messages(turns: Sequence[StoredTurn], shared: bool) -> list[Message]
     shared conversation), then the answer."""
     messages: list[Message] = []
     for turn in turns:
+        first = len(messages)  # where this turn begins: a kept block goes there
         for message in turn.messages:
-            if message["role"] == STORED_RECALL:
-                messages.append({"role": "user", "content": message["content"]})
-        for message in turn.messages:
-            if message["role"] == STORED_RECALL:
-                continue
-            if shared and message["role"] == "user":
+            role = message["role"]
+            if role == STORED_RECALL:
+                messages.insert(first, {"role": "user", "content": message["content"]})
+                first += 1
+            elif shared and role == "user":
                 content = with_speaker(turn.user_name or turn.user_id, str(message["content"]))
                 messages.append({"role": "user", "content": content})
             else:

@@ -77,6 +77,8 @@ def recalled_blocks(
 ) -> tuple[list[Message], list[Message]]:
     """The kept block, then the asker's own, within what :func:`recall_room` leaves beside the
     lines ``history`` holds already."""
+    if not kept and not own:  # nothing recalled (memory off): the window need not be read
+        return [], []
     held = sum(
         counter.count_text(line) + LINE_COST
         for turn in history
