@@ -177,7 +177,7 @@ async def store(settings: Settings, conversation: Conversation) -> Stored:
         if len(keys) != 1 or keys != {service.conversation_key(group(chat_id, ASKER_ID, "x"))}:
             raise RuntimeError(f"the group's messages did not share one conversation: {keys}")
         mark = await app.store.load_window_mark(key)  # before any prompt: the builder saves one
-        if app.memories is not None and settings.memory.embeddings.model:  # a steady state:
+        if app.memories is not None and settings.memory.embeddings.enabled:  # a steady state:
             app.memories.embed_turns_later(key)  # every old message with its vector before
             await app.memories.wait_for_turn_vectors()  # the first question, as in a live bot
     with sqlite3.connect(settings.storage.path) as db:  # the bot is closed: no cache to miss

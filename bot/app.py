@@ -21,15 +21,16 @@ from bot.conversation.presets import ChatPresets
 from bot.conversation.service import ChatService
 from bot.conversation.tool_runner import ToolRunner
 from bot.conversation.tools_command import add_tools_command
-from bot.errors import LLMError
+from bot.errors import LLMError, StoreError
 from bot.guardrails.admins import AdminPolicy
 from bot.guardrails.recent_log import RecentLog
 from bot.guardrails.redact import Redactor
 from bot.llm.client import LLMClient
-from bot.llm.embeddings import Embedder
+from bot.llm.embeddings import TextEmbedder, make_embedder
 from bot.llm.retry import Sleep
 from bot.llm.tokens import get_counter
 from bot.mcp.status import ServerStatus
+from bot.memory.backfill import LoggedProgress, backfill
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, StoredMemory
 from bot.memory.store import MemoryStore
@@ -83,7 +84,7 @@ class App:
         self.mcp: MCPManager | None = None
         self.scheduler: Scheduler | None = None
         self.memories: MemoryStore | None = None
-        self._embedder: Embedder | None = None
+        self._embedder: TextEmbedder | None = None
         self._backfill: asyncio.Task[None] | None = None
         self.compactor: Compactor | None = None
         self._summary_llm: LLMClient | None = None
@@ -153,8 +154,8 @@ class App:
             self._on_close("_llm", self._llm.close)
             memory = self._memory
             if self.settings.memory.enabled:
-                if self.settings.memory.embeddings.model is not None:
-                    self._embedder = Embedder(
+                if self.settings.memory.embeddings.enabled:
+                    self._embedder = make_embedder(
                         self.settings.memory.embeddings, self.settings.llm, sleep=self._retry_sleep
                     )
                     self._on_close("_embedder", self._embedder.close)
@@ -297,14 +298,20 @@ class App:
             await self.store.delete_older_than(days * 86400)
 
     async def _backfill_vectors(self, memories: MemoryStore) -> None:
-        """Embed memories stored without a vector (endpoint down, embeddings newly on)."""
+        """Embed what has no vector of the current model: memories stored while the endpoint
+        was down, and everything from before embeddings were on (``bot.memory.backfill``)."""
         try:
-            filled = await memories.backfill_vectors()
-        except LLMError as exc:
-            log.warning("memory vectors not backfilled, retried at next start: %s", exc)
+            counts = await backfill(memories, await self.store.conversations(), LoggedProgress())
+        except (LLMError, StoreError) as exc:
+            log.warning("vectors not backfilled, retried at next start: %s", exc)
         else:
-            if filled:
-                log.info("memory vectors backfilled count=%d", filled)
+            if counts.memories or counts.messages:
+                log.info(
+                    "vectors backfilled memories=%d messages=%d conversations=%d",
+                    counts.memories,
+                    counts.messages,
+                    counts.conversations,
+                )
 
     def _on_close(self, name: str, close: Callable[[], Awaitable[object]]) -> None:
         """Pair the part just opened (the attribute ``name``) with its close; forgotten once

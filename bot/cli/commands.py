@@ -1,6 +1,6 @@
 """Command line: ``python -m bot [--config FILE] COMMAND``.
 
-Commands: chat, run, check-config, doctor, history, usage, storage.
+Commands: chat, run, check-config, doctor, history, usage, storage, memory.
 
 With no command it runs the platform adapters enabled in config, or the console chat when none
 is. This is the only place that configures logging and installs signal handlers. While you chat
@@ -165,6 +165,8 @@ async def _dispatch(args: argparse.Namespace, settings: Settings, redactor: Reda
         return await _history(args, settings, redactor)
     if command == "usage":
         return await _usage(args, settings)
+    if command == "memory":
+        return await _memory(args, settings)
     platforms = ["console"] if command == "chat" else settings.enabled_platforms()
     settings.require_serving(platforms)
     if not platforms:
@@ -216,6 +218,18 @@ async def _history(args: argparse.Namespace, settings: Settings, redactor: Redac
         return 1
     async with open_storage(settings) as store:
         return await history_command(args, store, redactor)
+
+
+async def _memory(args: argparse.Namespace, settings: Settings) -> int:
+    if args.memory_command is None:
+        sys.stderr.write(args.memory_help())
+        sys.stderr.write("\nerror: say which: `memory embed`\n")
+        return 2
+    if _missing_database(settings):
+        return 1
+    from bot.cli.memory import memory_command
+
+    return await memory_command(settings)
 
 
 def _rounded(share: float | None) -> float | None:

@@ -51,6 +51,19 @@ def build_parser() -> argparse.ArgumentParser:
     usage.add_argument("--chat", help="one chat, e.g. telegram:-100123 (default: every chat)")
     usage.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     _add_storage_parser(sub)
+    memory = sub.add_parser("memory", help="long-term memory's vectors")
+    memory.set_defaults(memory_help=memory.format_help)
+    memory_sub = memory.add_subparsers(dest="memory_command", metavar="{embed}")
+    memory_sub.add_parser(
+        "embed",
+        help="embed every memory and old message that has no vector yet (progress bar)",
+        description=(
+            "With memory.embeddings on (a model, or local: true), give every stored memory and"
+            " every conversation's old messages (the newest 5,000 of each) a vector of the"
+            " configured model, with a progress bar. The bot does the same in the background"
+            " at start; this does it now. Safe to stop and run again, also beside the bot."
+        ),
+    )
     return parser
 
 

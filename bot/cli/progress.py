@@ -1,4 +1,5 @@
-"""A one-line progress bar for long CLI commands (``storage copy``), and their count tables.
+"""A one-line progress bar for long CLI commands (``storage copy``, ``memory embed``), and their
+count tables.
 
 No progress library is a dependency and one line rewritten with ``\\r`` is all a copy needs, so
 this is twenty lines rather than a new package. The bar goes to a terminal only: piped or
@@ -13,10 +14,23 @@ from typing import TextIO
 
 from bot.cli.storage_copy import CopyReport
 
-__all__ = ["TerminalProgress", "counts_table"]
+__all__ = ["NoProgress", "TerminalProgress", "counts_table"]
 
 _WIDTH = 30  # characters of bar
 _EVERY = 0.1  # seconds between redraws: a redraw per batch would slow a fast copy
+
+
+class NoProgress:
+    """No bar: output that is not a terminal (the counts printed at the end say it all)."""
+
+    def start(self, table: str, total: int) -> None:
+        pass
+
+    def advance(self, rows: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
 
 
 class TerminalProgress:

