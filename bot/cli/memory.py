@@ -22,6 +22,7 @@ __all__ = ["memory_command"]
 
 
 async def memory_command(settings: Settings) -> int:
+    settings.require_variables("memory", *(() if settings.memory.embeddings.local else ("llm",)))
     embeddings = settings.memory.embeddings
     if not embeddings.enabled:
         raise ConfigError(
