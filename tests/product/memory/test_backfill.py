@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from bot.config import EmbeddingSettings, LLMSettings
+from bot.errors import LLMBadRequestError
 from bot.llm.embeddings import Embedder
 from bot.memory.backfill import backfill
 from bot.memory.store import MemoryStore
 from bot.storage.sqlite import SQLiteStore
-from bot.errors import LLMBadRequestError
 from bot.testing.fake_llm import FakeLLM, error
 from bot.testing.llm.script import Script
 from bot.values import NewTurn
@@ -48,6 +48,21 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
         yield opened
 
 
+@pytest.fixture
+async def memories(fake_llm: FakeLLM, store: SQLiteStore) -> AsyncIterator[MemoryStore]:
+    """Memories and messages stored before embeddings were on, and a store that embeds."""
+    await stored_before_embeddings(store)
+    embedder = Embedder(
+        EmbeddingSettings(model=MODEL), LLMSettings(base_url=fake_llm.base_url, api_key=TEST_KEY)
+    )
+    made = MemoryStore(store, embedder)
+    try:
+        yield made
+    finally:
+        await made.aclose()
+        await embedder.close()
+
+
 async def stored_before_embeddings(store: SQLiteStore) -> None:
     for key, count in CONVERSATIONS.items():
         chat = key.rsplit(":u:", 1)[0]
@@ -65,13 +80,8 @@ async def vector_counts(store: SQLiteStore) -> dict[str, int]:
 
 
 async def test_backfill_embeds_everything_once_with_progress(
-    fake_llm: FakeLLM, store: SQLiteStore
+    fake_llm: FakeLLM, store: SQLiteStore, memories: MemoryStore
 ) -> None:
-    await stored_before_embeddings(store)
-    embedder = Embedder(
-        EmbeddingSettings(model=MODEL), LLMSettings(base_url=fake_llm.base_url, api_key=TEST_KEY)
-    )
-    memories = MemoryStore(store, embedder)
     progress = Recorder()
     counts = await backfill(memories, await store.conversations(), progress)
     assert (counts.memories, counts.messages, counts.conversations) == (1, 74, 3)
@@ -82,22 +92,17 @@ async def test_backfill_embeds_everything_once_with_progress(
     assert len(embedded) == 75 and len(set(embedded)) == 75  # nothing embedded twice
 
     again = Recorder()
-    counts = await backfill(MemoryStore(store, embedder), await store.conversations(), again)
+    counts = await backfill(
+        MemoryStore(store, memories.embedder), await store.conversations(), again
+    )
     assert (counts.memories, counts.messages) == (0, 0) and again.advanced() == 74
     # the memory; 64 + 6 of the first chat; one each for the others; then nothing more
     assert len(fake_llm.embedding_requests) == 5
-    await memories.aclose()
-    await embedder.close()
 
 
 async def test_backfill_stops_on_a_failing_endpoint_and_keeps_what_it_filled(
-    fake_llm: FakeLLM, store: SQLiteStore
+    fake_llm: FakeLLM, store: SQLiteStore, memories: MemoryStore
 ) -> None:
-    await stored_before_embeddings(store)
-    embedder = Embedder(
-        EmbeddingSettings(model=MODEL), LLMSettings(base_url=fake_llm.base_url, api_key=TEST_KEY)
-    )
-    memories = MemoryStore(store, embedder)
     # the memory, the discord chat's message, 64 of telegram:-1's, then a 400 (keys in order)
     fake_llm.script_embeddings(Script(), Script(), Script(), error(400))
     progress = Recorder()
@@ -107,8 +112,6 @@ async def test_backfill_stops_on_a_failing_endpoint_and_keeps_what_it_filled(
     assert sum((await vector_counts(store)).values()) == 65  # what was filled stays
     counts = await backfill(memories, await store.conversations(), Recorder())
     assert counts.messages == 9 and await vector_counts(store) == CONVERSATIONS
-    await memories.aclose()
-    await embedder.close()
 
 
 async def test_the_bot_backfills_in_the_background_at_start(
