@@ -325,6 +325,11 @@ class App:
 
         self._closes.push_async_callback(closing)
 
+    async def wait_for_backfill(self) -> None:
+        """Until the start's background embedding is done (tests and benchmarks)."""
+        if self._backfill is not None:
+            await asyncio.gather(self._backfill, return_exceptions=True)
+
     async def _stop_backfill(self) -> None:
         if self._backfill is not None:
             self._backfill.cancel()

@@ -120,8 +120,7 @@ async def test_the_bot_backfills_in_the_background_at_start(
     async with make_app() as app:  # history from before embeddings were on
         await app.service.chat(private("5", "Mei"), "my bike is green")
     async with make_app(memory={"embeddings": {"model": MODEL}}) as app:
-        assert app._backfill is not None
-        await app._backfill
+        await app.wait_for_backfill()
     embedded = [t for r in fake_llm.embedding_requests for t in r.json["input"]]
     assert "my bike is green" in embedded
 

@@ -136,6 +136,7 @@ async def test_with_embeddings_an_old_message_is_found_by_meaning(
         ctx = private("7" if embeddings else "8", "Mei")
         async with make_app(**SMALL, memory=memory) as app:
             assert app.memories is not None
+            await app.wait_for_backfill()  # the first chat's messages, embedded at start
             await app.service.chat(ctx, said)
             for n in range(4):
                 await app.service.chat(ctx, f"tell me about trains {n}")
@@ -143,10 +144,11 @@ async def test_with_embeddings_an_old_message_is_found_by_meaning(
             await app.service.chat(ctx, asked)
         found = recalled_messages(items(fake_llm))
         assert (said in found) is embeddings
-    # Each message was embedded once, for its own recall: its stored turn reused that vector.
+    # Each message was embedded once, for its own recall: its stored turn reused that vector;
+    # the first chat's, said before embeddings were on, once each by the backfill at start.
     embedded = [text for r in fake_llm.embedding_requests for text in r.json["input"]]
     assert sorted(embedded) == sorted(
-        [said, *(f"tell me about trains {n}" for n in range(4)), asked]
+        2 * [said, *(f"tell me about trains {n}" for n in range(4)), asked]
     )
 
 
