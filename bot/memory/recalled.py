@@ -140,6 +140,13 @@ def _line(item: Found, shared: bool) -> str:
     return fact_line(item) if isinstance(item, Memory) else message_line(item, shared)
 
 
+def _is_held(item: Found, line: str, shared: bool, held: Collection[str]) -> bool:
+    """Whether the window carries ``item`` already, dated or as an exchange's undated line."""
+    if line in held:
+        return True
+    return isinstance(item, FoundTurn) and message_line(item, shared, dated=False) in held
+
+
 def _render(items: Sequence[Found], shared: bool, gap: float) -> list[str]:
     """``items`` (best first) as lines, each exchange in the order it was said at the place
     of its best message."""
@@ -179,7 +186,7 @@ def recalled_lines(
     near: set[tuple[str, int]] = set()  # (day, time // gap) of the chosen messages
     for item in with_neighbours(interleave(facts, earlier), beside or {}):
         line = _line(item, shared)
-        if line in held:
+        if _is_held(item, line, shared, held):
             continue
         if isinstance(item, FoundTurn) and _slots(item, gap) & near:  # joins an exchange
             price = cost(message_line(item, shared, dated=False))

@@ -174,3 +174,17 @@ def test_what_only_the_asker_may_read_is_never_kept_and_held_lines_are_not_sent_
     )  # fmt: skip
     assert held not in again.lines  # the window carries it already ...
     assert again.kept == (message_line(old, True),)
+
+
+def test_a_line_held_without_its_date_is_not_sent_again() -> None:
+    """In an exchange only the first line carries the date: the window holds the others as
+    ``["", speaker, words]``, and they are the same messages (found by a fresh-clone trial:
+    12 of 13 kept lines were sent twice)."""
+    exchange = [said(n, NOV_30 + 60 * n, text=f"part {n} of the plan") for n in (1, 2, 3)]
+    first = recalled_lines([], exchange, conversation_key="k", shared=True, budget=1000, cost=len)
+    assert [json.loads(line)[0] for line in first.kept] == ["2026-11-30", "", ""]
+    again = recalled_lines(
+        [], [*exchange, said(9, NOV_30 + 9e5, text="something new")], conversation_key="k",
+        shared=True, budget=1000, cost=len, held=set(first.kept),
+    )  # fmt: skip
+    assert [json.loads(line)[2] for line in again.kept] == ["something new"]
