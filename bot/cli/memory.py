@@ -17,6 +17,7 @@ from bot.llm.embeddings import make_embedder
 from bot.memory.backfill import BackfillProgress, backfill
 from bot.memory.store import MemoryStore
 from bot.storage import open_storage
+from bot.text import counted
 
 __all__ = ["memory_command"]
 
@@ -43,7 +44,8 @@ async def memory_command(settings: Settings) -> int:
     finally:
         await embedder.close()
     sys.stdout.write(
-        f"{counts.memories} memories and {counts.messages} old messages in"
-        f" {counts.conversations} conversations embedded with {embedder.model}\n"
+        f"{counted(counts.memories, 'memory', 'memories')} and"
+        f" {counted(counts.messages, 'old message')} in"
+        f" {counted(counts.conversations, 'conversation')} embedded with {embedder.model}\n"
     )
     return 0

@@ -80,6 +80,8 @@ def describe_errors(
             lines.append(f"unknown key {where}")
             continue
         message, given = item["msg"], item.get("input")
+        if item["type"] == "value_error":  # our validators' own words, without pydantic's tag
+            message = message.removeprefix("Value error, ")
         for value in _scalars(given):
             if len(value) >= 3 and value in message:
                 message = message.replace(value, "***")

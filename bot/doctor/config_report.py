@@ -89,7 +89,28 @@ def config_report(settings: Settings) -> ConfigReport:
         settings.llm.check_key()
     except ConfigError as exc:
         report.errors.append(Problem.of(exc))
+    if (crowded := _recall_crowds_history(settings)) is not None:
+        report.warnings.append(crowded)
     return report
+
+
+def _recall_crowds_history(settings: Settings) -> Problem | None:
+    """Recalled lines are kept in the history with their turn (``bot.prompt.recall_budget``):
+    a history budget under recall's leaves the window holding recalled lines, not messages."""
+    history = settings.history.max_tokens
+    if history is None or not settings.memory.enabled:
+        return None
+    from bot.prompt.recall_budget import recall_cap  # only for a config that caps history
+
+    cap = recall_cap(settings)
+    if history >= cap:
+        return None
+    return Problem(
+        f"history.max_tokens ({history:,}) is under recall's cap ({cap:,}, memory.max_tokens):"
+        " recalled lines stay in the history with their turn, so the window may hold them and"
+        " no message",
+        f"raise history.max_tokens to at least {2 * cap:,}, or lower memory.max_tokens",
+    )
 
 
 def _platform(settings: Settings, name: str, report: ConfigReport) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from bot.doctor import Check, exit_code, fail, passed, warn
 from bot.doctor.adapters import check_adapter_settings, load_diagnose
 from bot.doctor.config_report import CONFIG_FIX, Problem, config_report
 from bot.doctor.database import check_database
+from bot.doctor.embeddings import check_embeddings
 from bot.doctor.llm import TIMEOUT, check_llm
 from bot.doctor.report import json_lines, table
 from bot.errors import ConfigError
@@ -79,6 +80,8 @@ async def diagnose(
     rows.append(_unchecked("database", settings, "storage") or await check_database(settings))
     unchecked = _unchecked("llm", settings, "llm") or _keyless(settings)
     rows += [unchecked] if unchecked else await check_llm(settings, llm_timeout)
+    if not unchecked and not _unchecked("memory", settings, "memory"):
+        rows += await check_embeddings(settings, llm_timeout)
     if settings.mcp.servers and (unchecked := _unchecked("mcp", settings, "mcp")):
         rows.append(unchecked)
     elif settings.mcp.servers:  # the MCP SDK is imported only for a config that names servers

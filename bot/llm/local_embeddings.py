@@ -73,7 +73,7 @@ class LocalEmbedder:
     def _encode(self, texts: list[str], is_query: bool) -> list[list[float]]:
         if self._engine is None:
             self._engine = _load_engine(self.settings.threads)
-            log.info("local embeddings loaded model=%s", self.model)
+            log.debug("local embeddings loaded model=%s", self.model)
         try:
             result: Any = self._engine.encode(texts, is_query)
         except Exception as exc:  # the engine's failure is the endpoint's, to recall

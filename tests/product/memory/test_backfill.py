@@ -134,7 +134,7 @@ async def test_memory_embed_command(fake_llm: FakeLLM, tmp_path: Path) -> None:
     write_config(tmp_path, f"memory:\n  embeddings:\n    model: {MODEL}\n")
     code, out, err = await run_cli("memory", "embed", env=env)
     assert code == 0, err
-    assert out == f"0 memories and 1 old messages in 1 conversations embedded with {MODEL}\n"
+    assert out == f"0 memories and 1 old message in 1 conversation embedded with {MODEL}\n"
     assert [r.json["input"] for r in fake_llm.embedding_requests] == [["my bike is green"]]
     code, out, _ = await run_cli("memory", "embed", env=env)
     assert code == 0 and out.startswith("0 memories and 0 old messages")
