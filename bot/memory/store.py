@@ -213,7 +213,7 @@ class MemoryStore:
         candidates = await self.store.memory_vectors(
             audience, self.embedder.model, len(vector), MAX_VECTOR_CANDIDATES
         )
-        floor = self.embedder.settings.min_similarity
+        floor = self.embedder.settings.similarity_floor
         cosine = await asyncio.to_thread(by_cosine, vector, candidates, floor, pool, memory_id)
         return fuse([by_bm25, [memory for _, memory in cosine]], limit)
 
@@ -254,7 +254,7 @@ class MemoryStore:
             limit=MAX_VECTOR_CANDIDATES,
         )
         self._speakers[conversation_key] = frozenset(turn.user_name for turn, _ in candidates)
-        floor = self.embedder.settings.min_similarity
+        floor = self.embedder.settings.similarity_floor
         cosine = await asyncio.to_thread(by_cosine, vector, candidates, floor, pool, turn_id)
         return fuse_turns([by_bm25, [turn for _, turn in cosine]], limit)
 

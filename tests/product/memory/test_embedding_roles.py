@@ -111,6 +111,9 @@ def test_settings_tag_vectors_by_how_they_were_made_and_refuse_local_with_a_serv
     assert len(tags) == 4  # a change of roles re-embeds instead of mixing vectors
     assert not EmbeddingSettings(model=MODEL).asymmetric
     assert EmbeddingSettings(local=True).asymmetric
+    floors = [EmbeddingSettings(model=MODEL), EmbeddingSettings(local=True)]
+    assert [settings.similarity_floor for settings in floors] == [0.3, 0.78]
+    assert EmbeddingSettings(local=True, min_similarity=0.5).similarity_floor == 0.5
     for clash in ({"model": MODEL}, {"base_url": "http://127.0.0.1:8000/v1"}):
         with pytest.raises(ConfigError, match=r"memory\.embeddings.*local") as caught:
             settings_from_mapping({"memory": {"embeddings": {"local": True, **clash}}})
@@ -228,6 +231,10 @@ async def test_app_with_local_embeddings_recalls_by_meaning_and_calls_no_server(
         assert app.memories is not None
         await app.memories.add(private("7", "Mei"), "Mei is allergic to peanuts")
         await app.memories.add(private("7", "Mei"), "Mei's bike is green")
-        await app.service.chat(private("7", "Mei"), "could a nut snack make me sick?")
-    assert "allergic to peanuts" in recalled_text(fake_llm)
+        await app.service.chat(
+            private("7", "Mei"), "which foods should I avoid because of my allergy?"
+        )
+    assert "allergic to peanuts" in recalled_text(fake_llm)  # cosine 0.80, no shared word
+    # E5 rates unrelated texts near 0.7: the local floor (0.78) keeps them out, 0.3 would not
+    assert "bike" not in recalled_text(fake_llm)
     assert fake_llm.embedding_requests == []
