@@ -1,0 +1,140 @@
+"""Each format is read with its structure, and bad files are refused with a clear reason."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import docx
+import pytest
+from pypdf import PdfWriter
+
+from bot.knowledge.formats import DocumentError, read_document
+
+LIMIT = 1_000_000
+
+
+def pdf_with_text(*pages: str) -> bytes:
+    """A minimal valid PDF whose pages show ``pages`` in Helvetica (offsets computed)."""
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>"]
+    kids = " ".join(f"{4 + 2 * i} 0 R" for i in range(len(pages)))
+    objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>")
+    objects.append("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    for i, text in enumerate(pages):
+        stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET"
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {5 + 2 * i} 0 R"
+            " /Resources << /Font << /F1 3 0 R >> >> >>"
+        )
+        objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
+    out += (
+        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    )
+    return out
+
+
+def test_markdown_keeps_heading_paths_items_and_code() -> None:
+    text = (
+        "# Rules\n\nBe kind.\n\n## Bans\n\n- no spam\n- no ads\n  still the ad item\n\n"
+        "```\ncode here\n```\n# Setup\n\nRun it."
+    )
+    blocks = read_document("faq.md", text.encode(), max_bytes=LIMIT)
+    assert [(b.headings, b.text) for b in blocks] == [
+        (("Rules",), "Be kind."),
+        (("Rules", "Bans"), "- no spam"),
+        (("Rules", "Bans"), "- no ads\nstill the ad item"),
+        (("Rules", "Bans"), "code here"),
+        (("Setup",), "Run it."),
+    ]
+
+
+def test_html_reads_text_not_markup_and_skips_scripts() -> None:
+    page = (
+        b"<html><head><title>t</title><script>alert(1)</script></head><body><nav>menu</nav>"
+        b"<h1>Help</h1><div>Loose <b>bold</b> text<p>A paragraph.</p></div>"
+        b"<h2>Table</h2><table><tr><td>key</td><td>value</td></tr></table>"
+        b"<ul><li>first</li><li>second</li></ul></body></html>"
+    )
+    blocks = [(b.headings, b.text) for b in read_document("help.html", page, max_bytes=LIMIT)]
+    assert blocks == [
+        (("Help",), "Loose bold text"),
+        (("Help",), "A paragraph."),
+        (("Help", "Table"), "key | value"),
+        (("Help", "Table"), "first"),
+        (("Help", "Table"), "second"),
+    ]
+    assert not any("alert" in text or "menu" in text for _, text in blocks)
+
+
+def test_docx_headings_paragraphs_and_tables() -> None:
+    document = docx.Document()
+    document.add_heading("Rules", level=1)
+    document.add_paragraph("Be kind to each other.")
+    document.add_heading("Fees", level=2)
+    table = document.add_table(rows=1, cols=2)
+    table.rows[0].cells[0].text, table.rows[0].cells[1].text = "yearly", "10 EUR"
+    out = io.BytesIO()
+    document.save(out)
+    blocks = read_document("rules.docx", out.getvalue(), max_bytes=LIMIT)
+    assert [(b.headings, b.text) for b in blocks] == [
+        (("Rules",), "Be kind to each other."),
+        (("Rules", "Fees"), "yearly | 10 EUR"),
+    ]
+
+
+def test_pdf_text_carries_its_page() -> None:
+    blocks = read_document(
+        "manual.pdf", pdf_with_text("Page one text", "Reset with F5"), max_bytes=LIMIT
+    )
+    assert [(b.page, b.text) for b in blocks] == [(1, "Page one text"), (2, "Reset with F5")]
+
+
+def encrypted_pdf() -> bytes:
+    writer = PdfWriter(clone_from=io.BytesIO(pdf_with_text("secret")))
+    writer.encrypt("hunter2", algorithm="RC4-128")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def blank_pdf() -> bytes:
+    writer = PdfWriter()
+    writer.add_blank_page(612, 792)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def docx_bomb() -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/document.xml", b"\0" * (30 * LIMIT))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("big.md", b"x" * (LIMIT + 1), "over the limit"),
+        ("tool.exe", b"MZ\x90\x00", "unsupported format '.exe'"),
+        ("latin.txt", "café".encode("latin-1"), "not UTF-8"),
+        ("nul.txt", b"a\x00b", "binary data"),
+        ("locked.pdf", encrypted_pdf(), "encrypted"),
+        ("scan.pdf", blank_pdf(), "no text in the PDF"),
+        ("broken.pdf", b"%PDF-1.4\n garbage", "not a readable PDF"),
+        ("bomb.docx", docx_bomb(), "decompression bomb"),
+        ("fake.docx", b"PK\x03\x04 not a zip", "damaged archive"),
+        ("empty.md", b"   \n\n", "no text found"),
+    ],
+)
+def test_bad_files_are_refused_with_the_reason(name: str, data: bytes, reason: str) -> None:
+    with pytest.raises(DocumentError, match=reason) as refused:
+        read_document(name, data, max_bytes=LIMIT)
+    assert str(refused.value).startswith(name)
