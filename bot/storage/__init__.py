@@ -19,6 +19,7 @@ from bot.storage.coordination import Inbox, Leases, SharedLimits
 from bot.storage.deliveries import Deliveries
 from bot.storage.directory import ChatDirectory
 from bot.storage.erasure import Erasure
+from bot.storage.knowledge import KnowledgeBindings, KnowledgeDocuments
 from bot.storage.kv import KeyValueStore
 from bot.storage.maintenance import Maintenance
 from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors
@@ -40,6 +41,8 @@ __all__ = [
     "Erasure",
     "Inbox",
     "KeyValueStore",
+    "KnowledgeBindings",
+    "KnowledgeDocuments",
     "Leases",
     "Maintenance",
     "MemoryRecords",
@@ -71,6 +74,8 @@ class Storage(
     ChatSettingsStore,
     UsageLedger,
     KeyValueStore,
+    KnowledgeDocuments,
+    KnowledgeBindings,
     MemoryRecords,
     MemorySearch,
     MemoryVectors,

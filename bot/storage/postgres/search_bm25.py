@@ -23,14 +23,14 @@ into a tsquery (``search_lexeme``). Which rows may match is part of the hits' WH
 
 from __future__ import annotations
 
-__all__ = ["MEMORY_SEARCH_SQL", "TURN_SEARCH_SQL"]
+__all__ = ["MEMORY_SEARCH_SQL", "TURN_SEARCH_SQL", "bm25_sql"]
 
 BACKGROUND_ROWS = 16  # SQLite's seeded rows (its migration 4)
 BACKGROUND_TOKENS = 16 * 9  # eight body tokens and one scope token each
 K1, B = 1.2, 0.75
 
 
-def _bm25_sql(table: str, hits: str, columns: str, min_param: str, limit_param: str) -> str:
+def bm25_sql(table: str, hits: str, columns: str, min_param: str, limit_param: str) -> str:
     """The statement: ``hits`` selects ``id, search, search_len`` and ``columns`` from
     ``table AS r`` where ``r.search @@ wanted.q`` (the CTE ``wanted``) and the audience."""
     return f"""
@@ -80,7 +80,7 @@ _MEMORY_HIT = f"SELECT r.search, r.search_len, {', '.join('r.' + c for c in _MEM
 
 # The Audience rule (bot.memory.scope) as three disjoint branches, each one index range:
 # $2 conversation, $3 chat, $4 user, $5 "platform:" when private memories may join, else NULL.
-MEMORY_SEARCH_SQL = _bm25_sql(
+MEMORY_SEARCH_SQL = bm25_sql(
     "memories",
     f"""
     {_MEMORY_HIT} AND r.conv_key = $2
@@ -98,7 +98,7 @@ MEMORY_SEARCH_SQL = _bm25_sql(
 )
 
 # $2 conversation, $3 below this turn id; after the conversation's last reset.
-TURN_SEARCH_SQL = _bm25_sql(
+TURN_SEARCH_SQL = bm25_sql(
     "turns",
     """
     SELECT r.id, r.search, r.search_len, r.user_id, r.user_name, r.user_text, r.created_at

@@ -28,6 +28,7 @@ __all__ = [
     "TURNS",
     "Indexed",
     "catch_up",
+    "catch_up_sql",
     "fold_totals",
     "search_terms",
     "search_text",
@@ -80,7 +81,7 @@ def lock_sql(purpose: str) -> str:
     return f"hashtextextended('parlour.{purpose}:' || current_schema(), 0)"
 
 
-def _catch_up_sql(target: Indexed) -> str:
+def catch_up_sql(target: Indexed) -> str:
     return f"""
 WITH done AS (
     UPDATE {target.table} AS r
@@ -128,7 +129,7 @@ async def catch_up(db: Database, target: Indexed, batch: int) -> int:
         if not await conn.fetchval(f"SELECT EXISTS (SELECT FROM {table} WHERE search IS NULL)"):
             return 0
     indexed = 0
-    statement = _catch_up_sql(target)
+    statement = catch_up_sql(target)
     while True:
         async with db.transaction() as conn:
             await fold_totals(conn, table, wait=True)  # also: one indexer at a time

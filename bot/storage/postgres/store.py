@@ -7,6 +7,7 @@ from bot.storage.postgres.connection import Database, PostgresSeam
 from bot.storage.postgres.coordination import PostgresCoordination
 from bot.storage.postgres.deliveries import PostgresDeliveries
 from bot.storage.postgres.directory import PostgresDirectory
+from bot.storage.postgres.knowledge import PostgresKnowledge
 from bot.storage.postgres.memories import PostgresMemories
 from bot.storage.postgres.migrations import Component, components_of
 from bot.storage.postgres.turns import PostgresTurns
@@ -42,6 +43,7 @@ class PostgresStore(SQLStore):
         self.usage = PostgresUsage(self.database)  # budget figures batched
         self.turns = PostgresTurns(self.database, self.owner)
         self.memories = PostgresMemories(self.database)
+        self.knowledge = PostgresKnowledge(self.database)
         self.coordination = PostgresCoordination(self.database)
 
     async def load_prompt_rows(
@@ -75,7 +77,9 @@ class PostgresStore(SQLStore):
 
     def _components(self) -> list[Component]:
         """The core, the parts' own (coordination, memory search), then any a subclass adds."""
-        return components_of(PostgresCoordination, PostgresMemories, *reversed(type(self).__mro__))
+        return components_of(
+            PostgresCoordination, PostgresMemories, PostgresKnowledge, *reversed(type(self).__mro__)
+        )
 
     async def _disconnect(self) -> None:
         await self.database.close()

@@ -13,12 +13,14 @@ from typing import Protocol, Self
 
 from bot.storage import owners
 from bot.storage.coordination import Inbox, Leases, SharedLimits
+from bot.storage.knowledge import KnowledgeBindings, KnowledgeDocuments
 from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors
 from bot.storage.sql.audit import Audit
 from bot.storage.sql.deliveries import DeliveryRecords
 from bot.storage.sql.directory import Directory
 from bot.storage.sql.erasure import Eraser
 from bot.storage.sql.history import History
+from bot.storage.sql.knowledge import KnowledgeRows
 from bot.storage.sql.ledger import PluginData, UsageBook
 from bot.storage.sql.maintenance import ChatMoved, Upkeep, close_interrupted
 from bot.storage.sql.overheard import OverheardRows
@@ -42,6 +44,7 @@ class SQLStore:
 
     turns: Turns
     memories: Memories
+    knowledge: KnowledgeRows  # the backend's (its index and search)
     coordination: Coordination
     seam: Database
     owner: str  # this instance, on every turn it begins (bot.storage.owners)
@@ -185,6 +188,16 @@ class SQLStore:
     put_turn_vectors = via("memories", Memories.put_turn_vectors)
     unembedded_turns = via("memories", Memories.unembedded_turns)
     turn_vectors = via("memories", Memories.turn_vectors)
+
+    put_document = via("knowledge", KnowledgeDocuments.put_document)
+    list_documents = via("knowledge", KnowledgeDocuments.list_documents)
+    document_chunks = via("knowledge", KnowledgeDocuments.document_chunks)
+    remove_document = via("knowledge", KnowledgeDocuments.remove_document)
+    remove_base = via("knowledge", KnowledgeDocuments.remove_base)
+    search_chunks = via("knowledge", KnowledgeDocuments.search_chunks)
+    bind_base = via("knowledge", KnowledgeBindings.bind_base)
+    unbind_base = via("knowledge", KnowledgeBindings.unbind_base)
+    bound_bases = via("knowledge", KnowledgeBindings.bound_bases)
 
     inbox_put = via("coordination", Coordination.inbox_put)
     inbox_amend = via("coordination", Coordination.inbox_amend)

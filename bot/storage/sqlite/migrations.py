@@ -172,6 +172,58 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX turns_by_chat_status_time ON turns (chat_key, status, created_at);
     """,
+    # 19: knowledge bases (bot.storage.knowledge): documents by base and source, their chunks
+    # (heading path as a JSON array), an FTS5 index of the chunks whose scope token names the
+    # base, their vectors, and the bases an admin bound to a chat. Triggers cascade deletes: a
+    # document takes its chunks, a chunk its index row and vector.
+    """
+    CREATE TABLE knowledge_documents (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        base TEXT NOT NULL,
+        source TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        format TEXT NOT NULL,
+        added_by TEXT NOT NULL,
+        added_at REAL NOT NULL,
+        chunks INTEGER NOT NULL,
+        tokens INTEGER NOT NULL,
+        UNIQUE (base, source)
+    );
+    CREATE TABLE knowledge_chunks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        document_id INTEGER NOT NULL REFERENCES knowledge_documents (id) ON DELETE CASCADE,
+        base TEXT NOT NULL,
+        ordinal INTEGER NOT NULL,
+        headings TEXT NOT NULL CHECK (json_valid(headings)),
+        text TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        page INTEGER
+    );
+    CREATE INDEX knowledge_chunks_by_document ON knowledge_chunks (document_id, ordinal);
+    CREATE TABLE knowledge_vectors (
+        chunk_id INTEGER PRIMARY KEY REFERENCES knowledge_chunks (id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        dims INTEGER NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE VIRTUAL TABLE knowledge_fts USING fts5 (
+        body, scope, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE knowledge_bindings (
+        chat_key TEXT NOT NULL,
+        base TEXT NOT NULL,
+        bound_by TEXT NOT NULL,
+        bound_at REAL NOT NULL,
+        PRIMARY KEY (chat_key, base)
+    );
+    CREATE TRIGGER knowledge_documents_delete AFTER DELETE ON knowledge_documents BEGIN
+        DELETE FROM knowledge_chunks WHERE document_id = old.id;
+    END;
+    CREATE TRIGGER knowledge_chunks_delete AFTER DELETE ON knowledge_chunks BEGIN
+        DELETE FROM knowledge_fts WHERE rowid = old.id;
+        DELETE FROM knowledge_vectors WHERE chunk_id = old.id;
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

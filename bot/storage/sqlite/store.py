@@ -13,6 +13,7 @@ from bot.storage.sql.store import SQLStore
 from bot.storage.sqlite.cached_rows import ConversationCache, SQLiteOverheard, SQLiteSummaries
 from bot.storage.sqlite.connection import Database, SQLiteSeam
 from bot.storage.sqlite.coordination import SQLiteCoordination
+from bot.storage.sqlite.knowledge import SQLiteKnowledge
 from bot.storage.sqlite.memories import SQLiteMemories
 from bot.storage.sqlite.row_cache import VersionProbe
 from bot.storage.sqlite.scopes import RESCOPE_MEMORIES, RESCOPE_TURNS
@@ -43,6 +44,7 @@ class SQLiteStore(SQLStore):
         self.summaries = SQLiteSummaries(seam, self.windows.marks, probe)
         self.overheard = SQLiteOverheard(seam, self.windows.overheard, probe)
         self.memories = SQLiteMemories(self.seam)
+        self.knowledge = SQLiteKnowledge(self.seam)
         self.coordination = SQLiteCoordination(self.seam)
 
     @property

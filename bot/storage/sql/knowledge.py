@@ -1,0 +1,148 @@
+"""Knowledge documents, chunks and bindings as both backends run them
+(:mod:`bot.storage.knowledge`). What differs -- indexing a chunk for full-text search and
+scoring a search -- is each backend's subclass (``bot.storage.<backend>.knowledge``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+from bot.errors import StoreError
+from bot.storage.knowledge import FoundChunk, KnowledgeDocument, NewDocument, PutResult
+from bot.storage.sql.seam import Database, Row, Tx
+
+__all__ = ["CHUNK_COLUMNS", "KnowledgeRows", "found_chunk"]
+
+DOCUMENT_COLUMNS = (
+    "d.id, d.base, d.source, d.content_hash, d.format, d.added_by, d.added_at, d.chunks, d.tokens"
+)
+CHUNK_COLUMNS = "c.id, d.base, d.source, c.ordinal, c.headings, c.text, c.tokens, c.page"
+
+
+def document_of(row: Row) -> KnowledgeDocument:
+    doc_id, base, source, digest, fmt, added_by, added_at, chunks, tokens = row[:9]
+    return KnowledgeDocument(
+        int(doc_id), str(base), str(source), str(digest), str(fmt), str(added_by),
+        float(added_at), int(chunks), int(tokens),
+    )  # fmt: skip
+
+
+def found_chunk(row: Row, score: float = 0.0) -> FoundChunk:
+    chunk_id, base, source, ordinal, headings, text, tokens, page = row[:8]
+    return FoundChunk(
+        int(chunk_id), str(base), str(source), int(ordinal), tuple(json.loads(headings)),
+        str(text), int(tokens), None if page is None else int(page), score,
+    )  # fmt: skip
+
+
+class KnowledgeRows:
+    """Everything of the two protocols but the index: :meth:`_index` and :meth:`search_chunks`
+    are the backend's."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def _index(self, tx: Tx, chunks: Sequence[tuple[int, str]]) -> None:
+        """Index ``(chunk_id, searchable text)`` pairs inside the put's transaction."""
+        raise NotImplementedError
+
+    async def put_document(self, document: NewDocument) -> PutResult:
+        now = time.time()
+        tokens = sum(chunk.tokens for chunk in document.chunks)
+        async with self.db.transaction() as tx:
+            await tx.lock(f"knowledge:{document.base}")
+            old = await tx.fetch(
+                f"SELECT {DOCUMENT_COLUMNS} FROM knowledge_documents AS d"
+                " WHERE d.base = $1 AND d.source = $2",
+                document.base,
+                document.source,
+            )
+            if old and str(old[0][3]) == document.content_hash:
+                return PutResult(document_of(old[0]), "unchanged")
+            if old:
+                await tx.execute("DELETE FROM knowledge_documents WHERE id = $1", int(old[0][0]))
+            rows = await tx.fetch(
+                "INSERT INTO knowledge_documents (base, source, content_hash, format, added_by,"
+                " added_at, chunks, tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                document.base, document.source, document.content_hash, document.format,
+                document.added_by, now, len(document.chunks), tokens,
+            )  # fmt: skip
+            if not rows:
+                raise StoreError("the database returned no id for a new document")
+            doc_id = int(rows[0][0])
+            indexed: list[tuple[int, str]] = []
+            for chunk in document.chunks:
+                made = await tx.fetch(
+                    "INSERT INTO knowledge_chunks (document_id, base, ordinal, headings, text,"
+                    " tokens, page) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                    doc_id, document.base, chunk.ordinal, json.dumps(list(chunk.headings)),
+                    chunk.text, chunk.tokens, chunk.page,
+                )  # fmt: skip
+                indexed.append((int(made[0][0]), "\n".join([*chunk.headings, chunk.text])))
+            await self._index(tx, indexed)
+        stored = KnowledgeDocument(
+            doc_id, document.base, document.source, document.content_hash, document.format,
+            document.added_by, now, len(document.chunks), tokens,
+        )  # fmt: skip
+        return PutResult(stored, "replaced" if old else "added")
+
+    async def list_documents(self, base: str) -> list[KnowledgeDocument]:
+        rows = await self.db.fetch(
+            f"SELECT {DOCUMENT_COLUMNS} FROM knowledge_documents AS d WHERE d.base = $1"
+            f" ORDER BY d.source {self.db.dialect.bytewise}",
+            base,
+        )
+        return [document_of(row) for row in rows]
+
+    async def document_chunks(self, base: str, source: str) -> list[FoundChunk]:
+        rows = await self.db.fetch(
+            f"SELECT {CHUNK_COLUMNS} FROM knowledge_documents AS d"
+            " JOIN knowledge_chunks AS c ON c.document_id = d.id"
+            " WHERE d.base = $1 AND d.source = $2 ORDER BY c.ordinal",
+            base,
+            source,
+        )
+        return [found_chunk(row) for row in rows]
+
+    async def remove_document(self, base: str, source: str) -> bool:
+        return (
+            await self.db.execute(
+                "DELETE FROM knowledge_documents WHERE base = $1 AND source = $2", base, source
+            )
+            > 0
+        )
+
+    async def remove_base(self, base: str) -> int:
+        async with self.db.transaction() as tx:
+            await tx.execute("DELETE FROM knowledge_bindings WHERE base = $1", base)
+            return await tx.execute("DELETE FROM knowledge_documents WHERE base = $1", base)
+
+    async def bind_base(self, chat_key: str, base: str, bound_by: str) -> bool:
+        return (
+            await self.db.execute(
+                "INSERT INTO knowledge_bindings (chat_key, base, bound_by, bound_at)"
+                " VALUES ($1, $2, $3, $4) ON CONFLICT (chat_key, base) DO NOTHING",
+                chat_key,
+                base,
+                bound_by,
+                time.time(),
+            )
+            > 0
+        )
+
+    async def unbind_base(self, chat_key: str, base: str) -> bool:
+        return (
+            await self.db.execute(
+                "DELETE FROM knowledge_bindings WHERE chat_key = $1 AND base = $2", chat_key, base
+            )
+            > 0
+        )
+
+    async def bound_bases(self, chat_key: str) -> list[str]:
+        rows = await self.db.fetch(
+            "SELECT base FROM knowledge_bindings WHERE chat_key = $1"
+            f" ORDER BY base {self.db.dialect.bytewise}",
+            chat_key,
+        )
+        return [str(row[0]) for row in rows]

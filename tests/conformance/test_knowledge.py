@@ -1,0 +1,79 @@
+"""Knowledge documents, chunks, search over bound bases only, and bindings, on every backend."""
+
+from __future__ import annotations
+
+from bot.storage import Storage
+from bot.storage.knowledge import NewChunk, NewDocument
+
+RULES = (
+    NewChunk(0, ("Rules",), "No spam in the general channel.", 8),
+    NewChunk(1, ("Rules", "Bans"), "A second warning means a ban for a week.", 10, page=2),
+)
+
+
+def document(
+    base: str, source: str, chunks: tuple[NewChunk, ...], digest: str = "h1"
+) -> NewDocument:
+    return NewDocument(base, source, digest, "markdown", "cli", chunks)
+
+
+async def test_put_list_search_and_replace(storage: Storage) -> None:
+    added = await storage.put_document(document("rules", "rules.md", RULES))
+    assert added.outcome == "added" and added.document.chunks == 2
+    assert added.document.tokens == 18
+    again = await storage.put_document(document("rules", "rules.md", RULES))
+    assert again.outcome == "unchanged"
+    assert again.document.document_id == added.document.document_id
+
+    found = await storage.search_chunks(["rules"], "how long is a ban?", limit=5)
+    assert [c.text for c in found] == [RULES[1].text]
+    assert found[0].headings == ("Rules", "Bans") and found[0].page == 2
+    assert found[0].source == "rules.md" and found[0].score > 0
+    # the heading path is searched too
+    assert [c.ordinal for c in await storage.search_chunks(["rules"], "bans", limit=5)] == [1]
+
+    changed = (NewChunk(0, ("Rules",), "Links go to the links channel.", 7),)
+    replaced = await storage.put_document(document("rules", "rules.md", changed, "h2"))
+    assert replaced.outcome == "replaced"
+    assert await storage.search_chunks(["rules"], "ban", limit=5) == []
+    chunks = await storage.document_chunks("rules", "rules.md")
+    assert [c.text for c in chunks] == [changed[0].text]
+    assert [d.content_hash for d in await storage.list_documents("rules")] == ["h2"]
+
+
+async def test_search_sees_only_the_bases_it_is_given(storage: Storage) -> None:
+    await storage.put_document(document("rules", "rules.md", RULES))
+    await storage.put_document(
+        document("faq", "faq.md", (NewChunk(0, (), "The ban appeal form is online.", 7),))
+    )
+    assert {c.base for c in await storage.search_chunks(["faq"], "ban", limit=9)} == {"faq"}
+    assert len(await storage.search_chunks(["faq", "rules"], "ban", limit=9)) == 2
+    assert await storage.search_chunks([], "ban", limit=9) == []
+    assert await storage.search_chunks(["nobody"], "ban", limit=9) == []
+    # user text is searched for, never parsed
+    assert await storage.search_chunks(["rules"], 'NEAR( "AND * OR', limit=9) == []
+
+
+async def test_remove_document_and_base_take_their_chunks(storage: Storage) -> None:
+    await storage.put_document(document("rules", "rules.md", RULES))
+    await storage.put_document(document("rules", "more.md", RULES))
+    assert await storage.remove_document("rules", "more.md")
+    assert not await storage.remove_document("rules", "more.md")
+    assert await storage.document_chunks("rules", "more.md") == []
+    assert len(await storage.search_chunks(["rules"], "ban", limit=9)) == 1
+    await storage.bind_base("tg:1", "rules", "u1")
+    assert await storage.remove_base("rules") == 1
+    assert await storage.list_documents("rules") == []
+    assert await storage.search_chunks(["rules"], "ban", limit=9) == []
+    assert await storage.bound_bases("tg:1") == []
+
+
+async def test_bindings_per_chat(storage: Storage) -> None:
+    assert await storage.bind_base("tg:1", "rules", "u1")
+    assert not await storage.bind_base("tg:1", "rules", "u2")
+    assert await storage.bind_base("tg:1", "faq", "u1")
+    assert await storage.bound_bases("tg:1") == ["faq", "rules"]
+    assert await storage.bound_bases("tg:2") == []
+    assert await storage.unbind_base("tg:1", "rules")
+    assert not await storage.unbind_base("tg:1", "rules")
+    assert await storage.bound_bases("tg:1") == ["faq"]
