@@ -15,7 +15,9 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Block", "Chunk", "chunk_blocks", "pieces"]
+from bot.storage.knowledge import NewChunk
+
+__all__ = ["Block", "chunk_blocks", "pieces"]
 
 Counter = Callable[[str], int]
 
@@ -29,17 +31,6 @@ class Block:
     headings: tuple[str, ...]
     text: str
     page: int | None = None  # a PDF's page (1-based), for the source label
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A passage as stored and searched: its text, heading path, first page and size."""
-
-    ordinal: int
-    headings: tuple[str, ...]
-    text: str
-    tokens: int
-    page: int | None = None
 
 
 def pieces(text: str, max_tokens: int, count: Counter) -> list[str]:
@@ -90,11 +81,11 @@ def _tail(parts: Sequence[str], overlap: int, count: Counter) -> list[str]:
 
 def chunk_blocks(
     blocks: Sequence[Block], *, max_tokens: int, overlap: int, count: Counter
-) -> list[Chunk]:
+) -> list[NewChunk]:
     """The chunks of a document, in its order (see the module's docstring)."""
     if max_tokens < 1 or overlap < 0 or overlap >= max_tokens:
         raise ValueError("chunks need max_tokens >= 1 and 0 <= overlap < max_tokens")
-    chunks: list[Chunk] = []
+    chunks: list[NewChunk] = []
     current: list[str] = []
     fresh = 0  # how many of ``current`` are not overlap
     headings: tuple[str, ...] | None = None
@@ -104,7 +95,7 @@ def chunk_blocks(
         nonlocal current, fresh
         if fresh:
             text = "\n".join(current)
-            chunks.append(Chunk(len(chunks), headings or (), text, count(text), page))
+            chunks.append(NewChunk(len(chunks), headings or (), text, count(text), page))
         current, fresh = [], 0
 
     for block in blocks:

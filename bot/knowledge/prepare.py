@@ -11,8 +11,9 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.knowledge.chunking import Chunk, chunk_blocks
+from bot.knowledge.chunking import chunk_blocks
 from bot.knowledge.formats import format_of, read_document
+from bot.storage.knowledge import NewChunk
 
 __all__ = ["PreparedDocument", "prepare_document"]
 
@@ -22,7 +23,7 @@ class PreparedDocument:
     source: str  # the file name or URL it came from, as shown in citations
     content_hash: str  # "sha256:" + hex
     format: str
-    chunks: tuple[Chunk, ...]
+    chunks: tuple[NewChunk, ...]
 
 
 def prepare_document(
