@@ -1,6 +1,6 @@
 """Command line: ``python -m bot [--config FILE] COMMAND``.
 
-Commands: chat, run, check-config, doctor, history, usage, storage, memory.
+Commands: chat, run, check-config, doctor, history, usage, storage, memory, knowledge.
 
 With no command it runs the platform adapters enabled in config, or the console chat when none
 is. This is the only place that configures logging and installs signal handlers. While you chat
@@ -167,6 +167,8 @@ async def _dispatch(args: argparse.Namespace, settings: Settings, redactor: Reda
         return await _usage(args, settings)
     if command == "memory":
         return await _memory(args, settings)
+    if command == "knowledge":
+        return await _knowledge(args, settings)
     platforms = ["console"] if command == "chat" else settings.enabled_platforms()
     settings.require_serving(platforms)
     if not platforms:
@@ -230,6 +232,16 @@ async def _memory(args: argparse.Namespace, settings: Settings) -> int:
     from bot.cli.memory import memory_command
 
     return await memory_command(settings)
+
+
+async def _knowledge(args: argparse.Namespace, settings: Settings) -> int:
+    if args.knowledge_command is None:
+        sys.stderr.write(args.knowledge_help())
+        sys.stderr.write("\nerror: say which: `knowledge add`, `list` or `remove`\n")
+        return 2
+    from bot.cli.knowledge import knowledge_command
+
+    return await knowledge_command(args, settings)
 
 
 def _rounded(share: float | None) -> float | None:

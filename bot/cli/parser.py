@@ -64,7 +64,30 @@ def build_parser() -> argparse.ArgumentParser:
             " at start; this does it now. Safe to stop and run again, also beside the bot."
         ),
     )
+    _add_knowledge_parser(sub)
     return parser
+
+
+def _add_knowledge_parser(sub: SubCommands) -> None:
+    knowledge = sub.add_parser("knowledge", help="knowledge bases' documents")
+    knowledge.set_defaults(knowledge_help=knowledge.format_help)
+    knowledge_sub = knowledge.add_subparsers(dest="knowledge_command", metavar="{add,list,remove}")
+    add = knowledge_sub.add_parser(
+        "add",
+        help="add files and folders to a base (Markdown, text, HTML, PDF, DOCX)",
+        description=(
+            "Read each file (folders: every known format inside, recursively), cut it into"
+            " chunks and store them in the base. An unchanged file is skipped, a changed one"
+            " replaces its chunks, a refused one is reported and changes nothing."
+        ),
+    )
+    add.add_argument("base", help="a base named under knowledge.bases")
+    add.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
+    listing = knowledge_sub.add_parser("list", help="a base's documents")
+    listing.add_argument("base")
+    remove = knowledge_sub.add_parser("remove", help="remove one document from a base")
+    remove.add_argument("base")
+    remove.add_argument("source", help="the document as `knowledge list` shows it")
 
 
 def _add_history_parser(sub: SubCommands) -> None:

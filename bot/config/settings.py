@@ -20,6 +20,7 @@ from bot.config.base import Section, UnsetVariable, looks_secret
 from bot.config.chats import ChatPreset, unknown_plugins, unknown_servers
 from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
 from bot.config.guardrails import AccessSettings, LimitSettings
+from bot.config.knowledge import KnowledgeSettings
 from bot.config.llm import LLMSettings
 from bot.config.mcp import MCPSettings
 from bot.config.memory import MemorySettings
@@ -78,6 +79,7 @@ class Settings(Section):
     history: HistorySettings = HistorySettings()
     storage: StorageSettings = StorageSettings()
     memory: MemorySettings = MemorySettings()
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
     tools: ToolsSettings = ToolsSettings()
     mcp: MCPSettings = MCPSettings()
     access: AccessSettings = AccessSettings()

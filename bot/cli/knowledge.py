@@ -1,0 +1,107 @@
+"""``python -m bot knowledge add|list|remove``: a knowledge base's documents from the shell.
+
+``add BASE PATH...`` reads files and folders (recursively, the formats
+:data:`bot.knowledge.formats.FORMATS` names), each hashed, read and chunked before anything is
+stored: an unchanged file is skipped, a changed one replaces its chunks, a refused one is
+reported with its reason and changes nothing. The source a document is known by is its path
+relative to the folder given (a file given by itself: its name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bot.config import Settings
+from bot.errors import ConfigError
+from bot.knowledge.formats import FORMATS, DocumentError
+from bot.knowledge.prepare import prepare_document
+from bot.llm.tokens import TokenCounter
+from bot.storage import Storage, open_storage
+from bot.storage.knowledge import NewDocument
+from bot.text import counted
+
+__all__ = ["knowledge_command"]
+
+
+def _files(paths: list[str]) -> list[tuple[str, Path]]:
+    """``(source, path)`` of every document under ``paths``, in a stable order."""
+    found: list[tuple[str, Path]] = []
+    for given in map(Path, paths):
+        if given.is_dir():
+            for path in sorted(given.rglob("*")):
+                if path.is_file() and path.suffix.lower() in FORMATS:
+                    found.append((path.relative_to(given).as_posix(), path))
+        else:
+            found.append((given.name, given))
+    return found
+
+
+async def _add(args: argparse.Namespace, settings: Settings, store: Storage) -> int:
+    options, count = settings.knowledge, TokenCounter(settings.llm.model).count_text
+    files, failed = _files(args.paths), 0
+    outcomes: dict[str, int] = {}
+    for number, (source, path) in enumerate(files, start=1):
+        try:
+            if not path.is_file():
+                raise DocumentError(f"{path}: no such file")
+            if path.stat().st_size > options.max_file_bytes:
+                raise DocumentError(
+                    f"{source}: {path.stat().st_size:,} bytes is over the limit of"
+                    f" {options.max_file_bytes:,} (knowledge.max_file_bytes)"
+                )
+            prepared = prepare_document(
+                source, path.read_bytes(), max_bytes=options.max_file_bytes,
+                chunk_tokens=options.chunk_tokens, overlap=options.chunk_overlap, count=count,
+            )  # fmt: skip
+        except DocumentError as refused:
+            failed += 1
+            sys.stderr.write(f"refused: {refused}\n")
+            continue
+        result = await store.put_document(
+            NewDocument(
+                args.base, source, prepared.content_hash, prepared.format, "cli", prepared.chunks
+            )
+        )
+        outcomes[result.outcome] = outcomes.get(result.outcome, 0) + 1
+        sys.stderr.write(
+            f"[{number}/{len(files)}] {source}: {result.outcome},"
+            f" {counted(result.document.chunks, 'chunk')}\n"
+        )
+    summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
+    sys.stdout.write(f"{args.base}: {summary or 'nothing added'}; {failed} refused\n")
+    return 1 if failed else 0
+
+
+async def _list(args: argparse.Namespace, store: Storage) -> int:
+    documents = await store.list_documents(args.base)
+    for document in documents:
+        sys.stdout.write(
+            f"{document.source}\t{document.format}\t{counted(document.chunks, 'chunk')}"
+            f"\t{document.tokens} tokens\t{document.content_hash[:19]}\n"
+        )
+    sys.stdout.write(f"{args.base}: {counted(len(documents), 'document')}\n")
+    return 0
+
+
+async def _remove(args: argparse.Namespace, store: Storage) -> int:
+    if await store.remove_document(args.base, args.source):
+        sys.stdout.write(f"{args.base}: removed {args.source}\n")
+        return 0
+    sys.stderr.write(f"{args.base}: no document {args.source!r} (see `knowledge list`)\n")
+    return 1
+
+
+async def knowledge_command(args: argparse.Namespace, settings: Settings) -> int:
+    if args.base not in settings.knowledge.bases:
+        raise ConfigError(
+            f"no knowledge base {args.base!r}",
+            fix=f"declare it in the config: knowledge: {{bases: {{{args.base}: {{}}}}}}",
+        )
+    async with open_storage(settings) as store:
+        if args.knowledge_command == "add":
+            return await _add(args, settings, store)
+        if args.knowledge_command == "list":
+            return await _list(args, store)
+        return await _remove(args, store)
