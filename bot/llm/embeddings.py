@@ -15,9 +15,7 @@ prefix). ``memory.embeddings.local`` runs such a model in-process instead
 from __future__ import annotations
 
 import asyncio
-import math
-from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from openai.types import CreateEmbeddingResponse
@@ -26,14 +24,13 @@ from bot.config import EmbeddingSettings, EndpointSettings, LLMSettings
 from bot.errors import ConfigError, LLMUnavailableError
 from bot.llm.endpoint import Endpoint
 from bot.llm.retry import RetryPolicy, Sleep, call_with_retry
+from bot.llm.vectors import Role, normalized
 
 # For a lookup someone is waiting on (a reply, a tool call): one quick retry, then give up --
 # recall falls back to FTS and an unembedded memory is filled in by backfill later.
 INTERACTIVE_POLICY = RetryPolicy(
     max_attempts=2, max_rate_limited_attempts=2, base_delay=0.25, max_delay=1.0, max_total_wait=2.0
 )
-
-Role = Literal["query", "passage"]  # a search's question, or a text stored to be found
 
 
 class TextEmbedder(Protocol):
@@ -76,14 +73,6 @@ def endpoint_settings(settings: EmbeddingSettings, llm: LLMSettings) -> Endpoint
 
 def _host(url: str) -> str:
     return (urlsplit(url or "https://api.openai.com").hostname or "").lower()
-
-
-def normalized(vector: Sequence[float]) -> list[float]:
-    """``vector`` scaled to length 1 (stored that way, so cosine is a plain dot product)."""
-    norm = math.sqrt(math.fsum(x * x for x in vector))
-    if norm == 0.0 or not math.isfinite(norm):
-        raise LLMUnavailableError("the embeddings endpoint returned a zero or invalid vector")
-    return [x / norm for x in vector]
 
 
 class Embedder:

