@@ -15,8 +15,8 @@ from pathlib import Path
 
 from bot.config import Settings
 from bot.errors import ConfigError
-from bot.knowledge.formats import FORMATS, DocumentError
-from bot.knowledge.prepare import prepare_document
+from bot.knowledge.formats import FORMATS, DocumentError, check_size
+from bot.knowledge.prepare import content_hash, prepare_document
 from bot.llm.tokens import TokenCounter
 from bot.storage import Storage, open_storage
 from bot.storage.knowledge import NewDocument
@@ -42,17 +42,19 @@ async def _add(args: argparse.Namespace, settings: Settings, store: Storage) -> 
     options, count = settings.knowledge, TokenCounter(settings.llm.model).count_text
     files, failed = _files(args.paths), 0
     outcomes: dict[str, int] = {}
+    stored = {d.source: d.content_hash for d in await store.list_documents(args.base)}
     for number, (source, path) in enumerate(files, start=1):
         try:
             if not path.is_file():
                 raise DocumentError(f"{path}: no such file")
-            if path.stat().st_size > options.max_file_bytes:
-                raise DocumentError(
-                    f"{source}: {path.stat().st_size:,} bytes is over the limit of"
-                    f" {options.max_file_bytes:,} (knowledge.max_file_bytes)"
-                )
+            check_size(source, path.stat().st_size, options.max_file_bytes)  # before reading
+            data = path.read_bytes()
+            if stored.get(source) == content_hash(data):  # unchanged: not parsed again
+                outcomes["unchanged"] = outcomes.get("unchanged", 0) + 1
+                sys.stderr.write(f"[{number}/{len(files)}] {source}: unchanged\n")
+                continue
             prepared = prepare_document(
-                source, path.read_bytes(), max_bytes=options.max_file_bytes,
+                source, data, max_bytes=options.max_file_bytes,
                 chunk_tokens=options.chunk_tokens, overlap=options.chunk_overlap, count=count,
             )  # fmt: skip
         except DocumentError as refused:

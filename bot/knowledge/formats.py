@@ -24,7 +24,7 @@ from typing import Any
 from bot.errors import ParlourError
 from bot.knowledge.chunking import Block
 
-__all__ = ["FORMATS", "DocumentError", "format_of", "read_document"]
+__all__ = ["FORMATS", "DocumentError", "check_size", "format_of", "read_document"]
 
 FORMATS = {
     ".md": "markdown",
@@ -60,16 +60,20 @@ def format_of(name: str, data: bytes) -> str:
 
 def read_document(name: str, data: bytes, *, max_bytes: int) -> list[Block]:
     """The blocks of the document ``name`` holding ``data``; refuses what it cannot read."""
-    if len(data) > max_bytes:
-        raise DocumentError(
-            f"{name}: {len(data):,} bytes is over the limit of {max_bytes:,}"
-            " (knowledge.max_file_bytes)"
-        )
+    check_size(name, len(data), max_bytes)
     reader: Callable[[str, bytes, int], list[Block]] = _READERS[format_of(name, data)]
     blocks = [b for b in reader(name, data, max_bytes) if b.text.strip()]
     if not blocks:
         raise DocumentError(f"{name}: no text found")
     return blocks
+
+
+def check_size(name: str, size: int, max_bytes: int) -> None:
+    """Refuse a document of ``size`` bytes over the limit (before reading it, where one can)."""
+    if size > max_bytes:
+        raise DocumentError(
+            f"{name}: {size:,} bytes is over the limit of {max_bytes:,} (knowledge.max_file_bytes)"
+        )
 
 
 def _decoded(name: str, data: bytes) -> str:

@@ -15,7 +15,7 @@ from bot.knowledge.chunking import chunk_blocks
 from bot.knowledge.formats import format_of, read_document
 from bot.storage.knowledge import NewChunk
 
-__all__ = ["PreparedDocument", "prepare_document"]
+__all__ = ["PreparedDocument", "content_hash", "prepare_document"]
 
 
 @dataclass(frozen=True)
@@ -38,5 +38,9 @@ def prepare_document(
     """Read and chunk ``data`` (raises :class:`~bot.knowledge.formats.DocumentError`)."""
     blocks = read_document(source, data, max_bytes=max_bytes)
     chunks = chunk_blocks(blocks, max_tokens=chunk_tokens, overlap=overlap, count=count)
-    digest = "sha256:" + hashlib.sha256(data).hexdigest()
-    return PreparedDocument(source, digest, format_of(source, data), tuple(chunks))
+    return PreparedDocument(source, content_hash(data), format_of(source, data), tuple(chunks))
+
+
+def content_hash(data: bytes) -> str:
+    """What a stored document's ``content_hash`` holds: equal means unchanged."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()

@@ -93,7 +93,7 @@ class PostgresKnowledge(KnowledgeRows):
     def __init__(self, db: Database) -> None:
         super().__init__(PostgresSeam(db))
 
-    async def _index(self, tx: Tx, chunks: Sequence[tuple[int, str]]) -> None:
+    async def _index(self, tx: Tx, base: str, chunks: Sequence[tuple[int, str]]) -> None:
         if chunks:
             await tx.fetch(
                 catch_up_sql(CHUNKS),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from bot.errors import StoreError
@@ -36,16 +37,21 @@ def found_chunk(row: Row, score: float = 0.0) -> FoundChunk:
     )  # fmt: skip
 
 
-class KnowledgeRows:
+class KnowledgeRows(ABC):
     """Everything of the two protocols but the index: :meth:`_index` and :meth:`search_chunks`
     are the backend's."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def _index(self, tx: Tx, chunks: Sequence[tuple[int, str]]) -> None:
-        """Index ``(chunk_id, searchable text)`` pairs inside the put's transaction."""
-        raise NotImplementedError
+    @abstractmethod
+    async def _index(self, tx: Tx, base: str, chunks: Sequence[tuple[int, str]]) -> None:
+        """Index ``(chunk_id, searchable text)`` pairs of ``base`` in the put's transaction."""
+
+    @abstractmethod
+    async def search_chunks(
+        self, bases: Sequence[str], query: str, *, limit: int
+    ) -> list[FoundChunk]: ...
 
     async def put_document(self, document: NewDocument) -> PutResult:
         now = time.time()
@@ -80,7 +86,7 @@ class KnowledgeRows:
                     chunk.text, chunk.tokens, chunk.page,
                 )  # fmt: skip
                 indexed.append((int(made[0][0]), "\n".join([*chunk.headings, chunk.text])))
-            await self._index(tx, indexed)
+            await self._index(tx, document.base, indexed)
         stored = KnowledgeDocument(
             doc_id, document.base, document.source, document.content_hash, document.format,
             document.added_by, now, len(document.chunks), tokens,

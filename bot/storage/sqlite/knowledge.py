@@ -30,11 +30,8 @@ def base_token(base: str) -> str:
 
 
 class SQLiteKnowledge(KnowledgeRows):
-    async def _index(self, tx: Tx, chunks: Sequence[tuple[int, str]]) -> None:
-        if not chunks:
-            return
-        rows = await tx.fetch("SELECT base FROM knowledge_chunks WHERE id = $1", chunks[0][0])
-        token = base_token(str(rows[0][0]))
+    async def _index(self, tx: Tx, base: str, chunks: Sequence[tuple[int, str]]) -> None:
+        token = base_token(base)
         await tx.executemany(
             "INSERT INTO knowledge_fts (rowid, body, scope) VALUES ($1, $2, $3)",
             [(chunk_id, search_form(text), token) for chunk_id, text in chunks],
