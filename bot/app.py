@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from bot.config import Settings, safe_url, secret_values
 from bot.context import ChatContext
 from bot.conversation.commands import Commands
+from bot.conversation.knowledge_command import KnowledgeDesk, add_knowledge_command
 from bot.conversation.presets import ChatPresets
 from bot.conversation.service import ChatService
 from bot.conversation.tool_runner import ToolRunner
@@ -84,6 +85,7 @@ class App:
         self.mcp: MCPManager | None = None
         self.scheduler: Scheduler | None = None
         self.memories: MemoryStore | None = None
+        self.knowledge_desk: KnowledgeDesk | None = None  # knowledge.bases declared
         self._embedder: TextEmbedder | None = None
         self._backfill: asyncio.Task[None] | None = None
         self.compactor: Compactor | None = None
@@ -136,6 +138,7 @@ class App:
             store=store,
             has_admin_tools=lambda: tools.has_admin_tools,
             operator=operator,
+            knowledge=self.knowledge_desk,
         )
 
     async def __aenter__(self) -> App:
@@ -219,6 +222,9 @@ class App:
             )
             self._start_mcp()
             add_tools_command(self._commands, self.tools, self._mcp_statuses)
+            if self.settings.knowledge.bases:  # /knowledge, and documents sent to chats
+                self.knowledge_desk = KnowledgeDesk(self._service.knowledge)
+                add_knowledge_command(self._commands, self.knowledge_desk)
             self._schedule_housekeeping(self.scheduler)
             await self.scheduler.start()
             self._platform = self._seam(self._service, self._commands, self._store)

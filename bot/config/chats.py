@@ -40,6 +40,10 @@ class ChatPreset(Section):
         description="names from mcp.servers whose tools are offered here; omitted: all, []: none",
     )
 
+    knowledge: tuple[str, ...] = Field(
+        (), description="names from knowledge.bases searched for this chat's answers"
+    )
+
     @field_validator("match", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
@@ -59,7 +63,7 @@ class ChatPreset(Section):
             raise ValueError("name a model, or leave model out to use llm.model")
         return value.strip() if value is not None else None
 
-    @field_validator("plugins", "mcp", mode="before")
+    @field_validator("plugins", "mcp", "knowledge", mode="before")
     @classmethod
     def _plugin_names(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -86,5 +90,16 @@ def unknown_servers(presets: tuple[ChatPreset, ...], configured: set[str]) -> li
         " it from the preset)"
         for index, preset in enumerate(presets)
         for position, name in enumerate(preset.mcp or ())
+        if name not in configured
+    ]
+
+
+def unknown_bases(presets: tuple[ChatPreset, ...], configured: set[str]) -> list[str]:
+    """One problem line per preset base that ``knowledge.bases`` does not declare."""
+    return [
+        f"chats.{index}.knowledge.{position} is not a base in knowledge.bases (declare it there,"
+        " or drop it from the preset)"
+        for index, preset in enumerate(presets)
+        for position, name in enumerate(preset.knowledge)
         if name not in configured
     ]

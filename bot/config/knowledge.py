@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -15,6 +16,16 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 class KnowledgeBaseSettings(Section):
     description: str = Field("", max_length=500, description="what the base holds (for admins)")
+    shared: bool = Field(
+        False,
+        description="any chat's admin may bind it with /knowledge bind (otherwise only bot"
+        " admins, and chats: presets)",
+    )
+    chat_uploads: bool = Field(
+        True,
+        description="admins of a chat it is bound to may add documents to it from the chat"
+        " (bot admins always may)",
+    )
 
 
 class KnowledgeSettings(Section):
@@ -27,6 +38,19 @@ class KnowledgeSettings(Section):
         40, ge=0, le=1000, description="tokens a chunk repeats from the one before it"
     )
     max_file_bytes: int = Field(25_000_000, ge=1, description="largest document accepted, in bytes")
+    max_tokens: int = Field(
+        1000,
+        ge=0,
+        description="passages retrieved for a message before the model is called, in tokens"
+        " (0: none; at most an eighth of the prompt's room)",
+    )
+    tool: bool = Field(True, description="offer the search_knowledge tool where a base is bound")
+    top_k: int = Field(8, ge=1, le=50, description="passages a search brings back at most")
+    citations: Literal["cited", "retrieved", "off"] = Field(
+        "cited",
+        description="the sources line under an answer: the passages it cites ([1]), every"
+        " passage it was given, or none",
+    )
 
     @field_validator("bases")
     @classmethod

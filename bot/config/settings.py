@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from bot.config.base import Section, UnsetVariable, looks_secret
-from bot.config.chats import ChatPreset, unknown_plugins, unknown_servers
+from bot.config.chats import ChatPreset, unknown_bases, unknown_plugins, unknown_servers
 from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
 from bot.config.guardrails import AccessSettings, LimitSettings
 from bot.config.knowledge import KnowledgeSettings
@@ -139,6 +139,7 @@ class Settings(Section):
     def _preset_plugins_loaded(self) -> Settings:
         problems = unknown_plugins(self.chats, {entry.module for entry in self.plugins})
         problems += unknown_servers(self.chats, set(self.mcp.servers))
+        problems += unknown_bases(self.chats, set(self.knowledge.bases))
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -83,6 +83,11 @@ class ChatPresets:
             return None
         return frozenset(preset.mcp)
 
+    def knowledge(self, ctx: ChatContext) -> tuple[str, ...]:
+        """The knowledge bases the preset binds to this chat (its own bindings come on top)."""
+        preset = self.match(ctx)
+        return preset.knowledge if preset is not None else ()
+
     def allows_plugin(self, ctx: ChatContext, module: str) -> bool:
         enabled = self.plugins(ctx)
         return enabled is None or module in enabled

@@ -83,6 +83,7 @@ class PromptBuilder:
         overheard: list[Overheard],
         tools: list[dict[str, Any]],
         mark: WindowMark | None,
+        passages: Sequence[dict[str, Any]] = (),
     ) -> Prompt:
         """Recall from what left the window, place the window (cut it if it is over) beside
         what recall brought, build the prompt. A cut moves turns out of the window: recall
@@ -98,7 +99,7 @@ class PromptBuilder:
             ctx, key, said.query, before_turn_id=before, held=_held(window)
         )
         placement, priced = await self._window(
-            ctx, key, history, overheard, user, tools, mark, recalled.lines
+            ctx, key, history, overheard, user, tools, mark, recalled.lines, passages
         )
         if placement.cut is not None and placement.recall_before != before:
             recalled = await self.memory.recall(
@@ -124,6 +125,7 @@ class PromptBuilder:
                 limits=self.limits,
                 images=said.images,
                 priced=priced,
+                passages=passages,
             )
         except ContextTooLongError:  # refused: the window stays where it was
             log.info("message too long for the model: chars=%d conv=%s", len(text), key)
@@ -164,6 +166,7 @@ class PromptBuilder:
         tools: list[dict[str, Any]],
         mark: WindowMark | None,
         recalled: Sequence[str] | None,
+        passages: Sequence[dict[str, Any]] = (),
     ) -> tuple[Placement, PricedHistory | None]:
         """Where this request's history begins and the summary it shows (``cut`` is set when
         the start moved; the caller stores it once the request is built), and the last history
@@ -184,6 +187,7 @@ class PromptBuilder:
                 counter=self.counter,
                 limits=self.limits,
                 recalled=recalled,
+                passages=passages,
             )
 
         placement = window_for(

@@ -26,6 +26,7 @@ from bot.conversation.changes import persona_change, scope_change
 from bot.conversation.directory_notes import DirectoryNotes
 from bot.conversation.edits import EditOutcome, Edits
 from bot.conversation.events import ChatEvent, Done, HistoryInfo, Reply, ToolFinished, ToolStarted
+from bot.conversation.knowledge import Knowledge, KnowledgeStore, KnowledgeTools
 from bot.conversation.locks import KeyedLocks
 from bot.conversation.media_input import MediaInput
 from bot.conversation.overheard import Overhearing
@@ -40,7 +41,7 @@ from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
 from bot.conversation.turn_reads import read_for_turn
 from bot.guardrails.admins import AdminPolicy
-from bot.llm.client import LLMClient
+from bot.llm.client import LLMClient, TextDelta
 from bot.llm.tokens import TokenCounter, get_counter
 from bot.memory.compaction import Compactor
 from bot.memory.provider import MemoryProvider, NoMemory
@@ -76,10 +77,12 @@ class Store(
     PromptWindows,
     AuditTrail,
     ChatDirectory,
+    KnowledgeStore,
     Protocol,
 ):
     """What the service needs: history, overheard messages, per-chat preferences (changes
-    audited), where each prompt window begins, and the chat directory (chats' titles)."""
+    audited), where each prompt window begins, the chat directory (chats' titles), and the
+    knowledge bases' documents and bindings."""
 
 
 class ChatService:
@@ -114,6 +117,7 @@ class ChatService:
         self.prefs = Preferences(store, settings.chat)
         self.directory = DirectoryNotes(store)  # chats' titles for the admin dashboard
         self.presets = ChatPresets(settings)  # config chats: under what an admin set
+        self.knowledge = Knowledge(settings, store, self.presets, self.admins, self.counter)
         self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
         self.edits = Edits(store, self.overheard, self.admission, self._locks)
         self.media = MediaInput(settings.llm, llm, self.admission.message_text)
@@ -283,9 +287,16 @@ class ChatService:
             if on_admitted is not None:  # one loop step on: after the model request's task
                 asyncio.get_running_loop().call_soon(on_admitted)
             said = await self.media.read(text, attachments)  # caps; voice transcribed
-            tools = self.tools.definitions(ctx) if self.tools else []
+            knowledge = await self.knowledge.turn(ctx)  # None: no base bound here
+            runner = self.tools
+            if knowledge is not None and self.settings.knowledge.tool:
+                runner = KnowledgeTools(self.tools, knowledge)
+            tools = runner.definitions(ctx) if runner else []
+            passages = await knowledge.before_call(said.query) if knowledge else []
             history, overheard = rows.window, self.overheard.latest(rows.overheard)
-            prompt = await self.prompts.build(ctx, key, said, history, overheard, tools, rows.mark)
+            prompt = await self.prompts.build(
+                ctx, key, said, history, overheard, tools, rows.mark, passages
+            )
             turn = PendingTurn(self.store, self.budgets, ctx, key, said.stored, overheard)
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
@@ -293,11 +304,16 @@ class ChatService:
                 model = self.presets.model(ctx)
                 run = self._loop.run(
                     ctx, prompt, tools, bill, answer, streaming=streaming, conversation_key=key,
-                    model=model,
+                    model=model, runner=runner,
                 )  # fmt: skip
                 async with contextlib.aclosing(run) as events:  # closed now, if we are
                     async for event in events:
                         yield event
+                sources = knowledge.sources(answer.final.text) if knowledge else ""
+                if sources:  # under the answer, shown and stored
+                    answer.add_note(f"\n\n{sources}")
+                    if streaming:
+                        yield TextDelta(f"\n\n{sources}")
                 if split is not None:
                     await answer.fit(split, self.settings.limits.max_reply_messages)
                 final = answer.final

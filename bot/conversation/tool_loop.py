@@ -63,6 +63,12 @@ class Answer:
         self.messages.extend(messages)
         self._final, self.cut = completion, cut
 
+    def add_note(self, note: str) -> None:
+        """Text the bot adds under the final answer (its sources line): shown and stored."""
+        final = replace(self.final, text=self.final.text + note)
+        self._final = final
+        self.messages[-1] = final.assistant_message()
+
     async def fit(self, split: SplitReply, most: int) -> None:
         """Cut the final text further if the adapter needs more than ``most`` messages for it
         as shown; the stored answer (the last message) follows. The messages measured last are
@@ -112,11 +118,14 @@ class ToolLoop:
         streaming: bool,
         conversation_key: str | None = None,
         model: str | None = None,
+        runner: ToolRunner | None = None,
     ) -> AsyncGenerator[ChatEvent, None]:
         """Text deltas (streaming) and tool events; each round's messages go to ``answer``,
         whose final completion has no tool calls left to run. ``conversation_key`` goes with
         every round, for the provider's prompt cache (:mod:`bot.llm.cache_hints`); ``model``
-        (a ``chats:`` preset's) replaces the primary endpoint's model for every round."""
+        (a ``chats:`` preset's) replaces the primary endpoint's model for every round;
+        ``runner`` (this turn's, with its knowledge search) replaces the loop's own."""
+        runner = runner if runner is not None else self.runner
         window, budget = prompt.window, prompt.budget
         transcript = list(window)
         retried_context = False
@@ -179,13 +188,13 @@ class ToolLoop:
                 completion = replace(completion, text=NO_ANSWER)
             assistant = completion.assistant_message()
             transcript.append(assistant)
-            if not completion.tool_calls or self.runner is None:
+            if not completion.tool_calls or runner is None:
                 answer.add(completion, [assistant], capped)
                 return
             for call in completion.tool_calls:
                 yield ToolStarted(call)
             results = await asyncio.gather(
-                *(self.runner.run(ctx, call) for call in completion.tool_calls)
+                *(runner.run(ctx, call) for call in completion.tool_calls)
             )
             tool_messages: list[Message] = []
             for call, result in zip(completion.tool_calls, results, strict=True):

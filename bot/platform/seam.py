@@ -24,7 +24,15 @@ from bot.platform.operator import Operator
 from bot.storage import Storage
 from bot.values import Usage
 
-__all__ = ["Answered", "ChatCommands", "Conversation", "HelpNote", "Platform", "SplitReply"]
+__all__ = [
+    "Answered",
+    "ChatCommands",
+    "Conversation",
+    "HelpNote",
+    "KnowledgeUploads",
+    "Platform",
+    "SplitReply",
+]
 
 SplitReply = Callable[[str], Awaitable[Sequence[str]]]  # a reply as shown -> its messages
 HelpNote = Callable[[ChatContext, bool], str | None]  # (ctx, is admin) -> a line for /help
@@ -119,6 +127,23 @@ class ChatCommands(Protocol):
         ...
 
 
+class KnowledgeUploads(Protocol):
+    """A document an admin sends to a chat with ``/knowledge add BASE`` as its caption
+    (``bot.conversation.knowledge_command.KnowledgeDesk``)."""
+
+    async def upload(
+        self,
+        ctx: ChatContext,
+        base: str,
+        filename: str,
+        size: int | None,
+        fetch: Callable[[], Awaitable[bytes]],
+    ) -> CommandResult:
+        """Checked (who, which base, the size) before ``fetch`` downloads the file; the
+        result is the reply to post."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Platform:
     """What an adapter is created with (``create_adapter(platform)``)."""
@@ -130,3 +155,4 @@ class Platform:
     store: Storage  # delivery records, the webhook inbox, poller leases
     has_admin_tools: Callable[[], bool]  # look up a sender's admin rights before a turn?
     operator: Operator  # the operator's view of the whole bot (an admin API, a dashboard)
+    knowledge: KnowledgeUploads | None = None  # documents sent to a chat (None: no bases)

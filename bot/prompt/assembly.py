@@ -18,7 +18,9 @@ so a provider's prompt cache reuses them; the window moves only at a cut
    so comes back at the same place, before the turn's message, in every later request's
    history (the stable part grows by it instead of a new block replacing it every turn), then
    what only the asker may read, never stored;
-5. the user's **message**, tagged in a shared conversation.
+5. **passages** from the chat's knowledge bases (``bot.prompt.passages``), quoted and
+   numbered for citing, never stored with the turn;
+6. the user's **message**, tagged in a shared conversation.
 
 The token budget is the context window less the reply reserve and the tool definitions, capped at
 ``history.max_tokens`` beyond the fixed parts if configured; :func:`fit` trims the prompt to it
@@ -124,18 +126,21 @@ def build_prompt(
     images: Sequence[Mapping[str, Any]] = (),
     priced: PricedHistory | None = None,
     own_recalled: Sequence[str] = (),
+    passages: Sequence[Message] = (),
 ) -> Prompt:
     """The prompt for ``text`` from ``speaker``, trimmed; ``ContextTooLongError`` when the
     system block and the message alone do not fit. (The recalled block is a user message, so
     a turn of its own for trimming: the last one to go before the message itself.)
     ``images``: ``image_url`` parts sent beside ``text`` (``bot.conversation.media_input``).
     ``priced``: ``history``'s tokens as :class:`TurnTokens` found them placing the window;
-    a prompt that then fits is not counted again, only repaired."""
+    a prompt that then fits is not counted again, only repaired.
+    ``passages``: the knowledge block (:mod:`bot.prompt.passages`), after the recalled ones:
+    volatile, never stored with the turn."""
     prefix = system_block(system_prompt, summary, counter, limits)
     kept, own = recalled_blocks(recalled, own_recalled, history, counter, limits.recalled_cap)
     user = user_message(text, speaker, shared, images)
-    budget = token_budget([*prefix, *kept, *own], user, tools, counter, limits)
-    fixed = [*(overheard_message(o, shared) for o in overheard), *kept, *own, user]
+    budget = token_budget([*prefix, *kept, *own, *passages], user, tools, counter, limits)
+    fixed = [*(overheard_message(o, shared) for o in overheard), *kept, *own, *passages, user]
     messages = [*prefix, *history_messages(history, shared), *fixed]
     keep = kept[0] if kept else None
     if priced is not None and priced.turns is history:  # the parts add up exactly
@@ -207,13 +212,14 @@ def history_room(
     counter: TokenCounter,
     limits: PromptLimits,
     recalled: Sequence[str] | None,
+    passages: Sequence[Message] = (),
 ) -> int:
     """Tokens the history may take beside everything else in this turn's request.
 
     ``recalled``: the lines recall brought (their block is counted as the prompt will hold
     it), or None to reserve the block at its cap, whatever recall may bring.
     """
-    tail = [*system, *(overheard_message(o, True) for o in overheard), user]
+    tail = [*system, *(overheard_message(o, True) for o in overheard), *passages, user]
     if recalled is not None:
         tail += recalled_block(recalled, counter, limits.recalled_cap)
     room = limits.context_window - limits.reply_reserve - counter.count_messages(tail)
