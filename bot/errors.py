@@ -6,6 +6,7 @@
     ├── PluginError                   a plugin could not be loaded (bot.plugins.loader)
     ├── ToolDefinitionError           a tool declared wrongly (bot.plugins.declare)
     ├── DocumentError                 a document a knowledge base cannot take (knowledge.formats)
+    ├── UnknownBaseError              a knowledge base config does not declare (knowledge.library)
     └── UserFacingError               carries ``chat_text``: safe to show in a chat
         ├── AccessDeniedError         this chat or user may not use the bot (guardrails.access)
         ├── RateLimitedError          too many messages from one user (guardrails.rate_limit)

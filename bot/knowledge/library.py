@@ -14,11 +14,22 @@ import asyncio
 from collections.abc import Callable
 
 from bot.config import Settings
+from bot.errors import ParlourError
 from bot.knowledge.formats import check_size
 from bot.knowledge.prepare import content_hash, prepare_document
-from bot.storage.knowledge import KnowledgeDocuments, NewDocument, PutResult
+from bot.storage.knowledge import (
+    FoundChunk,
+    KnowledgeDocument,
+    KnowledgeDocuments,
+    NewDocument,
+    PutResult,
+)
 
-__all__ = ["add_document"]
+__all__ = ["KnowledgeLibrary", "UnknownBaseError", "add_document"]
+
+
+class UnknownBaseError(ParlourError):
+    """A base that config does not declare (``knowledge.bases``)."""
 
 
 async def add_document(
@@ -50,3 +61,42 @@ async def add_document(
     return await store.put_document(
         NewDocument(base, source, prepared.content_hash, prepared.format, added_by, prepared.chunks)
     )
+
+
+class KnowledgeLibrary:
+    """The bases as an operator manages them (the admin API, the dashboard): declared bases,
+    their documents and chunks, adding and removing. Each method refuses a base config does
+    not declare with :class:`UnknownBaseError` (a 404 to an API)."""
+
+    def __init__(
+        self, settings: Settings, store: KnowledgeDocuments, count: Callable[[str], int]
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.count = count
+
+    def bases(self) -> dict[str, str]:
+        """Declared bases and their descriptions, by name."""
+        return {name: base.description for name, base in self.settings.knowledge.bases.items()}
+
+    def _declared(self, base: str) -> str:
+        if base not in self.settings.knowledge.bases:
+            raise UnknownBaseError(f"no knowledge base {base!r} (knowledge.bases)")
+        return base
+
+    async def documents(self, base: str) -> list[KnowledgeDocument]:
+        return await self.store.list_documents(self._declared(base))
+
+    async def chunks(self, base: str, source: str) -> list[FoundChunk]:
+        """One document's chunks in order (empty: no such document)."""
+        return await self.store.document_chunks(self._declared(base), source)
+
+    async def add(self, base: str, source: str, data: bytes, added_by: str) -> PutResult:
+        """Raises :class:`~bot.knowledge.formats.DocumentError` for a refused document."""
+        return await add_document(
+            self.store, self.settings, base=self._declared(base), source=source, data=data,
+            added_by=added_by, count=self.count,
+        )  # fmt: skip
+
+    async def remove(self, base: str, source: str) -> bool:
+        return await self.store.remove_document(self._declared(base), source)
