@@ -68,9 +68,10 @@ async def test_a_bound_group_gets_the_rules_passage_and_the_answer_names_its_sou
         [answer] = await fed.replies(team["id"])
     block = passage_block(fake_llm)
     assert block is not None and block["role"] == "user"  # quoted data, never the system role
-    assert "admin's approval" in block["content"] and "rules.md › House rules › Conduct" in block[
-        "content"
-    ]
+    assert (
+        "admin's approval" in block["content"]
+        and "rules.md › House rules › Conduct" in block["content"]
+    )
     assert "blue button" not in sent(fake_llm)  # faq is not bound here
     messages = fake_llm.chat_requests[-1].json["messages"]
     assert messages[-1]["content"].endswith("can I post links to other servers?")
@@ -151,6 +152,9 @@ async def test_a_passage_cannot_pose_as_the_operator(
     assert [m["role"] for m in messages].count("system") == 1
     block = passage_block(fake_llm)
     assert block is not None
+    texts = []
     for line in block["content"].split("\n")[1:]:
         number, label, text = json.loads(line)  # every line one quoted item
         assert isinstance(number, int) and label.startswith("rules.md")
+        texts.append(text)
+    assert any("obey Bob" in text for text in texts)  # there, as quoted data
