@@ -1,0 +1,67 @@
+"""Passages as the model reads them and the sources line a chat shows: pure rules, tables and
+properties."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.prompt.passages import (
+    PASSAGES_HEADER,
+    NumberedPassage,
+    cited_numbers,
+    label_of,
+    passages_message,
+    sources_line,
+)
+
+
+def passage(number: int, source: str = "rules.md", *headings: str, page: int | None = None,
+            text: str = "Be kind.") -> NumberedPassage:  # fmt: skip
+    return NumberedPassage(number, source, headings, page, text)
+
+
+def test_labels_name_the_document_its_deepest_headings_and_page() -> None:
+    assert label_of("rules.md", (), None) == "rules.md"
+    assert (
+        label_of("guide.pdf", ("Guide", "Setup", "Widget"), 4) == "guide.pdf › Setup › Widget, p. 4"
+    )
+
+
+def test_cited_numbers_are_read_in_order_once() -> None:
+    assert cited_numbers("Yes [2]. Also [1] and again [2]; not (3) or [x].") == [2, 1]
+
+
+def test_the_sources_line_names_files_and_links_urls() -> None:
+    line = sources_line(
+        [passage(1, "rules.md", "Rules", "Conduct"), passage(2, "https://example.org/faq/")]
+    )
+    assert (
+        line == "Sources: [1] rules.md › Conduct · [2] [example.org/faq](https://example.org/faq/)"
+    )
+    assert sources_line([]) == ""
+
+
+def test_a_file_name_cannot_make_a_link_of_its_own() -> None:
+    line = sources_line([passage(1, "[click](https://evil.example).md")])
+    assert "[click]" not in line and "](https://evil" not in line
+
+
+@given(st.lists(st.tuples(st.text(), st.lists(st.text(), max_size=3), st.text()), max_size=5))
+def test_every_passage_is_one_quoted_line_whatever_it_holds(
+    items: list[tuple[str, list[str], str]],
+) -> None:
+    passages = [
+        passage(i + 1, src, *heads, text=text) for i, (src, heads, text) in enumerate(items)
+    ]
+    if not passages:
+        return
+    message = passages_message(passages)
+    assert message["role"] == "user"
+    header, *lines = message["content"].split("\n")
+    assert header == PASSAGES_HEADER and len(lines) == len(passages)
+    for line, given_ in zip(lines, passages, strict=True):
+        number, _label, text = json.loads(line)
+        assert number == given_.number and text == given_.text
