@@ -1,10 +1,16 @@
-"""``python -m bot knowledge add|list|remove``: a knowledge base's documents from the shell.
+"""``python -m bot knowledge add|list|remove|reindex``: a knowledge base's documents from the
+shell.
 
 ``add BASE PATH...`` reads files and folders (recursively, the formats
 :data:`bot.knowledge.formats.FORMATS` names), each hashed, read and chunked before anything is
 stored: an unchanged file is skipped, a changed one replaces its chunks, a refused one is
 reported with its reason and changes nothing. The source a document is known by is its path
-relative to the folder given (a file given by itself: its name).
+relative to the folder given (a file given by itself: its name). On a terminal a progress bar
+counts the files; otherwise (a pipe, a log) each file gets its ``[n/N] source: outcome`` line.
+
+``reindex BASE`` rebuilds the base's search index from its stored chunks
+(:meth:`~bot.storage.knowledge.KnowledgeDocuments.reindex_base`): after a storage copy or a
+restore, or a change of how text is indexed.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bot.cli.progress import TerminalProgress
 from bot.config import Settings
 from bot.errors import ConfigError
 from bot.knowledge.formats import FORMATS, DocumentError, check_size
@@ -38,12 +45,56 @@ def _files(paths: list[str]) -> list[tuple[str, Path]]:
     return found
 
 
+class _Told:
+    """How ``add`` tells each file's outcome: a progress bar on a terminal, else a line each."""
+
+    def __init__(self, base: str, total: int) -> None:
+        self._total, self._number = total, 0
+        self._bar = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+        if self._bar is not None:
+            self._bar.start(base, total)
+
+    def done(self, source: str, outcome: str) -> None:
+        self._number += 1
+        if self._bar is not None:
+            self._bar.advance(1)
+        else:
+            sys.stderr.write(f"[{self._number}/{self._total}] {source}: {outcome}\n")
+
+    def refused(self, reason: DocumentError) -> None:
+        self._number += 1
+        if self._bar is not None:
+            self._bar.note(f"refused: {reason}")  # kept on screen, above the bar
+            self._bar.advance(1)
+        else:
+            sys.stderr.write(f"refused: {reason}\n")
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.finish()
+
+
 async def _add(args: argparse.Namespace, settings: Settings, store: Storage) -> int:
+    files = _files(args.paths)
+    told = _Told(args.base, len(files))
+    try:
+        outcomes, failed = await _add_files(args.base, files, settings, store, told)
+    finally:
+        told.finish()  # the bar's line ends before the summary or any error
+    summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
+    sys.stdout.write(f"{args.base}: {summary or 'nothing added'}; {failed} refused\n")
+    return 1 if failed else 0
+
+
+async def _add_files(
+    base: str, files: list[tuple[str, Path]], settings: Settings, store: Storage, told: _Told
+) -> tuple[dict[str, int], int]:
+    """Each file stored (or skipped, or refused); returns the outcomes counted and the refused."""
     options, count = settings.knowledge, TokenCounter(settings.llm.model).count_text
-    files, failed = _files(args.paths), 0
     outcomes: dict[str, int] = {}
-    stored = {d.source: d.content_hash for d in await store.list_documents(args.base)}
-    for number, (source, path) in enumerate(files, start=1):
+    failed = 0
+    stored = {d.source: d.content_hash for d in await store.list_documents(base)}
+    for source, path in files:
         try:
             if not path.is_file():
                 raise DocumentError(f"{path}: no such file")
@@ -51,7 +102,7 @@ async def _add(args: argparse.Namespace, settings: Settings, store: Storage) -> 
             data = path.read_bytes()
             if stored.get(source) == content_hash(data):  # unchanged: not parsed again
                 outcomes["unchanged"] = outcomes.get("unchanged", 0) + 1
-                sys.stderr.write(f"[{number}/{len(files)}] {source}: unchanged\n")
+                told.done(source, "unchanged")
                 continue
             prepared = prepare_document(
                 source, data, max_bytes=options.max_file_bytes,
@@ -59,21 +110,16 @@ async def _add(args: argparse.Namespace, settings: Settings, store: Storage) -> 
             )  # fmt: skip
         except DocumentError as refused:
             failed += 1
-            sys.stderr.write(f"refused: {refused}\n")
+            told.refused(refused)
             continue
         result = await store.put_document(
             NewDocument(
-                args.base, source, prepared.content_hash, prepared.format, "cli", prepared.chunks
+                base, source, prepared.content_hash, prepared.format, "cli", prepared.chunks
             )
         )
         outcomes[result.outcome] = outcomes.get(result.outcome, 0) + 1
-        sys.stderr.write(
-            f"[{number}/{len(files)}] {source}: {result.outcome},"
-            f" {counted(result.document.chunks, 'chunk')}\n"
-        )
-    summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
-    sys.stdout.write(f"{args.base}: {summary or 'nothing added'}; {failed} refused\n")
-    return 1 if failed else 0
+        told.done(source, f"{result.outcome}, {counted(result.document.chunks, 'chunk')}")
+    return outcomes, failed
 
 
 async def _list(args: argparse.Namespace, store: Storage) -> int:
@@ -95,6 +141,16 @@ async def _remove(args: argparse.Namespace, store: Storage) -> int:
     return 1
 
 
+async def _reindex(args: argparse.Namespace, store: Storage) -> int:
+    documents = await store.list_documents(args.base)
+    chunks = await store.reindex_base(args.base)
+    sys.stdout.write(
+        f"{args.base}: reindexed {counted(chunks, 'chunk')}"
+        f" of {counted(len(documents), 'document')}\n"
+    )
+    return 0
+
+
 async def knowledge_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.base not in settings.knowledge.bases:
         raise ConfigError(
@@ -106,4 +162,6 @@ async def knowledge_command(args: argparse.Namespace, settings: Settings) -> int
             return await _add(args, settings, store)
         if args.knowledge_command == "list":
             return await _list(args, store)
+        if args.knowledge_command == "reindex":
+            return await _reindex(args, store)
         return await _remove(args, store)

@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_knowledge_parser(sub: SubCommands) -> None:
     knowledge = sub.add_parser("knowledge", help="knowledge bases' documents")
     knowledge.set_defaults(knowledge_help=knowledge.format_help)
-    knowledge_sub = knowledge.add_subparsers(dest="knowledge_command", metavar="{add,list,remove}")
+    knowledge_sub = knowledge.add_subparsers(
+        dest="knowledge_command", metavar="{add,list,remove,reindex}"
+    )
     add = knowledge_sub.add_parser(
         "add",
         help="add files and folders to a base (Markdown, text, HTML, PDF, DOCX)",
@@ -88,6 +90,16 @@ def _add_knowledge_parser(sub: SubCommands) -> None:
     remove = knowledge_sub.add_parser("remove", help="remove one document from a base")
     remove.add_argument("base")
     remove.add_argument("source", help="the document as `knowledge list` shows it")
+    reindex = knowledge_sub.add_parser(
+        "reindex",
+        help="rebuild a base's search index from its stored chunks",
+        description=(
+            "Index every stored chunk of the base again, its old index entries dropped first"
+            " (one transaction): after a storage copy or restore, or a change of how text is"
+            " indexed. The documents themselves are not read again."
+        ),
+    )
+    reindex.add_argument("base")
 
 
 def _add_history_parser(sub: SubCommands) -> None:

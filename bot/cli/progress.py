@@ -1,5 +1,5 @@
-"""A one-line progress bar for long CLI commands (``storage copy``, ``memory embed``), and their
-count tables.
+"""A one-line progress bar for long CLI commands (``storage copy``, ``memory embed``,
+``knowledge add``), and their count tables.
 
 No progress library is a dependency and one line rewritten with ``\\r`` is all a copy needs, so
 this is twenty lines rather than a new package. The bar goes to a terminal only: piped or
@@ -10,9 +10,10 @@ there and the counts printed at the end say everything.
 from __future__ import annotations
 
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from bot.cli.storage_copy import CopyReport
+if TYPE_CHECKING:  # the copy's modules load only for ``storage copy``
+    from bot.cli.storage_copy import CopyReport
 
 __all__ = ["NoProgress", "TerminalProgress", "counts_table"]
 
@@ -53,6 +54,14 @@ class TerminalProgress:
 
     def finish(self) -> None:
         self._end_line()
+
+    def note(self, line: str) -> None:
+        """``line`` on a line of its own above the bar, which is drawn again below it."""
+        if not self._table:
+            self._stream.write(line + "\n")
+            return
+        self._stream.write("\r\x1b[K" + line + "\n")  # the bar's line cleared, then the note
+        self._draw(force=True)
 
     def _draw(self, *, force: bool) -> None:
         now = time.monotonic()

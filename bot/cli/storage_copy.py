@@ -1,13 +1,14 @@
 """Copy a whole deployment between databases: ``python -m bot storage copy SRC_URL DST_URL``.
 
 Every table of :data:`bot.storage.portable.TABLES` (history, settings, memories and their
-vectors, summaries, usage, the clear audit, plugin data, deliveries, the chat directory) and
-the scheduler's jobs move from SQLite to PostgreSQL, back, or between two of a kind. Both
-stores are opened as the bot opens them (:func:`bot.storage.open_storage_url`), so the
-target's schema is created or migrated by its own backend; then each table streams over in
-key order, ``batch`` rows per read and per write transaction, ids preserved: memory stays flat
-however large the history. Afterwards the target's identities move past the copied ids and
-its derived search indexes are completed (:meth:`PortableStore.finish`).
+vectors, summaries, usage, the clear audit, plugin data, deliveries, the chat directory,
+knowledge bases with their documents, chunks, vectors and bindings) and the scheduler's jobs
+move from SQLite to PostgreSQL, back, or between two of a kind. Both stores are opened as the
+bot opens them (:func:`bot.storage.open_storage_url`), so the target's schema is created or
+migrated by its own backend; then each table streams over in key order, ``batch`` rows per read
+and per write transaction, ids preserved: memory stays flat however large the history.
+Afterwards the target's identities move past the copied ids and its derived search indexes
+(memories, messages, knowledge chunks) are completed (:meth:`PortableStore.finish`).
 
 Idempotent: a row whose key the target already has is skipped, never added twice (a day of
 usage is one row keyed by day, chat and user, so it is never counted twice either). A target

@@ -107,6 +107,17 @@ class KnowledgeDocuments(Protocol):
         self, bases: Sequence[str], query: str, *, limit: int
     ) -> list[FoundChunk]: ...
 
+    async def reindex_base(self, base: str) -> int:
+        """Rebuild the base's search index from its stored chunks (after a storage copy or a
+        restore, or a change of how text is indexed); returns how many chunks were indexed.
+
+        In one transaction: the base's old index entries go, then every chunk of the base is
+        indexed again exactly as :meth:`put_document` indexes it (its heading path and text),
+        so a search finds what it found before; a base with no documents is 0; other bases'
+        entries are not touched.
+        """
+        ...
+
 
 class KnowledgeBindings(Protocol):
     """Bases an admin bound to a chat with a command (presets bind in config, not here)."""

@@ -43,8 +43,8 @@ def _table(name: str, columns: str, key: str = "id", *, identity: bool = True) -
     return Table(name, tuple(columns.split()), tuple(key.split()), identity)
 
 
-# In dependency order: memory_vectors refers to memories, turn_vectors to turns (foreign keys
-# on both backends).
+# In dependency order: memory_vectors refers to memories, turn_vectors to turns, a knowledge
+# chunk to its document and a knowledge vector to its chunk (foreign keys on both backends).
 TABLES: tuple[Table, ...] = (
     _table(
         "turns",
@@ -95,6 +95,16 @@ TABLES: tuple[Table, ...] = (
         "deliveries",
         "id owner platform chat_key chat_id thread_id reply_to message_id shown turn_id"
         " created_at updated_at",
+    ),
+    # Knowledge bases (bot.storage.knowledge): the chunks' search index is derived, not copied.
+    _table(
+        "knowledge_documents",
+        "id base source content_hash format added_by added_at chunks tokens",
+    ),
+    _table("knowledge_chunks", "id document_id base ordinal headings text tokens page"),
+    _table("knowledge_vectors", "chunk_id model dims vector", "chunk_id", identity=False),
+    _table(
+        "knowledge_bindings", "chat_key base bound_by bound_at", "chat_key base", identity=False
     ),
     # Platform updates replicas take turns at (bot.storage.coordination): the pending ones are
     # work not done yet, the done ones recognise a redelivery until pruned. The other

@@ -77,3 +77,30 @@ async def test_bindings_per_chat(storage: Storage) -> None:
     assert await storage.unbind_base("tg:1", "rules")
     assert not await storage.unbind_base("tg:1", "rules")
     assert await storage.bound_bases("tg:1") == ["faq"]
+
+
+async def test_reindex_base_rebuilds_the_index_from_the_chunks(storage: Storage) -> None:
+    await storage.put_document(document("rules", "rules.md", RULES))
+    await storage.put_document(
+        document("rules", "faq.md", (NewChunk(0, ("Appeals",), "Write to the mods.", 5),))
+    )
+    await storage.put_document(
+        document("faq", "faq.md", (NewChunk(0, (), "The ban appeal form is online.", 7),))
+    )
+    queries = ("how long is a ban?", "bans", "appeals", "spam mods")
+    before = {q: await storage.search_chunks(["rules", "faq"], q, limit=9) for q in queries}
+    faq_before = await storage.search_chunks(["faq"], "ban appeal", limit=9)
+    assert all(before.values()) and faq_before
+
+    assert await storage.reindex_base("rules") == 3
+    assert await storage.reindex_base("rules") == 3  # again: no entry twice
+    # same chunks, same order, same scores (the corpus statistics are what they were)
+    assert {q: await storage.search_chunks(["rules", "faq"], q, limit=9) for q in queries} == before
+    assert await storage.search_chunks(["faq"], "ban appeal", limit=9) == faq_before  # untouched
+    assert await storage.reindex_base("nothing here") == 0
+    assert await storage.reindex_base("faq") == 1
+    assert await storage.search_chunks(["faq"], "ban appeal", limit=9) == faq_before
+
+    await storage.put_document(document("rules", "more.md", (NewChunk(0, (), "No bots.", 2),)))
+    found = await storage.search_chunks(["rules"], "bots", limit=9)
+    assert [c.source for c in found] == ["more.md"]

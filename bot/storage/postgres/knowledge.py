@@ -17,7 +17,34 @@ from bot.storage.sql.seam import Tx
 
 __all__ = ["PostgresKnowledge"]
 
-CHUNKS = Indexed("knowledge_chunks", "text", "1")
+# The text column is an expression: a chunk is indexed as its heading path then its text, a
+# line each (sql.knowledge.searchable), so catch_up indexes a copied chunk as a put does.
+CHUNKS = Indexed(
+    "knowledge_chunks",
+    "concat_ws(E'\\n', VARIADIC ARRAY(SELECT h.value FROM json_array_elements_text"
+    "(headings::json) WITH ORDINALITY AS h (value, n) ORDER BY h.n) || text)",
+    "1",
+)
+
+# The base's index entries out of the statistics, then out of the rows (NULL: not indexed).
+_UNINDEX = """
+WITH old AS (
+    SELECT id, search, search_len FROM knowledge_chunks
+    WHERE base = $1 AND search IS NOT NULL ORDER BY id FOR UPDATE
+),
+cleared AS (
+    UPDATE knowledge_chunks AS r SET search = NULL, search_len = NULL FROM old WHERE r.id = old.id
+),
+df AS (
+    INSERT INTO search_df AS d (tbl, lexeme, docs)
+    SELECT 'knowledge_chunks', u.lexeme, -count(*) FROM old CROSS JOIN unnest(old.search) AS u
+    GROUP BY u.lexeme ORDER BY u.lexeme
+    ON CONFLICT (tbl, lexeme) DO UPDATE SET docs = d.docs + excluded.docs
+)
+INSERT INTO search_totals (tbl, docs, tokens)
+    SELECT 'knowledge_chunks', -count(*), -coalesce(sum(search_len), 0) FROM old
+    HAVING count(*) > 0
+"""
 
 _SEARCH = bm25_sql(
     "knowledge_chunks",
@@ -100,6 +127,9 @@ class PostgresKnowledge(KnowledgeRows):
                 [chunk_id for chunk_id, _ in chunks],
                 [search_text(text) for _, text in chunks],
             )
+
+    async def _unindex(self, tx: Tx, base: str) -> None:
+        await tx.execute(_UNINDEX, base)
 
     async def search_chunks(
         self, bases: Sequence[str], query: str, *, limit: int

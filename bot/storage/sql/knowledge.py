@@ -13,12 +13,17 @@ from bot.errors import StoreError
 from bot.storage.knowledge import FoundChunk, KnowledgeDocument, NewDocument, PutResult
 from bot.storage.sql.seam import Database, Row, Tx
 
-__all__ = ["CHUNK_COLUMNS", "KnowledgeRows", "found_chunk"]
+__all__ = ["CHUNK_COLUMNS", "KnowledgeRows", "found_chunk", "searchable"]
 
 DOCUMENT_COLUMNS = (
     "d.id, d.base, d.source, d.content_hash, d.format, d.added_by, d.added_at, d.chunks, d.tokens"
 )
 CHUNK_COLUMNS = "c.id, d.base, d.source, c.ordinal, c.headings, c.text, c.tokens, c.page"
+
+
+def searchable(headings: Sequence[str], text: str) -> str:
+    """What a chunk's index entry is made of: its heading path, then its text, a line each."""
+    return "\n".join([*headings, text])
 
 
 def document_of(row: Row) -> KnowledgeDocument:
@@ -47,6 +52,10 @@ class KnowledgeRows(ABC):
     @abstractmethod
     async def _index(self, tx: Tx, base: str, chunks: Sequence[tuple[int, str]]) -> None:
         """Index ``(chunk_id, searchable text)`` pairs of ``base`` in the put's transaction."""
+
+    @abstractmethod
+    async def _unindex(self, tx: Tx, base: str) -> None:
+        """Remove every index entry of ``base`` (and its part of any corpus statistics)."""
 
     @abstractmethod
     async def search_chunks(
@@ -85,13 +94,30 @@ class KnowledgeRows(ABC):
                     doc_id, document.base, chunk.ordinal, json.dumps(list(chunk.headings)),
                     chunk.text, chunk.tokens, chunk.page,
                 )  # fmt: skip
-                indexed.append((int(made[0][0]), "\n".join([*chunk.headings, chunk.text])))
+                indexed.append((int(made[0][0]), searchable(chunk.headings, chunk.text)))
             await self._index(tx, document.base, indexed)
         stored = KnowledgeDocument(
             doc_id, document.base, document.source, document.content_hash, document.format,
             document.added_by, now, len(document.chunks), tokens,
         )  # fmt: skip
         return PutResult(stored, "replaced" if old else "added")
+
+    async def reindex_base(self, base: str) -> int:
+        async with self.db.transaction() as tx:
+            await tx.lock(f"knowledge:{base}")  # no put of this base in between
+            rows = await tx.fetch(
+                "SELECT id, headings, text FROM knowledge_chunks WHERE base = $1 ORDER BY id", base
+            )
+            await self._unindex(tx, base)
+            await self._index(
+                tx,
+                base,
+                [
+                    (int(i), searchable(json.loads(headings), str(text)))
+                    for i, headings, text in rows
+                ],
+            )
+        return len(rows)
 
     async def list_documents(self, base: str) -> list[KnowledgeDocument]:
         rows = await self.db.fetch(

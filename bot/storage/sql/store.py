@@ -195,6 +195,7 @@ class SQLStore:
     remove_document = via("knowledge", KnowledgeDocuments.remove_document)
     remove_base = via("knowledge", KnowledgeDocuments.remove_base)
     search_chunks = via("knowledge", KnowledgeDocuments.search_chunks)
+    reindex_base = via("knowledge", KnowledgeDocuments.reindex_base)
     bind_base = via("knowledge", KnowledgeBindings.bind_base)
     unbind_base = via("knowledge", KnowledgeBindings.unbind_base)
     bound_bases = via("knowledge", KnowledgeBindings.bound_bases)

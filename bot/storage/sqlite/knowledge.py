@@ -37,6 +37,18 @@ class SQLiteKnowledge(KnowledgeRows):
             [(chunk_id, search_form(text), token) for chunk_id, text in chunks],
         )
 
+    async def _unindex(self, tx: Tx, base: str) -> None:
+        # The rows of the base's chunks, and any other row that carries the base's token.
+        await tx.execute(
+            "DELETE FROM knowledge_fts WHERE rowid IN"
+            " (SELECT id FROM knowledge_chunks WHERE base = $1)",
+            base,
+        )
+        await tx.execute(
+            "DELETE FROM knowledge_fts WHERE knowledge_fts MATCH $1",
+            f'scope : "{base_token(base)}"',
+        )
+
     async def search_chunks(
         self, bases: Sequence[str], query: str, *, limit: int
     ) -> list[FoundChunk]:

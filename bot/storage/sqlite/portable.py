@@ -1,15 +1,16 @@
 """Raw rows in and out of an SQLite store (:class:`bot.storage.portable.PortableStore`).
 
 Explicit ids are inserted as they are: SQLite moves an AUTOINCREMENT counter past any id
-inserted, so nothing is left to reset. The FTS5 indexes (``memories_fts``, ``turns_fts``) are
-derived from the rows and only Python computes their search form, so each inserted memory and
-turn gets its index row in the batch's own transaction; ``turns_fts``'s highest row id is then
-also the watermark :meth:`~bot.storage.sqlite.memories.SQLiteMemories.index_turns` continues
-from.
+inserted, so nothing is left to reset. The FTS5 indexes (``memories_fts``, ``turns_fts``,
+``knowledge_fts``) are derived from the rows and only Python computes their search form, so each
+inserted memory, turn and knowledge chunk gets its index row in the batch's own transaction;
+``turns_fts``'s highest row id is then also the watermark
+:meth:`~bot.storage.sqlite.memories.SQLiteMemories.index_turns` continues from.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import cast
 
@@ -17,6 +18,8 @@ import aiosqlite
 
 from bot.storage.portable import PortableRows, Row, Table
 from bot.storage.search_text import search_form
+from bot.storage.sql.knowledge import searchable
+from bot.storage.sqlite.knowledge import base_token
 from bot.storage.sqlite.scopes import index_scope, scope_token
 from bot.storage.sqlite.store import SQLiteStore
 from bot.values import MemoryScope
@@ -25,7 +28,8 @@ __all__ = ["SQLitePortable"]
 
 
 def _index_rows(table: Table, rows: Sequence[Row]) -> tuple[str, list[tuple[object, ...]]] | None:
-    """The FTS rows of freshly inserted ``rows`` (memories, turns), or None for other tables."""
+    """The FTS rows of freshly inserted ``rows`` (memories, turns, knowledge chunks), or None
+    for other tables."""
     column = table.columns.index
     if table.name == "memories":
         i, chat, conv, user, scope, text = (
@@ -45,6 +49,16 @@ def _index_rows(table: Table, rows: Sequence[Row]) -> tuple[str, list[tuple[obje
         i, conv, text = column("id"), column("conv_key"), column("user_text")
         return "turns_fts", [
             (row[i], search_form(str(row[text])), scope_token("c", str(row[conv]))) for row in rows
+        ]
+    if table.name == "knowledge_chunks":
+        i, base, headings, text = (column(name) for name in ("id", "base", "headings", "text"))
+        return "knowledge_fts", [
+            (
+                row[i],
+                search_form(searchable(json.loads(str(row[headings])), str(row[text]))),
+                base_token(str(row[base])),
+            )
+            for row in rows
         ]
     return None
 

@@ -1,8 +1,16 @@
 """``python -m bot knowledge``: add a folder, skip what did not change, replace what did,
-refuse a bad file without touching the base, list and remove."""
+refuse a bad file without touching the base, list and remove; reindex a base; a progress bar on
+a terminal."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pty
+import re
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from bot.config import settings_from_mapping
@@ -53,3 +61,74 @@ async def test_an_undeclared_base_is_refused_with_the_fix(tmp_path: Path) -> Non
     assert code != 0 and "no knowledge base 'faq'" in err and "knowledge:" in err
     code, _, err = await run_cli("knowledge", env=env_for(tmp_path))
     assert code == 2 and "knowledge add" in err
+
+
+async def test_reindex_rebuilds_a_lost_index(tmp_path: Path) -> None:
+    write_config(tmp_path, "knowledge:\n  bases:\n    rules: {}\n    faq: {}\n")
+    env = env_for(tmp_path)
+    (tmp_path / "rules.md").write_text("# Rules\n\n## Bans\n\nA week.\n", encoding="utf-8")
+    (tmp_path / "setup.txt").write_text("Install it, then run it.", encoding="utf-8")
+    assert (await run_cli("knowledge", "add", "rules", str(tmp_path / "rules.md"), env=env))[0] == 0
+    assert (await run_cli("knowledge", "add", "faq", str(tmp_path / "setup.txt"), env=env))[0] == 0
+    settings = settings_from_mapping({"storage": {"path": str(tmp_path / "bot.db")}})
+    async with open_storage(settings) as store:
+        before = await store.search_chunks(["rules"], "bans week", limit=5)
+        faq = await store.search_chunks(["faq"], "install", limit=5)
+    assert before and faq
+    with contextlib.closing(sqlite3.connect(tmp_path / "bot.db")) as db, db:
+        # the base's index lost, as a restore without the derived index would leave it
+        db.execute(
+            "DELETE FROM knowledge_fts WHERE rowid IN"
+            " (SELECT id FROM knowledge_chunks WHERE base = 'rules')"
+        )
+    async with open_storage(settings) as store:
+        assert await store.search_chunks(["rules"], "bans week", limit=5) == []
+
+    code, out, err = await run_cli("knowledge", "reindex", "rules", env=env)
+    assert code == 0, err
+    assert out == "rules: reindexed 1 chunk of 1 document\n"
+    async with open_storage(settings) as store:
+        assert await store.search_chunks(["rules"], "bans week", limit=5) == before
+        assert await store.search_chunks(["faq"], "install", limit=5) == faq  # untouched
+    code, out, _ = await run_cli("knowledge", "reindex", "faq", env=env)
+    assert out == "faq: reindexed 1 chunk of 1 document\n"
+    async with open_storage(settings) as store:
+        assert await store.search_chunks(["faq"], "install", limit=5) == faq
+
+
+def test_add_draws_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    write_config(tmp_path, "knowledge:\n  bases:\n    rules: {}\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("a.md", "b.md", "c.txt"):
+        (docs / name).write_text(f"# {name}\n\nSome text.\n", encoding="utf-8")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 broken")
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "bot", "knowledge", "add", "rules", str(docs)],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            env=env_for(tmp_path),
+            cwd=tmp_path,
+            timeout=120,
+            check=False,
+        )
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal's other end is closed: all read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 1  # the PDF was refused
+    assert done.stdout.decode() == "rules: 3 added; 1 refused\n"
+    bar = drawn.decode()
+    assert re.search(r"\rrules +\[#{30}\] +4/4 100%", bar)
+    assert "refused: broken.pdf: not a readable PDF" in bar
+    assert "[1/4]" not in bar  # the bar instead of a line per file

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +22,8 @@ from bot.memory.scope import Audience
 from bot.scheduling.portable_jobs import JOBS, JobsStore
 from bot.scheduling.scheduler import Scheduler
 from bot.storage import Storage, open_storage_url
-from bot.storage.portable import PortableStore, Row, Table, key_of
+from bot.storage.knowledge import NewChunk, NewDocument
+from bot.storage.portable import TABLES, PortableStore, Row, Table, key_of
 from bot.values import (
     AuditAction,
     ChatEntry,
@@ -44,12 +46,44 @@ VECTOR_MODEL = "embed-test"
 needs_pg = pytest.mark.skipif(pg_base_url() is None, reason=HOW_TO_RUN)
 
 
+# base, source, chunks: the first version of rules.md is replaced (its chunk ids left a gap)
+KNOWLEDGE = (
+    ("rules", "rules.md", (NewChunk(0, ("Rules",), "Spam gets a warning.", 5),)),
+    ("rules", "guide/picnic.md", (NewChunk(0, ("Picnics",), "Bring a blanket, 京都の地図.", 9),)),
+    ("rules", "rules.md", (
+        NewChunk(0, ("Rules",), "No spam in the general channel.", 8),
+        NewChunk(1, ("Rules", "Bans"), "A second warning means a ban for a week.", 10, page=2),
+    )),
+    ("faq", "faq.md", (NewChunk(0, (), "The ban appeal form is online.", 7),)),
+)  # fmt: skip
+KNOWLEDGE_SEARCHES = (
+    (("rules",), "how long is a ban?"),
+    (("rules",), "bans"),  # a heading
+    (("rules", "faq"), "ban appeal spam"),
+    (("faq",), "ban"),
+    (("rules",), "京都"),
+)
+
+
 def sqlite_at(path: Path) -> StorageURL:
     return parse_storage_url(f"sqlite:///{path}")
 
 
 def answer(text: str) -> list[dict[str, Any]]:
     return [{"role": "assistant", "content": text}]
+
+
+async def seed_knowledge(store: Storage) -> None:
+    """Two bases, a replaced document, a binding and a chunk's vector."""
+    for number, (base, source, chunks) in enumerate(KNOWLEDGE):
+        document = NewDocument(base, source, f"sha256:{number}", "markdown", "cli", chunks)
+        await store.put_document(document)
+    assert await store.bind_base(GROUP, "rules", "7")
+    [chunk, *_] = await store.document_chunks("rules", "rules.md")
+    # No protocol method writes a chunk's vector yet: the row goes in as a copy writes it.
+    [vectors] = [table for table in TABLES if table.name == "knowledge_vectors"]
+    vector = (chunk.chunk_id, VECTOR_MODEL, 2, struct.pack("<2f", 0.6, 0.8))
+    assert await portable(store).write(vectors, [vector]) == 1
 
 
 async def seed(url: StorageURL) -> None:
@@ -106,6 +140,7 @@ async def seed(url: StorageURL) -> None:
         assert await store.inbox_put("telegram", 502, "-100", '{"update_id": 502}')
         [handled] = await store.inbox_claim("telegram", "worker-1", 30.0, 1)
         assert await store.inbox_done(handled.id, "worker-1")
+        await seed_knowledge(store)
     scheduler = Scheduler(jobs_file(url))
     scheduler.at("reminder", "reminders:1", NEVER, {"chat": GROUP, "text": "picnic ☀"})
     scheduler.every("app:retention", "app:retention", timedelta(hours=1))
@@ -171,6 +206,11 @@ async def what_the_bot_reads(store: Storage) -> dict[str, Any]:
         "chats": await store.list_chats(),
         "deliveries": await store.deliveries("telegram"),
         "inbox": await store.inbox_pending("telegram"),
+        "knowledge": [[(c.chunk_id, c.base, c.source, c.ordinal, c.headings, c.text, c.page)
+            for c in await store.search_chunks(bases, query, limit=9)]
+            for bases, query in KNOWLEDGE_SEARCHES],  # scores: each backend's own BM25
+        "documents": [await store.list_documents(base) for base in ("rules", "faq")],
+        "bound bases": await store.bound_bases(GROUP),
     }  # fmt: skip
 
 
@@ -202,6 +242,7 @@ async def test_sqlite_to_sqlite_keeps_every_row_and_every_answer(
     reads = await reads_of(target)
     assert reads == await reads_of(seeded)
     assert reads["memories"] and reads["cjk"] and reads["turns"]  # the indexes were rebuilt
+    assert all(reads["knowledge"]) and reads["bound bases"] == ["rules"]
     assert reads["inbox"] == 1
     async with open_storage_url(target) as store:  # a redelivery is recognised after the move
         assert not await store.inbox_put("telegram", 501, "-100", '{"update_id": 501}')
