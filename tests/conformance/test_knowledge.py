@@ -104,3 +104,15 @@ async def test_reindex_base_rebuilds_the_index_from_the_chunks(storage: Storage)
     await storage.put_document(document("rules", "more.md", (NewChunk(0, (), "No bots.", 2),)))
     found = await storage.search_chunks(["rules"], "bots", limit=9)
     assert [c.source for c in found] == ["more.md"]
+
+
+async def test_equal_scores_come_in_document_order(storage: Storage) -> None:
+    same = "Quiet hours start at eleven."
+    first = tuple(NewChunk(i, (), same, 6) for i in range(3))
+    await storage.put_document(document("rules", "a.md", first))
+    await storage.put_document(document("rules", "b.md", first))
+    found = await storage.search_chunks(["rules"], "quiet hours", limit=9)
+    assert [(c.source, c.ordinal) for c in found] == [
+        ("a.md", 0), ("a.md", 1), ("a.md", 2), ("b.md", 0), ("b.md", 1), ("b.md", 2),
+    ]  # fmt: skip
+    assert len({c.score for c in found}) == 1

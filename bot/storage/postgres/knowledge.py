@@ -50,13 +50,14 @@ _SEARCH = bm25_sql(
     "knowledge_chunks",
     """
     SELECT r.id, r.search, r.search_len, d.base, d.source, r.ordinal, r.headings, r.text,
-           r.tokens, r.page
+           r.tokens, r.page, d.id AS document_id
     FROM knowledge_chunks AS r JOIN knowledge_documents AS d ON d.id = r.document_id, wanted
     WHERE r.search @@ wanted.q AND r.base = ANY ($2::text[])
     """,
     "id, base, source, ordinal, headings, text, tokens, page",
     "0",
     "$3",
+    ties="document_id, ordinal",  # as SQLite: ties in document order
 )
 
 KNOWLEDGE_STEPS: tuple[str, ...] = (

@@ -30,9 +30,12 @@ BACKGROUND_TOKENS = 16 * 9  # eight body tokens and one scope token each
 K1, B = 1.2, 0.75
 
 
-def bm25_sql(table: str, hits: str, columns: str, min_param: str, limit_param: str) -> str:
+def bm25_sql(
+    table: str, hits: str, columns: str, min_param: str, limit_param: str, ties: str = "id DESC"
+) -> str:
     """The statement: ``hits`` selects ``id, search, search_len`` and ``columns`` from
-    ``table AS r`` where ``r.search @@ wanted.q`` (the CTE ``wanted``) and the audience."""
+    ``table AS r`` where ``r.search @@ wanted.q`` (the CTE ``wanted``) and the audience;
+    ``ties``: the order of equal scores (newest first; a document's chunks: in order)."""
     return f"""
 WITH phrase AS MATERIALIZED (
     SELECT l.lexeme FROM unnest($1::text[]) AS t (term)
@@ -71,7 +74,7 @@ scored AS (
     ) AS s
 )
 SELECT {columns}, score FROM scored WHERE score >= {min_param}
-ORDER BY score DESC, id DESC LIMIT {limit_param}
+ORDER BY score DESC, {ties} LIMIT {limit_param}
 """
 
 
