@@ -119,6 +119,8 @@ class App:
         return self._platform
 
     def _seam(self, service: ChatService, commands: Commands, store: Storage) -> Platform:
+        from bot.knowledge.library import KnowledgeLibrary  # loaded already (/knowledge's)
+
         tools = self.tools
         operator = Operator(
             chats=service,
@@ -129,6 +131,12 @@ class App:
             scheduler=self.scheduler,
             adapters=self.adapter_runs,
             recent_log=self.recent_log,
+            knowledge=KnowledgeLibrary(
+                self.settings,
+                store,
+                get_counter(self.settings.llm.model).count_text,
+                service.knowledge.added,
+            ),
         )
         return Platform(
             settings=self.settings,
@@ -202,6 +210,7 @@ class App:
                 metrics=self.metrics,
             )
             await self._service.start()
+            self._embed_knowledge(self._service)
             self._commands = Commands(self._service)
             self.scheduler = self._open_scheduler(self._store)
             self._on_close("scheduler", self.scheduler.shutdown)
@@ -302,6 +311,21 @@ class App:
         days = self.settings.history.retention_days
         if days is not None:
             await self.store.delete_older_than(days * 86400)
+
+    def _embed_knowledge(self, service: ChatService) -> None:
+        """With embeddings and a declared base: chunks get vectors (now, in the background,
+        and after each upload) and searches fuse them with full-text rank."""
+        if self._embedder is None or self.memories is None or not self.settings.knowledge.bases:
+            return
+        from bot.knowledge.embedding import ChunkEmbedding
+        from bot.knowledge.retrieval import QueryVectors
+
+        embedding = ChunkEmbedding(self.store, self._embedder)
+        floor = self._embedder.settings.similarity_floor
+        vectors = QueryVectors(self._embedder.model, floor, self.memories.query_vector)
+        service.knowledge.use_embeddings(vectors, embedding)
+        self._closes.push_async_callback(embedding.aclose)  # before the embedder closes
+        embedding.later()
 
     async def _backfill_vectors(self, memories: MemoryStore) -> None:
         """Embed what has no vector of the current model: memories stored while the endpoint

@@ -21,7 +21,8 @@ from bot.context import ChatContext
 from bot.conversation.presets import ChatPresets
 from bot.conversation.tool_runner import ToolRunner
 from bot.guardrails.admins import AdminPolicy
-from bot.knowledge.retrieval import bases_for, passage_cap, retrieve
+from bot.knowledge.embedding import ChunkEmbedding
+from bot.knowledge.retrieval import QueryVectors, bases_for, passage_cap, retrieve
 from bot.llm.client import ToolCall
 from bot.llm.tokens import TokenCounter
 from bot.plugins.output import ToolResult
@@ -32,7 +33,12 @@ from bot.prompt.passages import (
     sources_line,
     tool_result,
 )
-from bot.storage.knowledge import FoundChunk, KnowledgeBindings, KnowledgeDocuments
+from bot.storage.knowledge import (
+    FoundChunk,
+    KnowledgeBindings,
+    KnowledgeDocuments,
+    KnowledgeVectors,
+)
 
 __all__ = ["SEARCH_TOOL", "Knowledge", "KnowledgeStore", "KnowledgeTools", "KnowledgeTurn"]
 
@@ -66,8 +72,8 @@ SEARCH_TOOL: dict[str, Any] = {
 Message = dict[str, Any]
 
 
-class KnowledgeStore(KnowledgeDocuments, KnowledgeBindings, Protocol):
-    """The documents and the chats' bindings."""
+class KnowledgeStore(KnowledgeDocuments, KnowledgeVectors, KnowledgeBindings, Protocol):
+    """The documents, their vectors and the chats' bindings."""
 
 
 class Knowledge:
@@ -86,6 +92,17 @@ class Knowledge:
         self.presets = presets
         self.admins = admins
         self.counter = counter
+        self.vectors: QueryVectors | None = None  # with embeddings: fused with full-text
+        self.embedding: ChunkEmbedding | None = None
+
+    def use_embeddings(self, vectors: QueryVectors, embedding: ChunkEmbedding) -> None:
+        """Search with vectors too, and embed documents as they are added."""
+        self.vectors, self.embedding = vectors, embedding
+
+    def added(self) -> None:
+        """A document was added: its chunks get their vectors in the background."""
+        if self.embedding is not None:
+            self.embedding.later()
 
     @property
     def declared(self) -> bool:
@@ -100,7 +117,9 @@ class Knowledge:
     async def turn(self, ctx: ChatContext) -> KnowledgeTurn | None:
         """This turn's knowledge, or None where no base is bound."""
         bases = await self.bases(ctx)
-        return KnowledgeTurn(self.settings, self.store, bases, self.counter) if bases else None
+        if not bases:
+            return None
+        return KnowledgeTurn(self.settings, self.store, bases, self.counter, self.vectors)
 
     # -- the /knowledge command's backing -----------------------------------------------------
 
@@ -133,8 +152,10 @@ class KnowledgeTurn:
         store: KnowledgeStore,
         bases: tuple[str, ...],
         counter: TokenCounter,
+        vectors: QueryVectors | None = None,
     ) -> None:
         self.options = settings.knowledge
+        self.vectors = vectors
         self.store = store
         self.bases = bases
         self.counter = counter
@@ -149,7 +170,7 @@ class KnowledgeTurn:
         """The block of passages for the message, within ``knowledge.max_tokens``."""
         found = await retrieve(
             self.store, self.bases, query, limit=self.options.top_k, max_tokens=self.cap,
-            count=self.counter.count_text,
+            count=self.counter.count_text, vectors=self.vectors,
         )  # fmt: skip
         passages = self._numbered(found)
         return [passages_message(passages)] if passages else []
@@ -158,7 +179,7 @@ class KnowledgeTurn:
         """The tool's answer: passages for the model's own query (numbered on from the block)."""
         found = await retrieve(
             self.store, self.bases, query, limit=self.options.top_k,
-            max_tokens=max(self.cap, 1), count=self.counter.count_text,
+            max_tokens=max(self.cap, 1), count=self.counter.count_text, vectors=self.vectors,
         )  # fmt: skip
         return tool_result(self._numbered(found))
 

@@ -143,6 +143,8 @@ class KnowledgeDesk:
         except DocumentError as refused:
             return CommandResult(f"Refused: {refused}. {base} is unchanged.", ok=False)
         document = result.document
+        if result.outcome != "unchanged":
+            self.knowledge.added()
         log.info(
             "knowledge document %s base=%s outcome=%s chat=%s by=%s",
             source, base, result.outcome, ctx.chat_key, ctx.user_id,

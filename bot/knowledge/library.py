@@ -69,11 +69,16 @@ class KnowledgeLibrary:
     not declare with :class:`UnknownBaseError` (a 404 to an API)."""
 
     def __init__(
-        self, settings: Settings, store: KnowledgeDocuments, count: Callable[[str], int]
+        self,
+        settings: Settings,
+        store: KnowledgeDocuments,
+        count: Callable[[str], int],
+        added: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.count = count
+        self.added = added  # after a document is added or replaced (its vectors, later)
 
     def bases(self) -> dict[str, str]:
         """Declared bases and their descriptions, by name."""
@@ -93,10 +98,13 @@ class KnowledgeLibrary:
 
     async def add(self, base: str, source: str, data: bytes, added_by: str) -> PutResult:
         """Raises :class:`~bot.knowledge.formats.DocumentError` for a refused document."""
-        return await add_document(
+        result = await add_document(
             self.store, self.settings, base=self._declared(base), source=source, data=data,
             added_by=added_by, count=self.count,
         )  # fmt: skip
+        if result.outcome != "unchanged" and self.added is not None:
+            self.added()
+        return result
 
     async def remove(self, base: str, source: str) -> bool:
         return await self.store.remove_document(self._declared(base), source)

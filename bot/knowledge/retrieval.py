@@ -8,16 +8,29 @@ bound nowhere is never searched and one chat's base never reaches another chat.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from bot.config import Settings
+from bot.memory.search import by_cosine, fuse_ranked
 from bot.prompt.passages import label_of
 from bot.storage.knowledge import FoundChunk
 
-__all__ = ["KnowledgeSearch", "bases_for", "passage_cap", "retrieve", "within"]
+__all__ = [
+    "KnowledgeSearch",
+    "QueryVectors",
+    "VectorSearch",
+    "bases_for",
+    "passage_cap",
+    "retrieve",
+    "within",
+]
 
 PASSAGE_SHARE = 8  # passages take at most this fraction of a prompt's room (passage_cap)
+FUSION_POOL = 50  # candidates taken from each ranking before fusing (as for memories)
+MAX_VECTOR_CANDIDATES = 20_000  # newest chunk vectors scored per search; older: full-text only
 PASSAGE_COST = 4  # tokens a passage's line costs beyond its label and text (number, quoting)
 
 
@@ -29,6 +42,24 @@ class KnowledgeSearch(Protocol):
     async def search_chunks(
         self, bases: Sequence[str], query: str, *, limit: int
     ) -> list[FoundChunk]: ...
+
+
+class VectorSearch(KnowledgeSearch, Protocol):
+    """With embeddings: the bases' chunk vectors too."""
+
+    async def chunk_vectors(
+        self, bases: Sequence[str], model: str, dims: int, limit: int
+    ) -> list[tuple[FoundChunk, Sequence[float]]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class QueryVectors:
+    """How a question becomes a vector (None: the embedder failed or was slow: full-text only
+    this time), which stored vectors compare with it, and the cosine floor."""
+
+    model: str
+    floor: float
+    embed: Callable[[str], Awaitable[Sequence[float] | None]]
 
 
 async def bases_for(
@@ -49,19 +80,39 @@ def passage_cap(settings: Settings) -> int:
 
 
 async def retrieve(
-    store: KnowledgeSearch,
+    store: VectorSearch,
     bases: Sequence[str],
     query: str,
     *,
     limit: int,
     max_tokens: int,
     count: Callable[[str], int],
+    vectors: QueryVectors | None = None,
 ) -> list[FoundChunk]:
-    """The best passages for ``query`` in ``bases`` that fit ``max_tokens``, best first."""
+    """The best passages for ``query`` in ``bases`` that fit ``max_tokens``, best first.
+
+    With ``vectors``, the full-text ranking
+    and the cosine ranking of the bases' chunks are fused by reciprocal rank, as memories are
+    (:func:`bot.memory.search.fuse_ranked`)."""
     if not bases or not query.strip() or max_tokens <= 0:
         return []
-    found = await store.search_chunks(bases, query, limit=limit)
-    return within(found, max_tokens, count)
+    if vectors is None:
+        return within(await store.search_chunks(bases, query, limit=limit), max_tokens, count)
+    pool = max(limit, FUSION_POOL)
+    by_words = await store.search_chunks(bases, query, limit=pool)
+    vector = await vectors.embed(query)
+    if vector is None:
+        return within(by_words[:limit], max_tokens, count)
+    candidates = await store.chunk_vectors(bases, vectors.model, len(vector), MAX_VECTOR_CANDIDATES)
+    cosine = await asyncio.to_thread(
+        by_cosine, vector, candidates, vectors.floor, pool, _chunk_id
+    )  # a worker thread: thousands of dot products
+    fused = fuse_ranked([by_words, [chunk for _, chunk in cosine]], _chunk_id, limit)
+    return within([chunk for chunk, _ in fused], max_tokens, count)
+
+
+def _chunk_id(chunk: FoundChunk) -> int:
+    return chunk.chunk_id
 
 
 def within(

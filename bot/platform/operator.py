@@ -1,10 +1,10 @@
 """The operator's view of the whole bot, for an admin surface (the HTTP adapter's admin API and
-dashboard): chats' settings, memories, MCP servers, plugins, reminders and metrics, the
-adapters' state and the last warnings and errors logged.
+dashboard): chats' settings, memories, MCP servers, plugins, reminders and metrics, knowledge
+bases, the adapters' state and the last warnings and errors logged.
 
 Each part is a Protocol that the real object (``ChatService``, ``MemoryStore``, ``MCPManager``,
-``PluginManager``) meets structurally: this layer names only what is read, and imports
-nothing above it. A chat-only adapter ignores :attr:`Platform.operator
+``PluginManager``, ``KnowledgeLibrary``) meets structurally: this layer names only what is read,
+and imports nothing above it. A chat-only adapter ignores :attr:`Platform.operator
 <bot.platform.seam.Platform.operator>`.
 """
 
@@ -20,9 +20,10 @@ from bot.guardrails.recent_log import RecentLog
 from bot.metrics import Metrics
 from bot.platform.adapter_runs import AdapterRuns
 from bot.scheduling.scheduler import Scheduler
+from bot.storage.knowledge import FoundChunk, KnowledgeDocument, PutResult
 from bot.values import Memory
 
-__all__ = ["ChatAdmin", "Memories", "Operator"]
+__all__ = ["ChatAdmin", "KnowledgeShelf", "Memories", "Operator"]
 
 
 class Persona(Protocol):
@@ -119,6 +120,20 @@ class Plugins(Protocol):
     def failed(self) -> Mapping[str, str]: ...  # module -> error
 
 
+class KnowledgeShelf(Protocol):
+    """The knowledge bases config declares, as an operator manages them
+    (``bot.knowledge.library.KnowledgeLibrary``). Every method but :meth:`bases` raises
+    ``bot.knowledge.library.UnknownBaseError`` for a base config does not declare; :meth:`add`
+    raises ``bot.knowledge.formats.DocumentError`` (the reason a person can act on) for a
+    refused document, and stores nothing then."""
+
+    def bases(self) -> dict[str, str]: ...  # name -> description
+    async def documents(self, base: str) -> list[KnowledgeDocument]: ...
+    async def chunks(self, base: str, source: str) -> list[FoundChunk]: ...  # [] no such document
+    async def add(self, base: str, source: str, data: bytes, added_by: str) -> PutResult: ...
+    async def remove(self, base: str, source: str) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Operator:
     chats: ChatAdmin
@@ -129,3 +144,4 @@ class Operator:
     scheduler: Scheduler | None  # reminders
     adapters: AdapterRuns  # what ``run`` started, and how each is doing
     recent_log: RecentLog  # the last warnings and errors, secrets masked
+    knowledge: KnowledgeShelf | None = None  # the bases' documents (None: not given)

@@ -19,7 +19,7 @@ from bot.storage.coordination import Inbox, Leases, SharedLimits
 from bot.storage.deliveries import Deliveries
 from bot.storage.directory import ChatDirectory
 from bot.storage.erasure import Erasure
-from bot.storage.knowledge import KnowledgeBindings, KnowledgeDocuments
+from bot.storage.knowledge import KnowledgeBindings, KnowledgeDocuments, KnowledgeVectors
 from bot.storage.kv import KeyValueStore
 from bot.storage.maintenance import Maintenance
 from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors
@@ -43,6 +43,7 @@ __all__ = [
     "KeyValueStore",
     "KnowledgeBindings",
     "KnowledgeDocuments",
+    "KnowledgeVectors",
     "Leases",
     "Maintenance",
     "MemoryRecords",
@@ -75,6 +76,7 @@ class Storage(
     UsageLedger,
     KeyValueStore,
     KnowledgeDocuments,
+    KnowledgeVectors,
     KnowledgeBindings,
     MemoryRecords,
     MemorySearch,

@@ -18,6 +18,7 @@ __all__ = [
     "KnowledgeBindings",
     "KnowledgeDocument",
     "KnowledgeDocuments",
+    "KnowledgeVectors",
     "NewChunk",
     "NewDocument",
     "PutResult",
@@ -117,6 +118,31 @@ class KnowledgeDocuments(Protocol):
         entries are not touched.
         """
         ...
+
+
+class KnowledgeVectors(Protocol):
+    """Chunks' embeddings, for fusing cosine similarity with full-text rank.
+
+    A backend must provide: one vector per chunk, tagged with the model that made it (a
+    vector of another model counts as missing); a vector goes with its chunk (a replaced or
+    removed document's vectors are gone); a vector for a chunk removed meanwhile is dropped,
+    never an error; :meth:`chunk_vectors` reads only the given bases, newest chunks first.
+    """
+
+    async def unembedded_chunks(
+        self, model: str, after_id: int, limit: int
+    ) -> list[tuple[int, str]]:
+        """``(chunk_id, heading path and text)`` of chunks past ``after_id`` without a vector
+        of ``model``, by id."""
+        ...
+
+    async def put_chunk_vectors(
+        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None: ...
+
+    async def chunk_vectors(
+        self, bases: Sequence[str], model: str, dims: int, limit: int
+    ) -> list[tuple[FoundChunk, Sequence[float]]]: ...
 
 
 class KnowledgeBindings(Protocol):

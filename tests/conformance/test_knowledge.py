@@ -116,3 +116,35 @@ async def test_equal_scores_come_in_document_order(storage: Storage) -> None:
         ("a.md", 0), ("a.md", 1), ("a.md", 2), ("b.md", 0), ("b.md", 1), ("b.md", 2),
     ]  # fmt: skip
     assert len({c.score for c in found}) == 1
+
+
+async def test_chunk_vectors_by_model_and_base_go_with_their_chunks(storage: Storage) -> None:
+    await storage.put_document(document("rules", "rules.md", RULES))
+    await storage.put_document(
+        document("faq", "faq.md", (NewChunk(0, ("FAQ",), "Appeals go by form.", 5),))
+    )
+    missing = await storage.unembedded_chunks("m1", 0, 10)
+    assert [text for _, text in missing] == [
+        "Rules\nNo spam in the general channel.",
+        "Rules\nBans\nA second warning means a ban for a week.",
+        "FAQ\nAppeals go by form.",
+    ]
+    ids = [i for i, _ in missing]
+    await storage.put_chunk_vectors("m1", [(i, [1.0, float(n)]) for n, i in enumerate(ids)])
+    assert await storage.unembedded_chunks("m1", 0, 10) == []
+    assert [i for i, _ in await storage.unembedded_chunks("m2", ids[0], 10)] == ids[1:]
+    found = await storage.chunk_vectors(["rules"], "m1", 2, 10)
+    assert [(c.chunk_id, c.base, list(v)) for c, v in found] == [
+        (ids[1], "rules", [1.0, 1.0]), (ids[0], "rules", [1.0, 0.0]),
+    ]  # fmt: skip
+    assert await storage.chunk_vectors(["rules"], "m2", 2, 10) == []  # another model's
+    assert await storage.chunk_vectors(["rules"], "m1", 3, 10) == []  # other dimensions
+    assert await storage.chunk_vectors([], "m1", 2, 10) == []
+    await storage.put_chunk_vectors("m2", [(ids[0], [0.0, 1.0])])  # a new model replaces
+    assert [i for i, _ in await storage.unembedded_chunks("m1", 0, 10)] == [ids[0]]
+
+    await storage.remove_document("rules", "rules.md")
+    await storage.put_chunk_vectors("m1", [(ids[0], [1.0, 0.0])])  # gone meanwhile: dropped
+    assert [c.base for c, _ in await storage.chunk_vectors(["rules", "faq"], "m1", 2, 10)] == [
+        "faq"
+    ]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from bot.errors import StoreError
 from bot.storage.knowledge import FoundChunk, KnowledgeDocument, NewDocument, PutResult
+from bot.storage.search_text import pack_vector, unpack_vector
 from bot.storage.sql.seam import Database, Row, Tx
 
 __all__ = ["CHUNK_COLUMNS", "KnowledgeRows", "found_chunk", "searchable"]
@@ -118,6 +119,46 @@ class KnowledgeRows(ABC):
                 ],
             )
         return len(rows)
+
+    async def unembedded_chunks(
+        self, model: str, after_id: int, limit: int
+    ) -> list[tuple[int, str]]:
+        rows = await self.db.fetch(
+            "SELECT c.id, c.headings, c.text FROM knowledge_chunks AS c"
+            " LEFT JOIN knowledge_vectors AS v ON v.chunk_id = c.id"
+            " WHERE c.id > $1 AND (v.chunk_id IS NULL OR v.model <> $2) ORDER BY c.id LIMIT $3",
+            after_id, model, max(limit, 0),
+        )  # fmt: skip
+        return [(int(i), searchable(json.loads(h), str(text))) for i, h, text in rows]
+
+    async def put_chunk_vectors(
+        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None:
+        if not vectors:
+            return
+        async with self.db.transaction() as tx:
+            await tx.executemany(  # a chunk removed meanwhile: nothing to attach it to
+                "INSERT INTO knowledge_vectors (chunk_id, model, dims, vector)"
+                " SELECT id, $2, $3, $4 FROM knowledge_chunks WHERE id = $1"
+                " ON CONFLICT (chunk_id) DO UPDATE SET model = excluded.model,"
+                " dims = excluded.dims, vector = excluded.vector",
+                [(int(i), model, len(v), pack_vector(v)) for i, v in vectors],
+            )
+
+    async def chunk_vectors(
+        self, bases: Sequence[str], model: str, dims: int, limit: int
+    ) -> list[tuple[FoundChunk, Sequence[float]]]:
+        if not bases or limit <= 0:
+            return []
+        within = self.db.dialect.in_array("c.base", "$1", "text")
+        rows = await self.db.fetch(
+            f"SELECT {CHUNK_COLUMNS}, v.vector FROM knowledge_chunks AS c"
+            " JOIN knowledge_documents AS d ON d.id = c.document_id"
+            " JOIN knowledge_vectors AS v ON v.chunk_id = c.id"
+            f" WHERE {within} AND v.model = $2 AND v.dims = $3 ORDER BY c.id DESC LIMIT $4",
+            self.db.dialect.array(list(bases)), model, dims, limit,
+        )  # fmt: skip
+        return [(found_chunk(row), unpack_vector(bytes(row[-1]))) for row in rows]
 
     async def list_documents(self, base: str) -> list[KnowledgeDocument]:
         rows = await self.db.fetch(

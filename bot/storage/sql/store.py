@@ -13,7 +13,7 @@ from typing import Protocol, Self
 
 from bot.storage import owners
 from bot.storage.coordination import Inbox, Leases, SharedLimits
-from bot.storage.knowledge import KnowledgeBindings, KnowledgeDocuments
+from bot.storage.knowledge import KnowledgeBindings, KnowledgeDocuments, KnowledgeVectors
 from bot.storage.memories import MemoryRecords, MemorySearch, MemoryVectors
 from bot.storage.sql.audit import Audit
 from bot.storage.sql.deliveries import DeliveryRecords
@@ -196,6 +196,9 @@ class SQLStore:
     remove_base = via("knowledge", KnowledgeDocuments.remove_base)
     search_chunks = via("knowledge", KnowledgeDocuments.search_chunks)
     reindex_base = via("knowledge", KnowledgeDocuments.reindex_base)
+    unembedded_chunks = via("knowledge", KnowledgeVectors.unembedded_chunks)
+    put_chunk_vectors = via("knowledge", KnowledgeVectors.put_chunk_vectors)
+    chunk_vectors = via("knowledge", KnowledgeVectors.chunk_vectors)
     bind_base = via("knowledge", KnowledgeBindings.bind_base)
     unbind_base = via("knowledge", KnowledgeBindings.unbind_base)
     bound_bases = via("knowledge", KnowledgeBindings.bound_bases)

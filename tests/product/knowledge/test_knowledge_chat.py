@@ -158,3 +158,36 @@ async def test_a_passage_cannot_pose_as_the_operator(
         assert isinstance(number, int) and label.startswith("rules.md")
         texts.append(text)
     assert any("obey Bob" in text for text in texts)  # there, as quoted data
+
+
+HEALTH = b"# Events\n\n## Health\n\nBring your allergy card to every event.\n"
+EMBEDDINGS = {"embeddings": {"model": "text-embedding-3-small", "min_similarity": 0.1}}
+
+
+@pytest.mark.parametrize("embeddings", [False, True])
+async def test_with_embeddings_a_question_sharing_no_word_finds_its_passage(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram, embeddings: bool
+) -> None:
+    tg = fake_telegram
+    bob = tg.user(7, "Bob")
+    team = tg.group(-100, "Team", supergroup=True)
+    memory = {"memory": EMBEDDINGS} if embeddings else {}
+    async with fed_bot(
+        make_app, tg, telegram={"stream": False}, knowledge=BASES, **team_preset("rules"), **memory
+    ) as fed:
+        library = fed.app.platform.operator.knowledge
+        assert library is not None
+        await library.add("rules", "events.md", HEALTH, "test")  # the API's path: embedded later
+        knowledge = fed.app.service.knowledge
+        if knowledge.embedding is not None:
+            await knowledge.embedding.idle()
+        assert await fed.app.store.unembedded_chunks("text-embedding-3-small", 0, 9) == (
+            [] if embeddings else [(1, "Events\nHealth\nBring your allergy card to every event.")]
+        )
+        tg.send(team, bob, "@parlour_bot anyone allergic?")  # no word FTS matches: allergi/c
+        await fed.replies(team["id"])
+    block = passage_block(fake_llm)
+    if embeddings:
+        assert block is not None and "allergy card" in block["content"]
+    else:
+        assert block is None
