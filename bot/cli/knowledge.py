@@ -8,6 +8,9 @@ reported with its reason and changes nothing. The source a document is known by 
 relative to the folder given (a file given by itself: its name). On a terminal a progress bar
 counts the files; otherwise (a pipe, a log) each file gets its ``[n/N] source: outcome`` line.
 
+With embeddings configured (``memory.embeddings``), ``add`` and ``reindex`` then give every
+chunk without a vector of the current model its vector.
+
 ``reindex BASE`` rebuilds the base's search index from its stored chunks
 (:meth:`~bot.storage.knowledge.KnowledgeDocuments.reindex_base`): after a storage copy or a
 restore, or a change of how text is indexed.
@@ -159,9 +162,34 @@ async def knowledge_command(args: argparse.Namespace, settings: Settings) -> int
         )
     async with open_storage(settings) as store:
         if args.knowledge_command == "add":
-            return await _add(args, settings, store)
-        if args.knowledge_command == "list":
+            status = await _add(args, settings, store)
+        elif args.knowledge_command == "list":
             return await _list(args, store)
-        if args.knowledge_command == "reindex":
-            return await _reindex(args, store)
-        return await _remove(args, store)
+        elif args.knowledge_command == "reindex":
+            status = await _reindex(args, store)
+        else:
+            return await _remove(args, store)
+        return max(status, await _embed(settings, store))
+
+
+async def _embed(settings: Settings, store: Storage) -> int:
+    """With embeddings configured, chunks without a vector get one now (the bot would make
+    them at its next start anyway); an endpoint that fails is reported, the documents stay."""
+    embeddings = settings.memory.embeddings
+    if not settings.memory.enabled or not embeddings.enabled:
+        return 0
+    from bot.errors import LLMError
+    from bot.knowledge.embedding import ChunkEmbedding
+    from bot.llm.embeddings import make_embedder
+
+    embedder = make_embedder(embeddings, settings.llm)
+    try:
+        filled = await ChunkEmbedding(store, embedder).fill()
+    except LLMError as exc:
+        sys.stderr.write(f"chunks not embedded (the bot retries at start): {exc}\n")
+        return 1
+    finally:
+        await embedder.close()
+    if filled:
+        sys.stdout.write(f"embedded {counted(filled, 'chunk')} ({embedder.model})\n")
+    return 0

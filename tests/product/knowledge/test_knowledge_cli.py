@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bot.config import settings_from_mapping
 from bot.storage import open_storage
+from bot.testing.fake_llm import FakeLLM
 from tests.product.app.test_cli import env_for, run_cli, write_config
 
 
@@ -132,3 +133,24 @@ def test_add_draws_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     assert re.search(r"\rrules +\[#{30}\] +4/4 100%", bar)
     assert "refused: broken.pdf: not a readable PDF" in bar
     assert "[1/4]" not in bar  # the bar instead of a line per file
+
+
+async def test_with_embeddings_add_gives_every_new_chunk_its_vector(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    write_config(
+        tmp_path,
+        f"llm:\n  base_url: {fake_llm.base_url}\n  api_key: sk-test-cli\n"
+        "memory:\n  embeddings: {model: text-embedding-3-small}\n"
+        "knowledge:\n  bases:\n    rules: {}\n",
+    )
+    (tmp_path / "rules.md").write_text("# Rules\n\nBe kind.\n\n## Bans\n\nNo spam.\n", "utf-8")
+    code, out, err = await run_cli("knowledge", "add", "rules", str(tmp_path / "rules.md"),
+                                   env=env_for(tmp_path))  # fmt: skip
+    assert code == 0, err
+    assert out.endswith("embedded 2 chunks (text-embedding-3-small)\n")
+    [request] = fake_llm.embedding_requests  # the heading path goes with the text
+    assert request.json["input"] == ["Rules\nBe kind.", "Rules\nBans\nNo spam."]
+    settings = settings_from_mapping({"storage": {"path": str(tmp_path / "bot.db")}})
+    async with open_storage(settings) as store:
+        assert await store.unembedded_chunks("text-embedding-3-small", 0, 9) == []
