@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from urllib.parse import quote, urlsplit
 
 from bot.cli.progress import TerminalProgress
 from bot.config import Settings
@@ -35,8 +36,9 @@ from bot.text import counted
 __all__ = ["knowledge_command"]
 
 
-def _files(paths: list[str]) -> list[tuple[str, Path]]:
-    """``(source, path)`` of every document under ``paths``, in a stable order."""
+def _files(paths: list[str], url: str | None = None) -> list[tuple[str, Path]]:
+    """``(source, path)`` of every document under ``paths``, in a stable order; with ``url``,
+    each source is its address there."""
     found: list[tuple[str, Path]] = []
     for given in map(Path, paths):
         if given.is_dir():
@@ -45,7 +47,21 @@ def _files(paths: list[str]) -> list[tuple[str, Path]]:
                     found.append((path.relative_to(given).as_posix(), path))
         else:
             found.append((given.name, given))
-    return found
+    if url is None:
+        return found
+    return [(f"{url.rstrip('/')}/{quote(source)}", path) for source, path in found]
+
+
+def _published_at(url: str | None) -> str | None:
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.username:
+        raise ConfigError(
+            "--url must be an http(s) address without a user or password",
+            fix="e.g. --url https://docs.example.org/guide/",
+        )
+    return url
 
 
 class _Told:
@@ -78,7 +94,7 @@ class _Told:
 
 
 async def _add(args: argparse.Namespace, settings: Settings, store: Storage) -> int:
-    files = _files(args.paths)
+    files = _files(args.paths, _published_at(args.url))
     told = _Told(args.base, len(files))
     try:
         outcomes, failed = await _add_files(args.base, files, settings, store, told)

@@ -85,6 +85,12 @@ def _add_knowledge_parser(sub: SubCommands) -> None:
     )
     add.add_argument("base", help="a base named under knowledge.bases")
     add.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
+    add.add_argument(
+        "--url",
+        metavar="URL",
+        help="where these files are published (https://docs.example.org/): each document's"
+        " source becomes URL + its path, and answers citing it link there",
+    )
     listing = knowledge_sub.add_parser("list", help="a base's documents")
     listing.add_argument("base")
     remove = knowledge_sub.add_parser("remove", help="remove one document from a base")

@@ -191,3 +191,26 @@ async def test_with_embeddings_a_question_sharing_no_word_finds_its_passage(
         assert block is not None and "allergy card" in block["content"]
     else:
         assert block is None
+
+
+async def test_a_url_source_is_a_link_under_the_answer(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    tg = fake_telegram
+    bob = tg.user(7, "Bob")
+    team = tg.group(-100, "Team", supergroup=True)
+    async with fed_bot(
+        make_app, tg, telegram={"stream": False}, knowledge=BASES, **team_preset("rules")
+    ) as fed:
+        await add(fed.app, "rules", "https://example.org/house/rules.md", RULES)
+        fake_llm.script(reply("They need approval [1]."))
+        tg.send(team, bob, "@parlour_bot can I post links to other servers?")
+        await fed.replies(team["id"])
+    [sent_html] = [
+        c.params["text"]
+        for c in tg.calls
+        if c.method == "sendMessage" and "Sources" in c.params["text"]
+    ]
+    assert (
+        '<a href="https://example.org/house/rules.md">example.org/house/rules.md</a>' in sent_html
+    )

@@ -154,3 +154,21 @@ async def test_with_embeddings_add_gives_every_new_chunk_its_vector(
     settings = settings_from_mapping({"storage": {"path": str(tmp_path / "bot.db")}})
     async with open_storage(settings) as store:
         assert await store.unembedded_chunks("text-embedding-3-small", 0, 9) == []
+
+
+async def test_url_makes_each_source_its_published_address(tmp_path: Path) -> None:
+    write_config(tmp_path, "knowledge:\n  bases:\n    docs: {}\n")
+    env = env_for(tmp_path)
+    site = tmp_path / "site"
+    (site / "setup guide").mkdir(parents=True)
+    (site / "setup guide" / "widget.md").write_text("# Widget\n\nHold the button.\n", "utf-8")
+    code, _, err = await run_cli(
+        "knowledge", "add", "docs", str(site), "--url", "https://docs.example.org/", env=env
+    )
+    assert code == 0, err
+    code, out, _ = await run_cli("knowledge", "list", "docs", env=env)
+    assert out.startswith("https://docs.example.org/setup%20guide/widget.md\t")
+    code, _, err = await run_cli(
+        "knowledge", "add", "docs", str(site), "--url", "https://me:pw@docs.example.org/", env=env
+    )
+    assert code != 0 and "without a user or password" in err and "pw" not in err
