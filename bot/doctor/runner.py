@@ -77,7 +77,12 @@ async def diagnose(
 ) -> list[Check]:
     """Every row for loaded ``settings``; ``mcp_timeout`` caps each server's ``connect_timeout``."""
     rows = _config(settings, path)
-    rows.append(_unchecked("database", settings, "storage") or await check_database(settings))
+    database = _unchecked("database", settings, "storage") or await check_database(settings)
+    rows.append(database)
+    if database.ok and settings.knowledge.bases:
+        from bot.doctor.knowledge import check_knowledge
+
+        rows += await check_knowledge(settings)
     unchecked = _unchecked("llm", settings, "llm") or _keyless(settings)
     rows += [unchecked] if unchecked else await check_llm(settings, llm_timeout)
     if not unchecked and not _unchecked("memory", settings, "memory"):

@@ -157,3 +157,7 @@ class KnowledgeBindings(Protocol):
     async def bound_bases(self, chat_key: str) -> list[str]:
         """The chat's bound bases, by name."""
         ...
+
+    async def base_bindings(self, base: str) -> list[str]:
+        """The chats that bound ``base`` with a command, by chat key (for an operator)."""
+        ...

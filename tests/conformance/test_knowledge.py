@@ -72,8 +72,11 @@ async def test_bindings_per_chat(storage: Storage) -> None:
     assert await storage.bind_base("tg:1", "rules", "u1")
     assert not await storage.bind_base("tg:1", "rules", "u2")
     assert await storage.bind_base("tg:1", "faq", "u1")
+    assert await storage.bind_base("dc:9", "faq", "u3")
     assert await storage.bound_bases("tg:1") == ["faq", "rules"]
     assert await storage.bound_bases("tg:2") == []
+    assert await storage.base_bindings("faq") == ["dc:9", "tg:1"]
+    assert await storage.base_bindings("nobody") == []
     assert await storage.unbind_base("tg:1", "rules")
     assert not await storage.unbind_base("tg:1", "rules")
     assert await storage.bound_bases("tg:1") == ["faq"]

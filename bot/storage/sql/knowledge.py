@@ -212,6 +212,14 @@ class KnowledgeRows(ABC):
             > 0
         )
 
+    async def base_bindings(self, base: str) -> list[str]:
+        rows = await self.db.fetch(
+            "SELECT chat_key FROM knowledge_bindings WHERE base = $1"
+            f" ORDER BY chat_key {self.db.dialect.bytewise}",
+            base,
+        )
+        return [str(row[0]) for row in rows]
+
     async def bound_bases(self, chat_key: str) -> list[str]:
         rows = await self.db.fetch(
             "SELECT base FROM knowledge_bindings WHERE chat_key = $1"

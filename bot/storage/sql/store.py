@@ -202,6 +202,7 @@ class SQLStore:
     bind_base = via("knowledge", KnowledgeBindings.bind_base)
     unbind_base = via("knowledge", KnowledgeBindings.unbind_base)
     bound_bases = via("knowledge", KnowledgeBindings.bound_bases)
+    base_bindings = via("knowledge", KnowledgeBindings.base_bindings)
 
     inbox_put = via("coordination", Coordination.inbox_put)
     inbox_amend = via("coordination", Coordination.inbox_amend)
