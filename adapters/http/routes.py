@@ -8,9 +8,10 @@ from aiohttp import web
 
 from adapters.http.admin import api as admin_api
 from adapters.http.admin import chats as admin_chats
+from adapters.http.admin import knowledge as admin_knowledge
 from adapters.http.admin import openapi
 from adapters.http.context import HTTPContext
-from adapters.http.dashboard import login, playground, status
+from adapters.http.dashboard import knowledge, login, playground, status
 from adapters.http.dashboard import pages as dashboard
 from adapters.http.openai import api as openai_api
 
@@ -23,8 +24,10 @@ ROUTES: tuple[RouteAdder, ...] = (
     dashboard.add_routes,
     playground.add_routes,
     status.add_routes,
+    knowledge.add_routes,
     openai_api.add_routes,
     admin_api.add_routes,
     admin_chats.add_routes,
+    admin_knowledge.add_routes,
     openapi.add_routes,
 )

@@ -13,7 +13,8 @@ anything else       the dashboard's session        a redirect to ``/login``
 ==================  =============================  ===========================================
 
 A request made with the session cookie that changes state (not GET/HEAD/OPTIONS) also needs
-the CSRF token (:mod:`adapters.http.auth`).
+the CSRF token (:mod:`adapters.http.auth`); a form that posts a document carries it as its
+first field, the only one read here (:mod:`adapters.http.uploads`).
 
 Route modules (:mod:`adapters.http.routes`) add their routes with
 ``add_routes(web_app, context)`` and read the caller from ``request[PRINCIPAL]``
@@ -42,6 +43,7 @@ from adapters.http.context import (
 from adapters.http.revocation import Revocations
 from adapters.http.routes import ROUTES, RouteAdder
 from adapters.http.settings import http_settings
+from adapters.http.uploads import form_csrf, is_streamed
 
 if TYPE_CHECKING:
     from bot.platform.seam import Platform
@@ -89,7 +91,9 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return json_error(403, "this token may only use the chat endpoint", "forbidden")
     if request.method not in SAFE_METHODS and principal.via_cookie:
         presented = request.headers.get(CSRF_HEADER)
-        if presented is None and request.content_type in _FORMS:
+        if presented is None and is_streamed(request):  # a document: only its first field
+            presented = await form_csrf(request)
+        elif presented is None and request.content_type in _FORMS:
             presented = str((await request.post()).get("csrf", "")) or None
         if not context.auth.csrf_ok(principal, presented):
             log.warning("csrf refused path=%s caller=%s", request.path, principal.audit_name)

@@ -13,6 +13,7 @@ from functools import cache
 from aiohttp import web
 
 from adapters.http.admin import schemas
+from adapters.http.admin.openapi_knowledge import KNOWLEDGE_MODELS, knowledge_routes
 from adapters.http.admin.openapi_parts import (
     API_ERRORS,
     CHAT_ERRORS,
@@ -40,6 +41,7 @@ _MODELS: tuple[type[schemas.Body], ...] = (
     schemas.PluginList,
     schemas.MCPList,
     schemas.ReminderList,
+    *KNOWLEDGE_MODELS,
 )
 
 
@@ -352,7 +354,13 @@ def document() -> JSON:
             " (admin routes: an admin token, or the dashboard's session cookie with the"
             " X-CSRF-Token header on changes; /v1: a chat or an admin token).",
         },
-        "paths": {**_health(), **_chat_endpoint(), **_admin_routes(), **_chat_routes()},
+        "paths": {
+            **_health(),
+            **_chat_endpoint(),
+            **_admin_routes(),
+            **_chat_routes(),
+            **knowledge_routes(),
+        },
         "components": {
             "schemas": _components(),
             "securitySchemes": {

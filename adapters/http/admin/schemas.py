@@ -4,12 +4,21 @@ them."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "Body",
     "ErrorBody",
     "ErrorDetail",
+    "KnowledgeBaseInfo",
+    "KnowledgeBaseList",
+    "KnowledgeChunkInfo",
+    "KnowledgeDocumentChunks",
+    "KnowledgeDocumentInfo",
+    "KnowledgeDocumentList",
+    "KnowledgeUpload",
     "MCPList",
     "MCPServer",
     "PluginFailure",
@@ -134,3 +143,52 @@ class ReminderInfo(Body):
 
 class ReminderList(Body):
     reminders: list[ReminderInfo]
+
+
+class KnowledgeBaseInfo(Body):
+    name: str
+    description: str = Field(description="from config (knowledge.bases)")
+    documents: int = Field(description="documents stored in it")
+
+
+class KnowledgeBaseList(Body):
+    bases: list[KnowledgeBaseInfo] = Field(description="every base config declares, by name")
+
+
+class KnowledgeDocumentInfo(Body):
+    source: str = Field(description="the name the document is known by in its base")
+    format: str = Field(description="markdown, text, html, pdf or docx")
+    chunks: int
+    tokens: int = Field(description="tokens of its chunks together")
+    content_hash: str = Field(description="of the bytes as given (an unchanged file is skipped)")
+    added_by: str = Field(description="cli, http:<token name>, or a chat user's id")
+    added_at: str = Field(description="ISO 8601, UTC")
+
+
+class KnowledgeDocumentList(Body):
+    base: str
+    documents: list[KnowledgeDocumentInfo] = Field(description="by source")
+
+
+class KnowledgeChunkInfo(Body):
+    ordinal: int = Field(description="its place in the document, from 0")
+    headings: list[str] = Field(description="the heading path it sits under, outermost first")
+    page: int | None = Field(
+        description="the PDF page it starts on, from 1 (null: a format without pages)"
+    )
+    tokens: int
+    text: str
+
+
+class KnowledgeDocumentChunks(Body):
+    base: str
+    document: KnowledgeDocumentInfo
+    chunks: list[KnowledgeChunkInfo] = Field(description="in document order")
+
+
+class KnowledgeUpload(Body):
+    outcome: Literal["added", "replaced", "unchanged"] = Field(
+        description="replaced: its old chunks are gone; unchanged: the same bytes were there"
+        " already, nothing was read again"
+    )
+    document: KnowledgeDocumentInfo
