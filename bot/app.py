@@ -232,7 +232,9 @@ class App:
             self._start_mcp()
             add_tools_command(self._commands, self.tools, self._mcp_statuses)
             if self.settings.knowledge.bases:  # /knowledge, and documents sent to chats
-                self.knowledge_desk = KnowledgeDesk(self._service.knowledge)
+                self.knowledge_desk = KnowledgeDesk(
+                    self._service.knowledge, self._service.admit_command
+                )
                 add_knowledge_command(self._commands, self.knowledge_desk)
             self._schedule_housekeeping(self.scheduler)
             await self.scheduler.start()

@@ -15,7 +15,8 @@ Arrival order: discord.py dispatches each event as a task; a message reaches ``C
 without awaiting anything first, so its conversation lock is queued for in arrival order.
 
 This module routes each event; one answer (a message's or ``/ask``'s) is written by
-``reply.py``, the slash command tree is built by ``commands.py``.
+``reply.py``, the slash command tree is built by ``commands.py``, documents for knowledge
+bases are added by ``uploads.py``.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from adapters.discord.sharding import (
     probe_gateway,
     shard_close_error,
 )
+from adapters.discord.uploads import DiscordUploads
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle, Repeating
 from bot.conversation.triggers import Action
@@ -95,6 +97,8 @@ class DiscordAdapter:
         self.replies = DiscordReplies(platform, self.config, self.throttle)  # one answer: reply.py
         self.message_content = self.config.wants_message_content
         self.media = MediaPolicy.of(platform.settings.llm)
+        knowledge = platform.knowledge  # documents for knowledge bases: uploads.py
+        self.uploads = None if knowledge is None else DiscordUploads(knowledge)
         self.client: discord.Client | None = None
         self.plan = ShardPlan(None, None, 1)
         self._pacer = IdentifyPacer(1)
@@ -182,7 +186,9 @@ class DiscordAdapter:
         intents.message_content = self.message_content
         client = make_client(self, intents, self.plan, self._pacer)
         self.client = client
-        self.tree = build_tree(client, self.platform.commands.infos, ask=self.ask, run=self.command)
+        upload = self.upload if self.uploads is not None else None  # /knowledge's file
+        infos = self.platform.commands.infos
+        self.tree = build_tree(client, infos, ask=self.ask, run=self.command, upload=upload)
         return client
 
     async def on_setup(self) -> None:
@@ -254,6 +260,10 @@ class DiscordAdapter:
         if message.type not in _CHAT_MESSAGES:
             return  # joins, pins, thread creations: not something anyone said
         incoming = normalise(message, self.client.user)
+        base = self.uploads.requested(message, incoming) if self.uploads is not None else None
+        if self.uploads is not None and base is not None:  # "/knowledge add NAME" + a document
+            self._track(self.uploads.message(message, incoming.ctx, base))
+            return
         decision = decide(
             incoming,
             mention_trigger=self.config.mention_trigger,
@@ -343,6 +353,15 @@ class DiscordAdapter:
         if len(text) > LIMIT:
             text = text[: LIMIT - 1] + "…"
         await interaction.edit_original_response(content=text, allowed_mentions=NO_PINGS)
+
+    async def upload(
+        self, interaction: discord.Interaction, args: str, file: discord.Attachment | None
+    ) -> None:
+        """``/knowledge text: add NAME file:`` (uploads.py), the caller's rights Discord's."""
+        if self.uploads is None or not await self._accepting(interaction):
+            return
+        ctx = self.interaction_context(interaction)
+        await self._tracked(self.uploads.slash(interaction, ctx, clean_text(args), file))
 
     async def _accepting(self, interaction: discord.Interaction) -> bool:
         if not self._stopping.is_set():

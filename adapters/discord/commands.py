@@ -5,6 +5,8 @@ registered) becomes a slash command with its declared name and description, plus
 prompt:``, which the adapter answers itself with a streamed reply. ``/scope`` offers its three
 choices; ``/reset``, ``/clear``, ``/history`` and ``/help`` take no argument; every other
 command takes one optional ``text`` (``/persona text:`` sets the persona, without it shows it).
+``/knowledge`` also takes an optional ``file`` (an attachment): ``text: add NAME`` with a
+document adds it to that knowledge base (``adapters.discord.uploads``).
 
 A command declared ``admin_only`` carries ``default_member_permissions`` of Manage Messages
 (:data:`adapters.discord.normalise.ADMIN_PERMISSIONS`, the permission that makes a member a
@@ -13,8 +15,8 @@ chat admin here), so Discord hides it from members. Server admins can change tha
 permissions in DMs: there a user runs ``/persona`` for their own private chat, as the rules of
 ``Commands`` allow.
 
-This module knows nothing of the adapter: it is given ``ask(interaction, prompt)`` and
-``run(interaction, name, args)`` and calls them.
+This module knows nothing of the adapter: it is given ``ask(interaction, prompt)``,
+``run(interaction, name, args)`` and ``upload(interaction, args, file)`` and calls them.
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ Ask = Callable[[discord.Interaction, str], Awaitable[None]]
 """Answer ``/ask prompt:`` (the adapter streams the reply)."""
 Run = Callable[[discord.Interaction, str, str], Awaitable[None]]
 """Run the declared command ``name`` with ``args`` (the adapter asks ``Commands``)."""
+Upload = Callable[[discord.Interaction, str, discord.Attachment | None], Awaitable[None]]
+"""Add ``/knowledge text: add NAME file:`` to a knowledge base (the adapter's uploads)."""
 
 ASK = CommandInfo("ask", "Ask me something")
 _NO_ARGUMENT = frozenset({"reset", "clear", "history", "help"})
+KNOWLEDGE = "knowledge"  # with knowledge bases declared it also takes a file (an upload)
 _SCOPES = [app_commands.Choice(name=s, value=s) for s in ("chat", "user", "thread")]
 _DESCRIPTION_LIMIT = 100  # Discord's limit for a command's description
 
@@ -43,18 +48,26 @@ Callback = Callable[..., Coroutine[Any, Any, None]]
 
 
 def build_tree(
-    client: discord.Client, infos: Sequence[CommandInfo], *, ask: Ask, run: Run
+    client: discord.Client,
+    infos: Sequence[CommandInfo],
+    *,
+    ask: Ask,
+    run: Run,
+    upload: Upload | None = None,
 ) -> app_commands.CommandTree[discord.Client]:
     tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
-    for command in slash_commands(infos, ask=ask, run=run):
+    for command in slash_commands(infos, ask=ask, run=run, upload=upload):
         tree.add_command(command)
     return tree
 
 
-def slash_commands(infos: Sequence[CommandInfo], *, ask: Ask, run: Run) -> list[SlashCommand]:
-    """``/ask`` first, then one slash command per declaration, in declaration order."""
+def slash_commands(
+    infos: Sequence[CommandInfo], *, ask: Ask, run: Run, upload: Upload | None = None
+) -> list[SlashCommand]:
+    """``/ask`` first, then one slash command per declaration, in declaration order.
+    ``upload`` given (knowledge bases declared): ``/knowledge`` also takes a ``file``."""
     commands = [_ask(ask)]
-    commands += [_declared(info, run) for info in infos if info.name != ASK.name]
+    commands += [_declared(info, run, upload) for info in infos if info.name != ASK.name]
     return commands
 
 
@@ -68,10 +81,12 @@ def _ask(ask: Ask) -> SlashCommand:
     return _command(ASK, callback)
 
 
-def _declared(info: CommandInfo, run: Run) -> SlashCommand:
+def _declared(info: CommandInfo, run: Run, upload: Upload | None) -> SlashCommand:
     name = info.name
     callback: Callback
-    if name in _NO_ARGUMENT:
+    if name == KNOWLEDGE and upload is not None:
+        callback = _knowledge(run, upload)
+    elif name in _NO_ARGUMENT:
 
         async def bare(interaction: discord.Interaction) -> None:
             await run(interaction, name, "")
@@ -94,6 +109,25 @@ def _declared(info: CommandInfo, run: Run) -> SlashCommand:
 
         callback = with_text
     return _command(info, callback)
+
+
+def _knowledge(run: Run, upload: Upload) -> Callback:
+    """``/knowledge text: [file:]``: a file (or ``add NAME``) is an upload, the rest is the
+    declared command."""
+
+    @app_commands.describe(
+        text="bind NAME, unbind NAME, or add NAME with a file",
+        file="a document to add to the base (with text: add NAME)",
+    )
+    async def knowledge(
+        interaction: discord.Interaction, text: str = "", file: discord.Attachment | None = None
+    ) -> None:
+        if file is not None or text.lower().split()[:1] == ["add"]:
+            await upload(interaction, text, file)
+        else:
+            await run(interaction, KNOWLEDGE, text)
+
+    return knowledge
 
 
 def _command(info: CommandInfo, callback: Callback) -> SlashCommand:

@@ -23,8 +23,9 @@ is tracked in ``deliveries`` while it is written, so the next start repairs what
 screen (``recovery.py``).
 
 This module routes each update; one answer is written by ``reply.py``, commands and admin
-lookups run in ``commands.py``, edits and channel posts are decided in ``edits.py``, and a
-chat's migration or admin lookup holds its later messages back through ``barrier.py``.
+lookups run in ``commands.py``, documents captioned ``/knowledge add BASE`` in ``uploads.py``,
+edits and channel posts are decided in ``edits.py``, and a chat's migration or admin lookup
+holds its later messages back through ``barrier.py``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from adapters.telegram.response_models import KeepResponseModels
 from adapters.telegram.settings import TelegramSettings, telegram_settings
 from adapters.telegram.triggers import Action, decide
 from adapters.telegram.updates import SkipUnparsableUpdates
+from adapters.telegram.uploads import TelegramUploads, upload_base
 from adapters.telegram.webhook import WebhookServer
 from adapters.telegram.webhook_mode import WebhookMode
 from bot.context import ChatContext
@@ -135,6 +137,11 @@ class TelegramAdapter:
             platform, self.bot, self.config, self.retry, self.throttle, self.deliveries
         )
         self.media = TelegramMedia(self.bot, platform.settings.llm)  # photos, voice: on demand
+        self.uploads = (  # documents captioned /knowledge add BASE (knowledge bases declared)
+            TelegramUploads(platform.knowledge, self.bot, self.admins, self.barriers)
+            if platform.knowledge is not None
+            else None
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -328,7 +335,11 @@ class TelegramAdapter:
         if decision.action is Action.ANSWER:
             await self._answer(message, incoming, decision.text)
         elif decision.action is Action.COMMAND:
-            await self.command_handler.run(message, incoming, decision)
+            base = upload_base(message, decision) if self.uploads is not None else None
+            if self.uploads is not None and base is not None:
+                await self.uploads.run(message, incoming, base)
+            else:
+                await self.command_handler.run(message, incoming, decision)
         elif decision.action is Action.OVERHEAR:
             await self.platform.conversation.overhear(incoming.ctx, decision.text)
 

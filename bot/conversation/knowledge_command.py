@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from bot.context import ChatContext
 from bot.conversation.commands import Commands
 from bot.conversation.knowledge import Knowledge
+from bot.errors import UserFacingError
 from bot.knowledge.formats import DocumentError, check_size
 from bot.knowledge.library import add_document
 from bot.plugins.commands import CommandInfo, CommandResult
@@ -48,9 +49,12 @@ def document_source(filename: str) -> str:
 class KnowledgeDesk:
     """The chat's side of knowledge bases: what ``/knowledge`` and uploads do."""
 
-    def __init__(self, knowledge: Knowledge) -> None:
+    def __init__(
+        self, knowledge: Knowledge, admit: Callable[[ChatContext], Awaitable[None]]
+    ) -> None:
         self.knowledge = knowledge
         self.settings = knowledge.settings
+        self.admit = admit  # access lists and the message rate, as for every command
 
     async def handle(self, ctx: ChatContext, args: str) -> CommandResult:
         verb, _, rest = args.partition(" ")
@@ -119,6 +123,10 @@ class KnowledgeDesk:
         fetch: Callable[[], Awaitable[bytes]],
     ) -> CommandResult:
         """Add a document sent to the chat; ``fetch`` downloads it once it may be added."""
+        try:
+            await self.admit(ctx)  # a chat the access lists deny, or a flood: no reply costs
+        except UserFacingError as exc:
+            return CommandResult(exc.chat_text, ok=False, private=True, notify=exc.notify)
         base = base.strip().lower()
         if base not in self.settings.knowledge.bases:
             return CommandResult(self._unknown(base), ok=False, private=True)

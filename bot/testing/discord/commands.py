@@ -276,9 +276,7 @@ def _option_value(
 ) -> JSONDict:
     kind = int(definition["type"])
     name = definition["name"]
-    if kind == 11:
-        raise ValueError(f"option {name!r}: attachment options are not supported by the fake")
-    if kind in (6, 7, 8, 9):
+    if kind in (6, 7, 8, 9, 11):  # 11: an attachment (the value: an Upload), on the CDN
         wire, entries = resolve(kind, value)
         for section, key, payload in entries:
             resolved.setdefault(section, {})[key] = payload

@@ -15,6 +15,7 @@ import secrets
 import time
 from typing import Any
 
+from bot.testing.discord.cdn import Upload
 from bot.testing.discord.commands import Resolver, build_options
 from bot.testing.discord.gateway import DiscordGateway
 from bot.testing.discord.messages import EPHEMERAL, LOADING
@@ -71,7 +72,8 @@ class DiscordInteractions(DiscordGateway):
         The command must be registered (bulk overwrite) for the channel's guild or globally,
         usable there (DMs, ``default_member_permissions``), and the options must fit its
         definition; else ValueError, since the Discord client would not let the user send it.
-        Option values: plain values, or user/channel/role dicts (or ids) for those types.
+        Option values: plain values, or user/channel/role dicts (or ids) for those types, an
+        :class:`~bot.testing.discord.cdn.Upload` for an attachment (served by the CDN).
         """
         stored = self._known_channel(int(channel["id"]))
         guild = self._guild_of(stored)
@@ -289,6 +291,11 @@ class DiscordInteractions(DiscordGateway):
 
     def _resolver(self, guild: GuildState | None, channel: JSONDict, invoker: JSONDict) -> Resolver:
         def resolve(kind: int, value: Any) -> tuple[str, list[tuple[str, str, JSONDict]]]:
+            if kind == 11:  # the client uploads the file with the command: it is on the CDN
+                if not isinstance(value, Upload):
+                    raise ValueError(f"an attachment option takes an Upload, not {value!r}")
+                attachment = self.cdn.publish(int(channel["id"]), self._ids.next(), value)
+                return attachment["id"], [("attachments", attachment["id"], attachment)]
             target = as_snowflake(value)
             key = str(target)
             role = guild.roles.get(target) if guild is not None else None
