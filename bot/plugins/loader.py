@@ -9,9 +9,10 @@ plugin registered is taken back and the bot starts without it (or refuses to sta
 plugin is marked ``required``).
 
 The built-in plugins (``plugins.calculator``, ``plugins.clock``, ``plugins.memory``,
-``plugins.reminders``) load from Parlour's own ``plugins`` package whatever the working
-directory holds: a user's own ``plugins/`` folder does not hide them, and its modules still load
-as ``plugins.<name>`` after the built-ins (a module named like a built-in is not reached).
+``plugins.reminders``, ``plugins.web``) load from Parlour's own ``plugins`` package whatever
+the working directory holds: a user's own ``plugins/`` folder does not hide them, and its modules
+still load as ``plugins.<name>`` after the built-ins (a module named like a built-in is not
+reached).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The ``fake_llm``, ``fake_telegram`` and ``fake_discord`` pytest fixtures (via ``pytest11``).
+"""The ``fake_llm``, ``fake_telegram``, ``fake_discord`` and ``fake_search`` pytest fixtures (via
+``pytest11``).
 
 Installing Parlour makes the fixtures available to plugin authors' test suites. It needs
 pytest-asyncio (1.x); without it the fixture fails with an explanation instead of breaking
@@ -65,3 +66,24 @@ else:  # pragma: no cover - depends on the environment
     def fake_discord() -> None:
         """Placeholder that explains the missing dependency."""
         pytest.fail("the fake_discord fixture needs pytest-asyncio: pip install pytest-asyncio")
+
+
+if TYPE_CHECKING:
+    from bot.testing.fake_search import FakeSearch
+
+if pytest_asyncio is not None:
+
+    @pytest_asyncio.fixture
+    async def fake_search() -> AsyncIterator[FakeSearch]:
+        """A started ``FakeSearch`` (SearxNG, Brave and web pages) on 127.0.0.1, stopped after."""
+        from bot.testing.fake_search import FakeSearch
+
+        async with FakeSearch() as fake:
+            yield fake
+
+else:  # pragma: no cover - depends on the environment
+
+    @pytest.fixture
+    def fake_search() -> None:
+        """Placeholder that explains the missing dependency."""
+        pytest.fail("the fake_search fixture needs pytest-asyncio: pip install pytest-asyncio")
