@@ -147,3 +147,30 @@ def _shipped(module: object) -> bool:
     return path.is_relative_to(ROOT) or any(
         path.is_relative_to(Path(prefix).resolve()) for prefix in {sys.prefix, sys.base_prefix}
     )
+
+
+def run_on_terminal(*args: str, env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
+    """A real ``python -m bot ARGS`` process whose stderr is a terminal (a pty): for what it
+    draws there (a progress bar). Returns the exit status, stdout and what the terminal got."""
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "bot", *args],
+            stdout=subprocess.PIPE, stderr=follower, env=env, cwd=cwd, timeout=120, check=False,
+        )  # fmt: skip
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal's other end is closed: all read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    return done.returncode, done.stdout.decode(), drawn.decode()

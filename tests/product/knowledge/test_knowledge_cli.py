@@ -5,17 +5,14 @@ a terminal."""
 from __future__ import annotations
 
 import contextlib
-import os
-import pty
 import re
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 from bot.config import settings_from_mapping
 from bot.storage import open_storage
 from bot.testing.fake_llm import FakeLLM
+from tests.cli_harness import run_on_terminal
 from tests.product.app.test_cli import env_for, run_cli, write_config
 
 
@@ -104,32 +101,11 @@ def test_add_draws_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     for name in ("a.md", "b.md", "c.txt"):
         (docs / name).write_text(f"# {name}\n\nSome text.\n", encoding="utf-8")
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4 broken")
-    leader, follower = pty.openpty()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "bot", "knowledge", "add", "rules", str(docs)],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            env=env_for(tmp_path),
-            cwd=tmp_path,
-            timeout=120,
-            check=False,
-        )
-        os.close(follower)
-        drawn = b""
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the terminal's other end is closed: all read
-                break
-            if not chunk:
-                break
-            drawn += chunk
-    finally:
-        os.close(leader)
-    assert done.returncode == 1  # the PDF was refused
-    assert done.stdout.decode() == "rules: 3 added; 1 refused\n"
-    bar = drawn.decode()
+    code, out, bar = run_on_terminal(
+        "knowledge", "add", "rules", str(docs), env=env_for(tmp_path), cwd=tmp_path
+    )
+    assert code == 1  # the PDF was refused
+    assert out == "rules: 3 added; 1 refused\n"
     assert re.search(r"\rrules +\[#{30}\] +4/4 100%", bar)
     assert "refused: broken.pdf: not a readable PDF" in bar
     assert "[1/4]" not in bar  # the bar instead of a line per file

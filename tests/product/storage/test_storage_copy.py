@@ -7,7 +7,6 @@ import json
 import os
 import re
 import struct
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from bot.values import (
     NewTurn,
     Usage,
 )
+from tests.cli_harness import run_on_terminal
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
 from tests.product.app.test_cli import run_cli as shared_run_cli
 from tests.product.app.test_cli import run_cli_process
@@ -411,38 +411,14 @@ async def test_the_command_never_shows_a_password(seeded: StorageURL, tmp_path: 
 
 
 def test_the_progress_bar_is_drawn_on_a_terminal(seeded: StorageURL, tmp_path: Path) -> None:
-    import pty
-    import subprocess
-
-    leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PARLOUR_"))}
     target = f"sqlite:///{tmp_path / 'tty.db'}"
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "bot", "storage", "copy", f"sqlite:///{seeded.path}", target],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            env=env,
-            cwd=tmp_path,
-            timeout=120,
-            check=False,
-        )
-        os.close(follower)
-        drawn = b""
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the terminal's other end is closed: all read
-                break
-            if not chunk:
-                break
-            drawn += chunk
-    finally:
-        os.close(leader)
-    assert done.returncode == 0
-    bar = drawn.decode()
+    code, out, bar = run_on_terminal(
+        "storage", "copy", f"sqlite:///{seeded.path}", target, env=env, cwd=tmp_path
+    )
+    assert code == 0
     assert re.search(r"\rturns +\[#{30}\] +\d+/\d+ 100%", bar)
-    assert "\r" not in done.stdout.decode()  # the counts stay clean for a pipe
+    assert "\r" not in out  # the counts stay clean for a pipe
 
 
 @needs_pg
