@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from bot.config import Settings
 from bot.context import ChatContext
 from bot.conversation.presets import ChatPresets
+from bot.conversation.tool_loop import Answer
 from bot.conversation.tool_runner import ToolRunner
 from bot.guardrails.admins import AdminPolicy
 from bot.knowledge.embedding import ChunkEmbedding
@@ -114,12 +115,13 @@ class Knowledge:
             return ()
         return await bases_for(self.store, self.settings, ctx.chat_key, self.presets.knowledge(ctx))
 
-    async def turn(self, ctx: ChatContext) -> KnowledgeTurn | None:
-        """This turn's knowledge, or None where no base is bound."""
+    async def turn(self, ctx: ChatContext, tools: ToolRunner | None = None) -> KnowledgeTurn:
+        """This turn's knowledge (where no base is bound: none, and ``tools`` as they are)."""
         bases = await self.bases(ctx)
-        if not bases:
-            return None
-        return KnowledgeTurn(self.settings, self.store, bases, self.counter, self.vectors)
+        turn = KnowledgeTurn(self.settings, self.store, bases, self.counter, self.vectors)
+        offered = bases and self.settings.knowledge.tool
+        turn.runner = KnowledgeTools(tools, turn) if offered else tools
+        return turn
 
     # -- the /knowledge command's backing -----------------------------------------------------
 
@@ -161,6 +163,7 @@ class KnowledgeTurn:
         self.counter = counter
         self.cap = passage_cap(settings)
         self._given: dict[int, NumberedPassage] = {}  # by chunk id
+        self.runner: ToolRunner | None = None  # the chat's tools, with search_knowledge
 
     @property
     def given(self) -> list[NumberedPassage]:
@@ -168,6 +171,8 @@ class KnowledgeTurn:
 
     async def before_call(self, query: str) -> list[Message]:
         """The block of passages for the message, within ``knowledge.max_tokens``."""
+        if not self.bases:
+            return []
         found = await retrieve(
             self.store, self.bases, query, limit=self.options.top_k, max_tokens=self.cap,
             count=self.counter.count_text, vectors=self.vectors,
@@ -182,6 +187,14 @@ class KnowledgeTurn:
             max_tokens=max(self.cap, 1), count=self.counter.count_text, vectors=self.vectors,
         )  # fmt: skip
         return tool_result(self._numbered(found))
+
+    def cite(self, answer: Answer) -> str:
+        """Add the sources line under ``answer``'s final text; returns what was added."""
+        sources = self.sources(answer.final.text) if self._given else ""
+        if not sources:
+            return ""
+        answer.add_note(f"\n\n{sources}")
+        return f"\n\n{sources}"
 
     def sources(self, text: str) -> str:
         """The sources line for an answer reading ``text`` (empty: none to show)."""

@@ -26,7 +26,7 @@ from bot.conversation.changes import persona_change, scope_change
 from bot.conversation.directory_notes import DirectoryNotes
 from bot.conversation.edits import EditOutcome, Edits
 from bot.conversation.events import ChatEvent, Done, HistoryInfo, Reply, ToolFinished, ToolStarted
-from bot.conversation.knowledge import Knowledge, KnowledgeStore, KnowledgeTools
+from bot.conversation.knowledge import Knowledge, KnowledgeStore
 from bot.conversation.locks import KeyedLocks
 from bot.conversation.media_input import MediaInput
 from bot.conversation.overheard import Overhearing
@@ -287,12 +287,10 @@ class ChatService:
             if on_admitted is not None:  # one loop step on: after the model request's task
                 asyncio.get_running_loop().call_soon(on_admitted)
             said = await self.media.read(text, attachments)  # caps; voice transcribed
-            knowledge = await self.knowledge.turn(ctx)  # None: no base bound here
-            runner = self.tools
-            if knowledge is not None and self.settings.knowledge.tool:
-                runner = KnowledgeTools(self.tools, knowledge)
+            knowledge = await self.knowledge.turn(ctx, self.tools)  # + search_knowledge
+            runner = knowledge.runner
             tools = runner.definitions(ctx) if runner else []
-            passages = await knowledge.before_call(said.query) if knowledge else []
+            passages = await knowledge.before_call(said.query)
             history, overheard = rows.window, self.overheard.latest(rows.overheard)
             prompt = await self.prompts.build(
                 ctx, key, said, history, overheard, tools, rows.mark, passages
@@ -309,11 +307,9 @@ class ChatService:
                 async with contextlib.aclosing(run) as events:  # closed now, if we are
                     async for event in events:
                         yield event
-                sources = knowledge.sources(answer.final.text) if knowledge else ""
-                if sources:  # under the answer, shown and stored
-                    answer.add_note(f"\n\n{sources}")
-                    if streaming:
-                        yield TextDelta(f"\n\n{sources}")
+                note = knowledge.cite(answer)  # the sources line, shown and stored
+                if note and streaming:
+                    yield TextDelta(note)
                 if split is not None:
                     await answer.fit(split, self.settings.limits.max_reply_messages)
                 final = answer.final

@@ -77,10 +77,10 @@ async def check_isolation(
         expected |= {name for i, name in bindings if CHATS[i].chat_key == ctx.chat_key}
         expected &= declared
         turn = await knowledge.turn(ctx)
+        assert set(turn.bases) == expected, (ctx.chat_key, config, bindings)
         if not expected:
-            assert turn is None, (ctx.chat_key, config, bindings)
+            assert await turn.before_call(QUERY) == []
             continue
-        assert turn is not None
         block = await turn.before_call(QUERY)
         seen = {
             json.loads(line)[1].split(".md", 1)[0]
