@@ -22,10 +22,15 @@ TOOLS_COMMAND = CommandInfo(
 )
 
 
-def describe_tools(offered: Sequence[OfferedTool], servers: Sequence[ServerStatus]) -> str:
-    if offered:
-        lines = [f"Tools offered here ({len(offered)}):"]
-        lines += [f"- {tool.name} ({_source(tool.source)}{_admins(tool)})" for tool in offered]
+def describe_tools(
+    offered: Sequence[OfferedTool], servers: Sequence[ServerStatus], bases: Sequence[str] = ()
+) -> str:
+    """``bases``: the knowledge bases ``search_knowledge`` searches here (none: not offered)."""
+    listed = [f"- {tool.name} ({_source(tool.source)}{_admins(tool)})" for tool in offered]
+    if bases:
+        listed.append(f"- search_knowledge (built in: knowledge bases {', '.join(bases)})")
+    if listed:
+        lines = [f"Tools offered here ({len(listed)}):", *listed]
     else:
         lines = ["No tools are offered here."]
     waiting = [s for s in servers if s.state is not ServerState.READY]
@@ -44,9 +49,13 @@ def add_tools_command(
     servers: Callable[[ChatContext], Sequence[ServerStatus]],
 ) -> None:
     """Register ``/tools``; ``servers(ctx)``: the MCP servers whose tools this chat may use."""
+    knowledge = commands.service.knowledge
 
     async def handle(ctx: ChatContext, args: str) -> CommandResult:
-        return CommandResult(describe_tools(registry.offered(ctx), servers(ctx)), private=True)
+        offers_search = commands.service.settings.knowledge.tool
+        bases = await knowledge.bases(ctx) if offers_search else ()
+        text = describe_tools(registry.offered(ctx), servers(ctx), bases)
+        return CommandResult(text, private=True)
 
     commands.register(TOOLS_COMMAND, handle)
 

@@ -48,13 +48,18 @@ async def test_a_chat_admin_binds_a_shared_base_and_the_next_question_searches_i
         tg.send(team, admin, "/knowledge")
         messages = await fed.replies(team["id"], count=5)
         assert "- faq" in messages[-1]["text"]
+        tg.send(team, admin, "/tools")
+        messages = await fed.replies(team["id"], count=6)
+        assert "- search_knowledge (built in: knowledge bases faq)" in messages[-1]["text"]
 
         tg.send(team, admin, "/knowledge unbind faq")
-        messages = await fed.replies(team["id"], count=6)
+        messages = await fed.replies(team["id"], count=7)
         assert "no longer searched" in messages[-1]["text"]
         tg.send(team, member, "@parlour_bot how do I set up the widget?")
-        await fed.replies(team["id"], count=7)
+        await fed.replies(team["id"], count=8)
         assert passage_block(fake_llm) is None
+        tools = fake_llm.chat_requests[-1].json.get("tools") or []
+        assert all(t["function"]["name"] != "search_knowledge" for t in tools)
 
 
 async def test_a_bot_admin_binds_any_base_and_a_presets_base_stays(
