@@ -105,9 +105,10 @@ class Prompt:
     @property
     def recall_to_keep(self) -> Message | None:
         """:attr:`kept_recall` if the request sends it (trimming may have dropped it): it is
-        among the last three messages (then only the asker's own block and the message)."""
+        among the last four messages (then only the asker's own block, the knowledge passages
+        and the message)."""
         kept = self.kept_recall
-        return kept if kept is not None and kept in self.window[-3:] else None
+        return kept if kept is not None and kept in self.window[-4:] else None
 
 
 def build_prompt(

@@ -262,3 +262,23 @@ def test_a_kept_block_comes_back_before_its_turns_message_untagged_and_uses_the_
     ]
     assert built.recall_to_keep == recalled_message([new])
     assert stored_recall(recalled_message([new]))["role"] == "recalled"
+
+
+def test_a_kept_block_is_kept_with_the_asker_s_own_block_and_passages_after_it() -> None:
+    """Knowledge passages come after both recalled blocks and before the message (volatile,
+    never stored): the kept block is still found to store with the turn."""
+    kept, mine = '["x","Bo","the hall"]', '["y","Ann","my note"]'
+    passages = {"role": "user", "content": 'From this chat\'s knowledge bases ...\n[1,"a.md","x"]'}
+    built = build_prompt(
+        system_prompt="be kind", summary=None, history=[], overheard=[], recalled=[kept],
+        own_recalled=[mine], text="and when?", speaker="Ann", shared=True, tools=[],
+        counter=COUNTER, limits=PromptLimits(context_window=10_000, reply_reserve=100),
+        passages=[passages],
+    )  # fmt: skip
+    assert built.window[-4:] == [
+        recalled_message([kept]),
+        recalled_message([mine]),
+        passages,
+        {"role": "user", "content": "[Ann] and when?"},
+    ]
+    assert built.recall_to_keep == recalled_message([kept])
