@@ -16,14 +16,19 @@ beside the import time of the libraries (alone: ``python -m bench.startup``); 13
 1,000 private Telegram chats at a 1 s model, Parlour against a bare aiohttp loop doing the same
 protocol work, interleaved (alone: ``python -m bench.burst``); 14. recall on LoCoMo, public
 conversations with annotated evidence, against two BM25 baselines (alone, with variants: ``python
--m bench.recall_public``; the data is fetched once into a cache, see ``bench.locomo``). Sections
-1, 3 and 7 run on SQLite
+-m bench.recall_public``; the data is fetched once into a cache, see ``bench.locomo``); 15.
+knowledge bases: whether the passage holding the answer reaches the prompt on SQuAD v1.1 dev,
+against plain BM25, documents added per second, search time at 10^4 and 10^5 chunks (alone:
+``python -m bench.knowledge``; the data is fetched once into a cache, see ``bench.squad``).
+Sections 1, 3 and 7 run on SQLite
 and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too; section 8
-needs one, section 13 runs its two-replica rows on it. Targets are printed next to the figures;
-nothing asserts. ``--quick`` skips the 10^6- and 10^7-message databases and the 10^5-chat run,
+needs one, section 13 runs its two-replica rows on it, section 15 its speed rows. Targets are
+printed next to the figures; nothing asserts. ``--quick`` skips the 10^6- and 10^7-message
+databases and the 10^5-chat run,
 ``--skip-memory`` section 6, ``--skip-prompt-cache`` section 9, ``--skip-mcp`` section 10,
 ``--skip-http`` section 11, ``--skip-startup`` section 12, ``--skip-burst`` section 13,
-``--skip-recall`` section 14. Progress
+``--skip-recall`` section 14, ``--skip-knowledge`` section 15 (``--quick``: 2,000 questions,
+10^4 chunks only). Progress
 goes to stderr only when it is a terminal.
 """
 
@@ -46,6 +51,7 @@ from bench.common import Row, fake_in_child, raise_fd_limit
 from bench.concurrency import fan_out, ordered, sdk_floor
 from bench.floor import FloorFigures, floor_rows, measure_floor
 from bench.http_api import HTTPFigures, http_rows, measure_http
+from bench.knowledge import KnowledgeFigures, knowledge_rows, measure_knowledge
 from bench.mcp import MCPFigures, mcp_rows, measure_mcp
 from bench.memory import (
     MemoryFigures,
@@ -135,6 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--skip-recall", action="store_true", help="skip section 14 (LoCoMo, about 15 s)"
     )
     parser.add_argument(
+        "--skip-knowledge",
+        action="store_true",
+        help="skip section 15 (knowledge bases, 3-15 minutes)",
+    )
+    parser.add_argument(
         "--pg-url",
         default=os.environ.get(PG_URL_ENV) or None,
         help=f"a PostgreSQL server for the PostgreSQL figures (default: ${PG_URL_ENV})",
@@ -184,6 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_recall:
             _progress("recall on LoCoMo: the defaults and two baselines")
             recall = asyncio.run(measure_public_recall(root))
+        knowledge: KnowledgeFigures | None = None
+        if not args.skip_knowledge:
+            _progress("knowledge bases: SQuAD retrieval, ingestion, search latency")
+            knowledge = asyncio.run(measure_knowledge(root, args.pg_url, quick=args.quick))
     _progress("RSS against distinct chats, one fresh process per backend")
     rss = run_backends(args.pg_url, RSS_CHECKPOINTS[:2] if args.quick else RSS_CHECKPOINTS)
     replicas: ReplicaFigures | None = None
@@ -211,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *(startup_rows(startup) if startup is not None else []),
         *burst_rows(burst),
         *recall,
+        *(knowledge_rows(knowledge) if knowledge is not None else []),
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))
