@@ -13,6 +13,8 @@ import itertools
 import random
 from collections.abc import Sequence
 
+from bot.testing.documents import text_pdf
+
 _FUNCTION_TEXT = """
     the of and to a in is that for it as was with be by on not he this are or his from at which
     but have an they you were her she there been their has would when if so no will can who
@@ -106,28 +108,5 @@ class Words:
 
 
 def pdf_document(pages: Sequence[Sequence[str]]) -> bytes:
-    """A valid PDF whose pages show ``pages``' lines in Helvetica (offsets computed). The text is
-    plain letters, spaces and full stops: nothing to escape in a PDF string."""
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>"]
-    kids = " ".join(f"{4 + 2 * i} 0 R" for i in range(len(pages)))
-    objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>")
-    objects.append("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    for i, lines in enumerate(pages):
-        shown = " T* ".join(f"({line}) Tj" for line in lines)
-        stream = f"BT /F1 9 Tf 11 TL 40 760 Td {shown} ET"
-        objects.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {5 + 2 * i} 0 R"
-            " /Resources << /Font << /F1 3 0 R >> >> >>"
-        )
-        objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
-    out, offsets = b"%PDF-1.4\n", []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n".encode()
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += (
-        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    )
-    return out
+    """A valid PDF whose pages show ``pages``' lines (the test kit's :func:`text_pdf`)."""
+    return text_pdf(*pages)

@@ -10,34 +10,14 @@ import pytest
 from pypdf import PdfWriter
 
 from bot.knowledge.formats import DocumentError, read_document
+from bot.testing.documents import text_pdf
 
 LIMIT = 1_000_000
 
 
 def pdf_with_text(*pages: str) -> bytes:
-    """A minimal valid PDF whose pages show ``pages`` in Helvetica (offsets computed)."""
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>"]
-    kids = " ".join(f"{4 + 2 * i} 0 R" for i in range(len(pages)))
-    objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>")
-    objects.append("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    for i, text in enumerate(pages):
-        stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET"
-        objects.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {5 + 2 * i} 0 R"
-            " /Resources << /Font << /F1 3 0 R >> >> >>"
-        )
-        objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
-    out, offsets = b"%PDF-1.4\n", []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n".encode()
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += (
-        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    )
-    return out
+    """A minimal valid PDF whose pages show ``pages`` (the test kit's :func:`text_pdf`)."""
+    return text_pdf(*pages)
 
 
 def test_markdown_keeps_heading_paths_items_and_code() -> None:
