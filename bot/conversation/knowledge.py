@@ -162,6 +162,7 @@ class KnowledgeTurn:
         self.bases = bases
         self.counter = counter
         self.cap = passage_cap(settings)
+        self.tool_cap = passage_cap(settings, tool=True)
         self._given: dict[int, NumberedPassage] = {}  # by chunk id
         self.runner: ToolRunner | None = None  # the chat's tools, with search_knowledge
 
@@ -184,7 +185,7 @@ class KnowledgeTurn:
         """The tool's answer: passages for the model's own query (numbered on from the block)."""
         found = await retrieve(
             self.store, self.bases, query, limit=self.options.top_k,
-            max_tokens=max(self.cap, 1), count=self.counter.count_text, vectors=self.vectors,
+            max_tokens=self.tool_cap, count=self.counter.count_text, vectors=self.vectors,
         )  # fmt: skip
         return tool_result(self._numbered(found))
 

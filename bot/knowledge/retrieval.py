@@ -31,6 +31,7 @@ __all__ = [
 PASSAGE_SHARE = 8  # passages take at most this fraction of a prompt's room (passage_cap)
 FUSION_POOL = 50  # candidates taken from each ranking before fusing (as for memories)
 MAX_VECTOR_CANDIDATES = 20_000  # newest chunk vectors scored per search; older: full-text only
+TOOL_TOKENS = 1000  # what one search_knowledge call returns when knowledge.max_tokens is 0
 PASSAGE_COST = 4  # tokens a passage's line costs beyond its label and text (number, quoting)
 
 
@@ -72,11 +73,13 @@ async def bases_for(
     return tuple(dict.fromkeys(name for name in names if name in declared))
 
 
-def passage_cap(settings: Settings) -> int:
+def passage_cap(settings: Settings, *, tool: bool = False) -> int:
     """``knowledge.max_tokens``, but at most 1/:data:`PASSAGE_SHARE` of what a prompt may hold:
-    a small model's window is not given over to documents (the tool can fetch more)."""
+    a small model's window is not given over to documents (the tool can fetch more). For the
+    tool (``tool``), the same, or :data:`TOOL_TOKENS` when passages before the call are off."""
     room = settings.llm.context_window - settings.llm.max_output_tokens
-    return max(0, min(settings.knowledge.max_tokens, room // PASSAGE_SHARE))
+    wanted = settings.knowledge.max_tokens or (TOOL_TOKENS if tool else 0)
+    return max(0, min(wanted, room // PASSAGE_SHARE))
 
 
 async def retrieve(

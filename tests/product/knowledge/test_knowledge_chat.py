@@ -213,3 +213,25 @@ async def test_a_url_source_is_a_link_under_the_answer(
     assert (
         '<a href="https://example.org/house/rules.md">example.org/house/rules.md</a>' in sent_html
     )
+
+
+async def test_with_max_tokens_0_only_the_tool_brings_passages(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    tg = fake_telegram
+    bob = tg.user(7, "Bob")
+    team = tg.group(-100, "Team", supergroup=True)
+    only_tool = {**BASES, "max_tokens": 0}
+    async with fed_bot(
+        make_app, tg, telegram={"stream": False}, knowledge=only_tool, **team_preset("rules")
+    ) as fed:
+        await add(fed.app, "rules", "rules.md", RULES)
+        fake_llm.script(
+            tool_calls(("search_knowledge", {"query": "links other servers"})), reply("Ask [1].")
+        )
+        tg.send(team, bob, "@parlour_bot can I post links to other servers?")
+        [answer] = await fed.replies(team["id"])
+    assert passage_block(fake_llm, -2) is None  # nothing before the call
+    [result] = [m for m in fake_llm.chat_requests[-1].json["messages"] if m["role"] == "tool"]
+    assert "admin's approval" in result["content"]
+    assert "Sources: [1] rules.md" in answer["text"]
