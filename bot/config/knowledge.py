@@ -42,7 +42,7 @@ class KnowledgeSettings(Section):
         1000,
         ge=0,
         description="passages retrieved for a message before the model is called, in tokens"
-        " (0: none; at most an eighth of the prompt's room)",
+        " (0: none, the search_knowledge tool still works; at most an eighth of the prompt's room)",
     )
     tool: bool = Field(True, description="offer the search_knowledge tool where a base is bound")
     top_k: int = Field(8, ge=1, le=50, description="passages a search brings back at most")
