@@ -83,8 +83,8 @@ def describe_errors(
         if item["type"] == "value_error":  # our validators' own words, without pydantic's tag
             message = message.removeprefix("Value error, ")
         for value in _scalars(given):
-            if len(value) >= 3 and value in message:
-                message = message.replace(value, "***")
+            if len(value) >= 3 and value in message:  # whole words: "chat" stays in "chats.0"
+                message = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", "***", message)
         lines.append(f"{where}: {message}")
     return lines
 

@@ -239,6 +239,20 @@ def test_bad_presets_are_config_errors(chats: list[dict[str, Any]], expected: st
         settings_from_mapping({"plugins": ["plugins.clock"], "chats": chats})
 
 
+def test_a_presets_unknown_base_is_named_by_its_place_whatever_the_config_holds() -> None:
+    """The config's own values are masked out of messages as whole words only: a scope named
+    ``chat`` elsewhere in the file must not turn ``chats.0`` into ``***s.0``."""
+    config = {
+        "chat": {"default_scope": "chat"},
+        "knowledge": {"bases": {"rules": {}}},
+        "chats": [{"match": "*:private", "knowledge": ["nosuchbase"]}],
+    }
+    with pytest.raises(ConfigError) as caught:
+        settings_from_mapping(config)
+    assert "chats.0.knowledge.0 is not a base in knowledge.bases" in str(caught.value)
+    assert "***" not in str(caught.value)
+
+
 # -- /reset --------------------------------------------------------------------------------------
 
 
