@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -36,20 +37,47 @@ from bot.text import counted
 __all__ = ["knowledge_command"]
 
 
-def _files(paths: list[str], url: str | None = None) -> list[tuple[str, Path]]:
-    """``(source, path)`` of every document under ``paths``, in a stable order; with ``url``,
-    each source is its address there."""
-    found: list[tuple[str, Path]] = []
+@dataclass
+class _Found:
+    files: list[tuple[str, Path]]  # (source, path), in a stable order
+    skipped: int = 0  # files in the folders given that are not a known format
+
+
+def _files(paths: list[str], url: str | None = None) -> _Found:
+    """Every document under ``paths``; hidden files and folders (``.git``, ``.env.txt``) are
+    not read from a folder. With ``url``, each source is its address there (a file given by
+    itself with a URL not ending in ``/``: that URL)."""
+    found = _Found([])
     for given in map(Path, paths):
-        if given.is_dir():
-            for path in sorted(given.rglob("*")):
-                if path.is_file() and path.suffix.lower() in FORMATS:
-                    found.append((path.relative_to(given).as_posix(), path))
-        else:
-            found.append((given.name, given))
-    if url is None:
-        return found
-    return [(f"{url.rstrip('/')}/{quote(source)}", path) for source, path in found]
+        if not given.is_dir():
+            alone = url is not None and not url.endswith("/") and len(paths) == 1
+            found.files.append((url if alone and url else _at(url, given.name), given))
+            continue
+        for path in sorted(given.rglob("*")):
+            relative = path.relative_to(given)
+            if not path.is_file() or any(part.startswith(".") for part in relative.parts):
+                continue
+            if path.suffix.lower() not in FORMATS:
+                found.skipped += 1
+                continue
+            found.files.append((_at(url, relative.as_posix()), path))
+    return found
+
+
+def _at(url: str | None, source: str) -> str:
+    return source if url is None else f"{url.rstrip('/')}/{quote(source)}"
+
+
+def _same_source(files: list[tuple[str, Path]]) -> dict[Path, str]:
+    """Files of one run that would be known by the same source (one would replace the other):
+    each but the first, with the source they share."""
+    seen: set[str] = set()
+    clashes: dict[Path, str] = {}
+    for source, path in files:
+        if source in seen:
+            clashes[path] = source
+        seen.add(source)
+    return clashes
 
 
 def _published_at(url: str | None) -> str | None:
@@ -58,8 +86,8 @@ def _published_at(url: str | None) -> str | None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.username:
         raise ConfigError(
-            "--url must be an http(s) address without a user or password",
-            fix="e.g. --url https://docs.example.org/guide/",
+            "--url takes an http(s) address, with no user name or secret in it",
+            fix="give the address the files are published under: https://docs.example.org/guide/",
         )
     return url
 
@@ -94,14 +122,19 @@ class _Told:
 
 
 async def _add(args: argparse.Namespace, settings: Settings, store: Storage) -> int:
-    files = _files(args.paths, _published_at(args.url))
-    told = _Told(args.base, len(files))
+    found = _files(args.paths, _published_at(args.url))
+    if not found.files:
+        known = ", ".join(sorted(FORMATS))
+        sys.stderr.write(f"no documents found under {' '.join(args.paths)} (known: {known})\n")
+        return 1
+    told = _Told(args.base, len(found.files))
     try:
-        outcomes, failed = await _add_files(args.base, files, settings, store, told)
+        outcomes, failed = await _add_files(args.base, found.files, settings, store, told)
     finally:
         told.finish()  # the bar's line ends before the summary or any error
     summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
-    sys.stdout.write(f"{args.base}: {summary or 'nothing added'}; {failed} refused\n")
+    skipped = f"; {found.skipped} skipped (not a known format)" if found.skipped else ""
+    sys.stdout.write(f"{args.base}: {summary or 'nothing added'}; {failed} refused{skipped}\n")
     return 1 if failed else 0
 
 
@@ -113,8 +146,14 @@ async def _add_files(
     outcomes: dict[str, int] = {}
     failed = 0
     stored = {d.source: d.content_hash for d in await store.list_documents(base)}
+    clashes = _same_source(files)
     for source, path in files:
         try:
+            if path in clashes:
+                raise DocumentError(
+                    f"{path}: another file of this run is also known as {source!r}; add their"
+                    " folder instead, so each keeps its path"
+                )
             if not path.is_file():
                 raise DocumentError(f"{path}: no such file")
             check_size(source, path.stat().st_size, options.max_file_bytes)  # before reading

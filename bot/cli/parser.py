@@ -89,12 +89,13 @@ def _add_knowledge_parser(sub: SubCommands) -> None:
         "--url",
         metavar="URL",
         help="where these files are published (https://docs.example.org/): each document's"
-        " source becomes URL + its path, and answers citing it link there",
+        " source becomes URL + its path (one file and a URL not ending in /: that URL), and"
+        " answers citing it link there",
     )
     listing = knowledge_sub.add_parser("list", help="a base's documents")
-    listing.add_argument("base")
+    listing.add_argument("base", help="a base named under knowledge.bases")
     remove = knowledge_sub.add_parser("remove", help="remove one document from a base")
-    remove.add_argument("base")
+    remove.add_argument("base", help="a base named under knowledge.bases")
     remove.add_argument("source", help="the document as `knowledge list` shows it")
     reindex = knowledge_sub.add_parser(
         "reindex",
@@ -105,7 +106,7 @@ def _add_knowledge_parser(sub: SubCommands) -> None:
             " indexed. The documents themselves are not read again."
         ),
     )
-    reindex.add_argument("base")
+    reindex.add_argument("base", help="a base named under knowledge.bases")
 
 
 def _add_history_parser(sub: SubCommands) -> None:

@@ -27,9 +27,9 @@ async def test_add_list_replace_refuse_and_remove(tmp_path: Path) -> None:
 
     code, out, err = await run_cli("knowledge", "add", "rules", str(docs), env=env)
     assert code == 0, err
-    assert out == "rules: 2 added; 0 refused\n"
+    assert out == "rules: 2 added; 0 refused; 1 skipped (not a known format)\n"
     code, out, _ = await run_cli("knowledge", "add", "rules", str(docs), env=env)
-    assert out == "rules: 2 unchanged; 0 refused\n"
+    assert out == "rules: 2 unchanged; 0 refused; 1 skipped (not a known format)\n"
 
     (docs / "rules.md").write_text("# Rules\n\nNo ads in #general.\n", encoding="utf-8")
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 broken")
@@ -147,4 +147,39 @@ async def test_url_makes_each_source_its_published_address(tmp_path: Path) -> No
     code, _, err = await run_cli(
         "knowledge", "add", "docs", str(site), "--url", "https://me:pw@docs.example.org/", env=env
     )
-    assert code != 0 and "without a user or password" in err and "pw" not in err
+    assert code != 0 and "no user name or secret" in err and "pw" not in err
+
+
+async def test_a_folders_hidden_and_unknown_files_and_same_named_files(tmp_path: Path) -> None:
+    write_config(tmp_path, "knowledge:\n  bases:\n    notes: {}\n")
+    env = env_for(tmp_path)
+    vault = tmp_path / "vault"
+    for folder in ("a", "b", ".git", ".obsidian"):
+        (vault / folder).mkdir(parents=True)
+    (vault / "a" / "readme.md").write_text("# A\n\nFirst.\n", "utf-8")
+    (vault / "b" / "readme.md").write_text("# B\n\nSecond.\n", "utf-8")
+    (vault / ".git" / "notes.txt").write_text("secret", "utf-8")
+    (vault / ".obsidian" / "x.md").write_text("# X\n\nsettings", "utf-8")
+    (vault / ".env.txt").write_text("TOKEN=1", "utf-8")
+    (vault / "photo.png").write_bytes(b"\x89PNG")
+    code, out, err = await run_cli("knowledge", "add", "notes", str(vault), env=env)
+    assert code == 0, err
+    assert out == "notes: 2 added; 0 refused; 1 skipped (not a known format)\n"
+    code, out, _ = await run_cli("knowledge", "list", "notes", env=env)
+    assert [line.split("\t")[0] for line in out.splitlines()[:-1]] == ["a/readme.md", "b/readme.md"]
+
+    a, b = vault / "a" / "readme.md", vault / "b" / "readme.md"
+    code, out, err = await run_cli("knowledge", "add", "notes", str(a), str(b), env=env)
+    assert code == 1 and out == "notes: 1 added; 1 refused\n"
+    assert "also known as 'readme.md'; add their folder instead" in err
+
+    (tmp_path / "empty").mkdir()
+    code, _, err = await run_cli("knowledge", "add", "notes", str(tmp_path / "empty"), env=env)
+    assert code == 1 and "no documents found under" in err
+
+    one = vault / "a" / "readme.md"
+    url = "https://example.org/house-rules.html"
+    code, _, err = await run_cli("knowledge", "add", "notes", str(one), "--url", url, env=env)
+    assert code == 0, err
+    code, out, _ = await run_cli("knowledge", "list", "notes", env=env)
+    assert any(line.startswith(f"{url}\t") for line in out.splitlines())
