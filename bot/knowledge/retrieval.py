@@ -121,14 +121,21 @@ def _chunk_id(chunk: FoundChunk) -> int:
 def within(
     chunks: Sequence[FoundChunk], max_tokens: int, count: Callable[[str], int]
 ) -> list[FoundChunk]:
-    """``chunks`` in order while they fit; a long one never hides shorter ones after it."""
+    """``chunks`` in order while they fit; a long one never hides shorter ones after it, and a
+    passage whose text one kept already holds (the same file added under two names) is left
+    out, so it does not take the room twice."""
     kept: list[FoundChunk] = []
+    texts: set[str] = set()
     used = 0
     for chunk in chunks:
+        text = " ".join(chunk.text.split())
+        if text in texts:
+            continue
         cost = count(label_of(chunk.source, chunk.headings, chunk.page)) + count(chunk.text)
         cost += PASSAGE_COST
         if used + cost > max_tokens:
             continue
         kept.append(chunk)
+        texts.add(text)
         used += cost
     return kept

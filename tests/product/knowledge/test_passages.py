@@ -8,6 +8,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.knowledge.retrieval import within
 from bot.prompt.passages import (
     PASSAGES_HEADER,
     NumberedPassage,
@@ -16,6 +17,7 @@ from bot.prompt.passages import (
     passages_message,
     sources_line,
 )
+from bot.storage.knowledge import FoundChunk
 
 
 def passage(number: int, source: str = "rules.md", *headings: str, page: int | None = None,
@@ -65,3 +67,16 @@ def test_every_passage_is_one_quoted_line_whatever_it_holds(
     for line, given_ in zip(lines, passages, strict=True):
         number, _label, text = json.loads(line)
         assert number == given_.number and text == given_.text
+
+
+def test_the_same_text_under_two_names_takes_the_room_once() -> None:
+    def found(chunk_id: int, source: str, text: str) -> FoundChunk:
+        return FoundChunk(chunk_id, "rules", source, 0, (), text, 3, None)
+
+    chunks = [
+        found(1, "a.md", "Be kind."),
+        found(2, "b/a.md", "Be  kind.\n"),
+        found(3, "c.md", "No spam."),
+    ]
+    kept = within(chunks, 1000, lambda text: len(text.split()))
+    assert [c.chunk_id for c in kept] == [1, 3]
