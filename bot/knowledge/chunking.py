@@ -3,7 +3,8 @@
 Pure: a document is a list of :class:`Block` (a paragraph, a list item, a code block or a table
 row, with the path of headings it sits under); :func:`chunk_blocks` packs consecutive blocks of
 one section into chunks of at most ``max_tokens`` and starts a new chunk where the heading path
-changes, so a passage found by search is about one thing and says where it sits. A block too big
+or a PDF's page changes, so a passage found by search is about one thing and says where it sits
+(its page, when cited, is the page its text is on). A block too big
 for one chunk is cut at sentence ends, then at words. Within a section, each chunk after the
 first begins with the end of the one before (up to ``overlap`` tokens, whole sentences where
 they fit), so a sentence that answers a question is never only half in a chunk.
@@ -102,7 +103,7 @@ def chunk_blocks(
         text = block.text.strip()
         if not text:
             continue
-        if block.headings != headings:
+        if block.headings != headings or block.page != page:  # a PDF's page: cited by it
             flush()
             headings, page = block.headings, block.page
         for part in pieces(text, max_tokens, count):

@@ -70,3 +70,9 @@ def test_real_token_counts_bound_every_chunk() -> None:
     )
     assert len(chunks) > 10
     assert all(counter.count_text(c.text) <= 120 for c in chunks)
+
+
+def test_a_chunk_never_spans_two_pdf_pages() -> None:
+    blocks = [Block(("Guide",), "Page one text.", 1), Block(("Guide",), "Page two text.", 2)]
+    chunks = chunk_blocks(blocks, max_tokens=300, overlap=40, count=lambda t: len(t.split()))
+    assert [(c.text, c.page) for c in chunks] == [("Page one text.", 1), ("Page two text.", 2)]
