@@ -52,7 +52,11 @@ def format_of(name: str, data: bytes) -> str:
     if data.startswith(b"PK\x03\x04") and suffix == ".docx":
         return "docx"
     found = FORMATS.get(suffix)
-    if found is None or found in {"pdf", "docx"}:
+    if found == "pdf":
+        raise DocumentError(f"{name}: not a PDF (it does not begin with %PDF-)")
+    if found == "docx":
+        raise DocumentError(f"{name}: not a DOCX (a DOCX is a zip archive; this is not one)")
+    if found is None:
         known = ", ".join(sorted(FORMATS))
         raise DocumentError(f"{name}: unsupported format {suffix or '(no suffix)'!r}; use {known}")
     return found

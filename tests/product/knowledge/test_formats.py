@@ -112,6 +112,8 @@ def docx_bomb() -> bytes:
         ("bomb.docx", docx_bomb(), "decompression bomb"),
         ("fake.docx", b"PK\x03\x04 not a zip", "damaged archive"),
         ("empty.md", b"   \n\n", "no text found"),
+        ("renamed.pdf", b"# just Markdown", "not a PDF"),
+        ("notes.docx", b"plain words", "not a DOCX"),
     ],
 )
 def test_bad_files_are_refused_with_the_reason(name: str, data: bytes, reason: str) -> None:
