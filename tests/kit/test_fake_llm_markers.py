@@ -12,6 +12,7 @@ import openai
 import pytest
 import pytest_asyncio
 
+from bot.prompt.passages import PASSAGES_HEADER
 from bot.prompt.safety import RECALLED_HEADER
 from bot.testing import FakeLLM, reply
 from bot.testing.llm import cli
@@ -169,6 +170,22 @@ async def test_the_context_marker_reveals_what_was_sent(client: openai.AsyncOpen
         "Tools offered (2): remember, calculate",
         "This message: what do I drink? [[context]]",
     ]
+
+
+async def test_the_context_marker_shows_knowledge_passages_apart(
+    client: openai.AsyncOpenAI,
+) -> None:
+    passages = f'{PASSAGES_HEADER}\n[1,"rules.md › Conduct","Be kind."]'
+    messages: list[Any] = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": passages},
+        {"role": "user", "content": "rules? [[context]]"},
+    ]
+    done = await client.chat.completions.create(model=MODEL, messages=messages)
+    text = done.choices[0].message.content
+    assert text is not None
+    assert "History: 0 earlier user messages, 0 messages in all." in text
+    assert 'From the knowledge bases (1 passage):\n  [1,"rules.md › Conduct","Be kind."]' in text
 
 
 async def test_reveal_answers_every_unscripted_message(

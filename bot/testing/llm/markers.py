@@ -87,10 +87,13 @@ def reveal_text(body: Mapping[str, Any], prompt_tokens: int) -> str:
     last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     systems = [_text(m) for m in messages if m.get("role") in ("system", "developer")]
     recalled = [m for m in messages[:last] if _is_recalled(m)]
+    passages = [m for m in messages[:last] if _is_passages(m)]
     history = [
         m
         for m in messages[: max(last, 0)]
-        if m.get("role") not in ("system", "developer") and not _is_recalled(m)
+        if m.get("role") not in ("system", "developer")
+        and not _is_recalled(m)
+        and not _is_passages(m)
     ]
     turns = sum(1 for m in history if m.get("role") == "user")
     lines = [
@@ -102,6 +105,7 @@ def reveal_text(body: Mapping[str, Any], prompt_tokens: int) -> str:
         + (f"; the last {min(len(history), _SHOWN_MESSAGES)}:" if history else "."),
         *(f"  {_message_line(m)}" for m in history[-_SHOWN_MESSAGES:]),
         *_recalled_lines(recalled),
+        *_block_lines("From the knowledge bases", passages),
         _tools_line(offered_tools(body)),
         f"This message: {_short(_text(messages[last]), 200) if last >= 0 else '(none)'}",
     ]
@@ -173,10 +177,17 @@ def _system_line(systems: Sequence[str]) -> str:
 
 
 def _recalled_lines(recalled: Sequence[Any]) -> list[str]:
-    if not recalled:
-        return ["Recalled from memory: nothing."]
-    items = [line for m in recalled for line in _text(m).splitlines()[1:] if line.strip()]
-    lines = [f"Recalled from memory ({_count(len(items), 'item')}):"]
+    return _block_lines("Recalled from memory", recalled, "item") or [
+        "Recalled from memory: nothing."
+    ]
+
+
+def _block_lines(title: str, blocks: Sequence[Any], noun: str = "passage") -> list[str]:
+    """A quoted block's items, one a line (none: no line at all)."""
+    items = [line for m in blocks for line in _text(m).splitlines()[1:] if line.strip()]
+    if not items:
+        return []
+    lines = [f"{title} ({_count(len(items), noun)}):"]
     lines += [f"  {_short(item, 160)}" for item in items[:_SHOWN_ITEMS]]
     if len(items) > _SHOWN_ITEMS:
         lines.append(f"  … and {len(items) - _SHOWN_ITEMS} more")
@@ -204,6 +215,12 @@ def _is_recalled(message: Mapping[str, Any]) -> bool:
     from bot.prompt.safety import RECALLED_HEADER  # lazy: the kit must import without the core
 
     return message.get("role") == "user" and _text(message).startswith(RECALLED_HEADER)
+
+
+def _is_passages(message: Mapping[str, Any]) -> bool:
+    from bot.prompt.passages import PASSAGES_HEADER  # lazy, as above
+
+    return message.get("role") == "user" and _text(message).startswith(PASSAGES_HEADER)
 
 
 def _text(message: Mapping[str, Any]) -> str:
