@@ -15,6 +15,7 @@ DOCX whose archive would expand past the limit (a decompression bomb).
 from __future__ import annotations
 
 import io
+import logging
 import re
 import zipfile
 from collections.abc import Callable, Iterator
@@ -196,6 +197,10 @@ def _has_blocks(element: Any) -> bool:
 def _read_pdf(name: str, data: bytes, max_bytes: int) -> list[Block]:
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
+
+    # pypdf logs what it repairs in a damaged file ("EOF marker not found") as warnings: the
+    # sender gets the refusal's reason instead, and the log keeps errors only
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
 
     try:
         reader = PdfReader(io.BytesIO(data))
