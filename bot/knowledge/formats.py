@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import textwrap
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import PurePath
@@ -98,6 +99,13 @@ def _clean(text: str) -> str:
     )
 
 
+def _indented(text: str) -> str:
+    """A list item or table as written: its lines' indentation kept relative to the first (a
+    code block inside a list item stays valid code), blank lines and trailing spaces out."""
+    lines = [line.rstrip() for line in textwrap.dedent(text.replace("\t", "    ")).split("\n")]
+    return "\n".join(line for line in lines if line)
+
+
 def _read_text(name: str, data: bytes, max_bytes: int) -> list[Block]:
     paragraphs = re.split(r"\n\s*\n", _decoded(name, data))
     return [Block((), _clean(p)) for p in paragraphs]
@@ -120,7 +128,7 @@ def _read_markdown(name: str, data: bytes, max_bytes: int) -> list[Block]:
         elif token.type in {"list_item_open", "table_open"} and token.map:
             if depth == 0:
                 start, end = token.map
-                blocks.append(Block(_titles(path), _clean("\n".join(lines[start:end]))))
+                blocks.append(Block(_titles(path), _indented("\n".join(lines[start:end]))))
             depth += 1
         elif token.type in {"list_item_close", "table_close"}:
             depth -= 1

@@ -29,10 +29,16 @@ def test_markdown_keeps_heading_paths_items_and_code() -> None:
     assert [(b.headings, b.text) for b in blocks] == [
         (("Rules",), "Be kind."),
         (("Rules", "Bans"), "- no spam"),
-        (("Rules", "Bans"), "- no ads\nstill the ad item"),
+        (("Rules", "Bans"), "- no ads\n  still the ad item"),
         (("Rules", "Bans"), "code here"),
         (("Setup",), "Run it."),
     ]
+
+
+def test_code_inside_a_list_item_keeps_its_indentation() -> None:
+    text = "1. Add:\n\n   ```yaml\n   chats:\n     - match: x\n       knowledge: [rules]\n   ```\n"
+    [block] = read_document("setup.md", text.encode(), max_bytes=LIMIT)
+    assert "   chats:\n     - match: x\n       knowledge: [rules]" in block.text
 
 
 def test_html_reads_text_not_markup_and_skips_scripts() -> None:
