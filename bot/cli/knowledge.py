@@ -192,6 +192,13 @@ async def _list(args: argparse.Namespace, store: Storage) -> int:
 
 
 async def _remove(args: argparse.Namespace, store: Storage) -> int:
+    if args.all == (args.source is not None):
+        sys.stderr.write("name one document to remove, or give --all for the whole base\n")
+        return 2
+    if args.all:
+        removed = await store.remove_base(args.base)
+        sys.stdout.write(f"{args.base}: removed {counted(removed, 'document')}\n")
+        return 0
     if await store.remove_document(args.base, args.source):
         sys.stdout.write(f"{args.base}: removed {args.source}\n")
         return 0
@@ -210,11 +217,15 @@ async def _reindex(args: argparse.Namespace, store: Storage) -> int:
 
 
 async def knowledge_command(args: argparse.Namespace, settings: Settings) -> int:
-    if args.base not in settings.knowledge.bases:
+    declared = settings.knowledge.bases
+    if args.base not in declared and args.knowledge_command not in ("list", "remove"):
+        names = ", ".join(declared) or "none"
         raise ConfigError(
-            f"no knowledge base {args.base!r}",
+            f"no knowledge base {args.base!r} (declared: {names})",
             fix=f"declare it in the config: knowledge: {{bases: {{{args.base}: {{}}}}}}",
         )
+    if args.base not in declared:  # a base taken out of config: its documents may linger
+        sys.stderr.write(f"{args.base} is not declared in the config: never searched\n")
     async with open_storage(settings) as store:
         if args.knowledge_command == "add":
             status = await _add(args, settings, store)

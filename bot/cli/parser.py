@@ -96,7 +96,10 @@ def _add_knowledge_parser(sub: SubCommands) -> None:
     listing.add_argument("base", help="a base named under knowledge.bases")
     remove = knowledge_sub.add_parser("remove", help="remove one document from a base")
     remove.add_argument("base", help="a base named under knowledge.bases")
-    remove.add_argument("source", help="the document as `knowledge list` shows it")
+    remove.add_argument("source", nargs="?", help="the document as `knowledge list` shows it")
+    remove.add_argument(
+        "--all", action="store_true", help="every document of the base, and its chat bindings"
+    )
     reindex = knowledge_sub.add_parser(
         "reindex",
         help="rebuild a base's search index from its stored chunks",

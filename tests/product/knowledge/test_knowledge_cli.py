@@ -61,6 +61,24 @@ async def test_an_undeclared_base_is_refused_with_the_fix(tmp_path: Path) -> Non
     assert code == 2 and "knowledge add" in err
 
 
+async def test_a_base_taken_out_of_the_config_can_still_be_listed_and_removed(
+    tmp_path: Path,
+) -> None:
+    write_config(tmp_path, "knowledge:\n  bases:\n    old: {}\n")
+    (tmp_path / "a.md").write_text("# A\n\nText.\n", "utf-8")
+    (tmp_path / "b.md").write_text("# B\n\nMore.\n", "utf-8")
+    code, _, err = await run_cli("knowledge", "add", "old", str(tmp_path / "a.md"),
+                                 str(tmp_path / "b.md"), env=env_for(tmp_path))  # fmt: skip
+    assert code == 0, err
+    write_config(tmp_path)  # the base is no longer declared
+    code, out, err = await run_cli("knowledge", "list", "old", env=env_for(tmp_path))
+    assert code == 0 and "2 documents" in out and "not declared in the config" in err
+    code, _, err = await run_cli("knowledge", "remove", "old", env=env_for(tmp_path))
+    assert code == 2 and "--all" in err
+    code, out, _ = await run_cli("knowledge", "remove", "old", "--all", env=env_for(tmp_path))
+    assert code == 0 and out == "old: removed 2 documents\n"
+
+
 async def test_reindex_rebuilds_a_lost_index(tmp_path: Path) -> None:
     write_config(tmp_path, "knowledge:\n  bases:\n    rules: {}\n    faq: {}\n")
     env = env_for(tmp_path)
