@@ -67,7 +67,8 @@ class KnowledgeDesk:
             return await self.unbind(ctx, name)
         if verb == "add":
             return CommandResult(
-                "Send the document itself with the caption /knowledge add NAME.",
+                "Send the document itself with the caption /knowledge add NAME (Telegram,"
+                " Discord), or add files from the shell: python -m bot knowledge add NAME PATH",
                 ok=False,
                 private=True,
             )
