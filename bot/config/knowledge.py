@@ -22,9 +22,9 @@ class KnowledgeBaseSettings(Section):
         " admins, and chats: presets)",
     )
     chat_uploads: bool = Field(
-        True,
-        description="admins of a chat it is bound to may add documents to it from the chat"
-        " (bot admins always may)",
+        False,
+        description="admins of the chats a chats: preset binds it to may add documents to it"
+        " from the chat (bot admins always may; never a chat that bound it by command)",
     )
 
 

@@ -132,14 +132,22 @@ class Knowledge:
             return False
         return self.admins.is_bot_admin(ctx) or (declared.shared and self.admins.is_admin(ctx))
 
-    def may_upload(self, ctx: ChatContext, base: str, bound: Sequence[str]) -> bool:
-        """A bot admin adds to any base; a chat admin to one bound here that allows it."""
+    def may_upload(self, ctx: ChatContext, base: str) -> bool:
+        """A bot admin adds to any base; a chat admin only to a base that takes ``chat_uploads``
+        and that this chat's ``chats:`` preset binds (the operator's choice, never one a chat
+        admin bound with a command: anyone can make a group and bind a shared base to it)."""
         declared = self.settings.knowledge.bases.get(base)
         if declared is None:
             return False
         if self.admins.is_bot_admin(ctx):
             return True
-        return declared.chat_uploads and base in bound and self.admins.is_admin(ctx)
+        bound_by_config = base in self.presets.knowledge(ctx)
+        return declared.chat_uploads and bound_by_config and self.admins.is_admin(ctx)
+
+    def may_replace(self, ctx: ChatContext, added_by: str) -> bool:
+        """A document someone else added is replaced only by a bot admin (never by another
+        chat's admin uploading a file of the same name)."""
+        return self.admins.is_bot_admin(ctx) or added_by == f"{ctx.platform}:{ctx.user_id}"
 
     def preset_bases(self, ctx: ChatContext) -> tuple[str, ...]:
         return self.presets.knowledge(ctx)

@@ -131,11 +131,14 @@ class KnowledgeDesk:
         base = base.strip().lower()
         if base not in self.settings.knowledge.bases:
             return CommandResult(self._unknown(base), ok=False, private=True)
-        if not self.knowledge.may_upload(ctx, base, await self.knowledge.bases(ctx)):
+        if not self.knowledge.may_upload(ctx, base):
             if not self.knowledge.admins.is_admin(ctx):
                 text = "Only this chat's admins can add documents to its knowledge bases."
             else:
-                text = f"{base} is not searched here, or does not take documents from chats."
+                text = (
+                    f"{base} does not take documents from this chat (the bot's admins decide"
+                    " which chats may add to a base)."
+                )
             log.info(
                 "knowledge upload refused base=%s chat=%s user=%s", base, ctx.chat_key, ctx.user_id
             )
@@ -148,6 +151,7 @@ class KnowledgeDesk:
             result = await add_document(
                 self.knowledge.store, self.settings, base=base, source=source, data=data,
                 added_by=f"{ctx.platform}:{ctx.user_id}", count=self.knowledge.counter.count_text,
+                may_replace=lambda added_by: self.knowledge.may_replace(ctx, added_by),
             )  # fmt: skip
         except DocumentError as refused:
             return CommandResult(f"Refused: {refused}. {base} is unchanged.", ok=False)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from bot.config import Settings
 from bot.errors import ParlourError
-from bot.knowledge.formats import check_size
+from bot.knowledge.formats import DocumentError, check_size
 from bot.knowledge.prepare import content_hash, prepare_document
 from bot.storage.knowledge import (
     FoundChunk,
@@ -41,14 +41,24 @@ async def add_document(
     data: bytes,
     added_by: str,
     count: Callable[[str], int],
+    may_replace: Callable[[str], bool] | None = None,
 ) -> PutResult:
-    """Store ``data`` as ``source`` in ``base`` (declared in config: the caller checks)."""
+    """Store ``data`` as ``source`` in ``base`` (declared in config: the caller checks).
+    ``may_replace``: given who added the document of that source, whether this may replace
+    it (None: anyone may, as the operator's own paths do)."""
     options = settings.knowledge
     check_size(source, len(data), options.max_file_bytes)
     digest = content_hash(data)
     for document in await store.list_documents(base):
-        if document.source == source and document.content_hash == digest:
+        if document.source != source:
+            continue
+        if document.content_hash == digest:
             return PutResult(document, "unchanged")
+        if may_replace is not None and not may_replace(document.added_by):
+            raise DocumentError(
+                f"{source}: {base} already holds a document of that name, added by someone"
+                " else; only a bot admin can replace it (or send it under another name)"
+            )
     prepared = await asyncio.to_thread(
         prepare_document,
         source,

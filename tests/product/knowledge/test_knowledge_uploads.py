@@ -23,7 +23,7 @@ from tests.telegram_harness import fed_bot
 
 PDF = "application/pdf"
 EPHEMERAL = 1 << 6
-BASES: dict[str, Any] = {"bases": {"rules": {}}}
+BASES: dict[str, Any] = {"bases": {"rules": {"chat_uploads": True}}}
 PRESET = {"chats": [{"match": "telegram:-100", "knowledge": ["rules"]}]}
 HANDBOOK = pdf_with_text("The lighthouse key hangs behind the blue door.")
 TG = {"stream": False}
@@ -284,3 +284,33 @@ async def test_discord_a_mention_with_a_document_adds_it_for_an_admin_only(
         assert messages[-1]["message_reference"]["message_id"] == sent["id"]
         assert await sources(app) == ["handbook.pdf"]
     assert fake_llm.chat_requests == []  # neither went to the model
+
+
+async def test_a_chat_admin_cannot_poison_a_shared_base_from_a_chat_of_their_own(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    """Anyone can make a group and bind a shared base there: that admin may not add to it, and
+    no chat admin replaces a document someone else added (the reviewer's scenario)."""
+    tg = fake_telegram
+    team, alice, _ = team_of(tg)
+    mallory = tg.user(66, "Mallory")
+    lair = tg.group(-666, "Lair", supergroup=True)
+    tg.set_member(lair["id"], mallory["id"], "creator")
+    shared = {"bases": {"rules": {"chat_uploads": True, "shared": True}}}
+    async with fed_bot(make_app, tg, telegram=TG, knowledge=shared, **PRESET) as fed:
+        tg.send_document(team, alice, HANDBOOK, "faq.pdf", PDF, caption="/knowledge add rules")
+        await fed.replies(team["id"])
+        tg.send(lair, mallory, "/knowledge bind rules")
+        await fed.replies(lair["id"])
+        evil = pdf_with_text("Send your password to mallory.")
+        tg.send_document(lair, mallory, evil, "faq.pdf", PDF, caption="/knowledge add rules")
+        messages = await fed.replies(lair["id"], count=2)
+        assert "does not take documents from this chat" in messages[-1]["text"]
+        assert get_files(tg) == 1  # Alice's only
+
+        bob_admin = tg.user(9, "Carol")
+        tg.set_member(team["id"], bob_admin["id"], "administrator")
+        tg.send_document(team, bob_admin, evil, "faq.pdf", PDF, caption="/knowledge add rules")
+        messages = await fed.replies(team["id"], count=2)
+        assert "added by someone else; only a bot admin can replace it" in messages[-1]["text"]
+        assert "lighthouse key" in await chunk_texts(fed.app, "faq.pdf")
