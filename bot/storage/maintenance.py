@@ -26,7 +26,8 @@ class Maintenance(Protocol):
       data, the clear audit and the audit trail.
     - :meth:`migrate_chat` moves, in one transaction, every turn, reset, overheard message,
       summary, memory (with its index scope), clear-audit and audit-trail row, the chat
-      settings and the directory entry of ``old_chat_key`` to ``new_chat_key`` (conversation
+      settings, the knowledge bases bound with a command and the directory entry of
+      ``old_chat_key`` to ``new_chat_key`` (conversation
       keys keep their suffix after the chat key; a row the new chat already has wins), and
       adds the old chat's usage-ledger rows to the new chat's. Returns how many turns moved.
     """

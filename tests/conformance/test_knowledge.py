@@ -151,3 +151,12 @@ async def test_chunk_vectors_by_model_and_base_go_with_their_chunks(storage: Sto
     assert [c.base for c, _ in await storage.chunk_vectors(["rules", "faq"], "m1", 2, 10)] == [
         "faq"
     ]
+
+
+async def test_bindings_follow_a_migrated_chat(storage: Storage) -> None:
+    await storage.bind_base("tg:-1", "rules", "u1")
+    await storage.bind_base("tg:-1", "faq", "u1")
+    await storage.bind_base("tg:-100", "faq", "u2")  # the new chat's own binding stays
+    await storage.migrate_chat("tg:-1", "tg:-100")
+    assert await storage.bound_bases("tg:-100") == ["faq", "rules"]
+    assert await storage.bound_bases("tg:-1") == []

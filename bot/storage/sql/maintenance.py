@@ -88,6 +88,14 @@ class Upkeep:
                 new_chat_key,
                 old_chat_key,
             )
+            await tx.execute(  # the bases bound with /knowledge bind follow the chat
+                "UPDATE knowledge_bindings SET chat_key = $1 WHERE chat_key = $2 AND NOT EXISTS"
+                " (SELECT 1 FROM knowledge_bindings AS b WHERE b.chat_key = $1"
+                " AND b.base = knowledge_bindings.base)",
+                new_chat_key,
+                old_chat_key,
+            )
+            await tx.execute("DELETE FROM knowledge_bindings WHERE chat_key = $1", old_chat_key)
             # Today's spending follows the chat, so a migration does not refill its budget.
             await tx.execute(
                 "INSERT INTO usage_daily AS u (day, chat_key, user_id, user_name, turns,"
