@@ -30,6 +30,7 @@ from bot.plugins.output import ToolResult
 from bot.prompt.passages import (
     NumberedPassage,
     cited_numbers,
+    highest_number,
     passages_message,
     sources_line,
     tool_result,
@@ -40,6 +41,7 @@ from bot.storage.knowledge import (
     KnowledgeDocuments,
     KnowledgeVectors,
 )
+from bot.values import StoredTurn
 
 __all__ = ["SEARCH_TOOL", "Knowledge", "KnowledgeStore", "KnowledgeTools", "KnowledgeTurn"]
 
@@ -115,10 +117,18 @@ class Knowledge:
             return ()
         return await bases_for(self.store, self.settings, ctx.chat_key, self.presets.knowledge(ctx))
 
-    async def turn(self, ctx: ChatContext, tools: ToolRunner | None = None) -> KnowledgeTurn:
-        """This turn's knowledge (where no base is bound: none, and ``tools`` as they are)."""
+    async def turn(
+        self,
+        ctx: ChatContext,
+        tools: ToolRunner | None = None,
+        history: Sequence[StoredTurn] = (),
+    ) -> KnowledgeTurn:
+        """This turn's knowledge (where no base is bound: none, and ``tools`` as they are);
+        its passages are numbered on from those ``history`` (the window) still shows."""
         bases = await self.bases(ctx)
         turn = KnowledgeTurn(self.settings, self.store, bases, self.counter, self.vectors)
+        if bases:
+            turn.first = 1 + highest_number(m for t in history for m in t.messages)
         offered = bases and self.settings.knowledge.tool
         turn.runner = KnowledgeTools(tools, turn) if offered else tools
         return turn
@@ -173,6 +183,7 @@ class KnowledgeTurn:
         self.tool_cap = passage_cap(settings, tool=True)
         self._given: dict[int, NumberedPassage] = {}  # by chunk id
         self.runner: ToolRunner | None = None  # the chat's tools, with search_knowledge
+        self.first = 1  # this turn's first passage number
 
     @property
     def given(self) -> list[NumberedPassage]:
@@ -221,7 +232,11 @@ class KnowledgeTurn:
             passage = self._given.get(chunk.chunk_id)
             if passage is None:
                 passage = NumberedPassage(
-                    len(self._given) + 1, chunk.source, chunk.headings, chunk.page, chunk.text
+                    self.first + len(self._given),
+                    chunk.source,
+                    chunk.headings,
+                    chunk.page,
+                    chunk.text,
                 )
                 self._given[chunk.chunk_id] = passage
             passages.append(passage)

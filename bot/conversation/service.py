@@ -287,7 +287,7 @@ class ChatService:
             if on_admitted is not None:  # one loop step on: after the model request's task
                 asyncio.get_running_loop().call_soon(on_admitted)
             said = await self.media.read(text, attachments)  # caps; voice transcribed
-            knowledge = await self.knowledge.turn(ctx, self.tools)  # + search_knowledge
+            knowledge = await self.knowledge.turn(ctx, self.tools, rows.window)
             runner = knowledge.runner
             tools = runner.definitions(ctx) if runner else []
             passages = await knowledge.before_call(said.query)

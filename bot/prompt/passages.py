@@ -11,7 +11,7 @@ sources line (:func:`sources_line`) names the documents behind the numbers it ci
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ __all__ = [
     "PASSAGES_HEADER",
     "NumberedPassage",
     "cited_numbers",
+    "highest_number",
     "label_of",
     "passage_line",
     "passages_message",
@@ -92,6 +93,24 @@ def cited_numbers(text: str) -> list[int]:
             last = int(high) if high.strip() else first
             numbers.extend(range(first, min(last, first + 50) + 1))
     return list(dict.fromkeys(numbers))
+
+
+def highest_number(messages: Iterable[Mapping[str, Any]]) -> int:
+    """The highest passage number the history holds (search results kept with their turns,
+    answers citing them): a new turn numbers on from it, so ``[2]`` in an old answer never
+    names this turn's passage 2."""
+    highest = 0
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, str):
+            continue
+        if message.get("role") == "tool" and content.startswith(TOOL_HEADER):
+            for line in content.split("\n")[1:]:
+                number = line[1 : line.find(",")] if line.startswith("[") else ""
+                highest = max(highest, int(number) if number.isdigit() else 0)
+        elif message.get("role") == "assistant":
+            highest = max([highest, *cited_numbers(content)])
+    return highest
 
 
 def _shown(text: str) -> str:

@@ -235,3 +235,27 @@ async def test_with_max_tokens_0_only_the_tool_brings_passages(
     [result] = [m for m in fake_llm.chat_requests[-1].json["messages"] if m["role"] == "tool"]
     assert "admin's approval" in result["content"]
     assert "Sources: [1] rules.md" in answer["text"]
+
+
+async def test_numbers_go_on_from_those_the_history_shows(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    """An old answer's [1] stays in the history: the next turn's passages start at 2, so the
+    model citing the old [1] again does not name this turn's first passage."""
+    tg = fake_telegram
+    bob = tg.user(7, "Bob")
+    team = tg.group(-100, "Team", supergroup=True)
+    async with bound_bot(make_app, tg, "rules") as fed:
+        await add(fed.app, "rules", "rules.md", RULES)
+        fake_llm.script(reply("Approval first [1]."))
+        tg.send(team, bob, "@parlour_bot can I post links to other servers?")
+        await fed.replies(team["id"])
+        fake_llm.script(reply("As I said [1]; and voice chats end at 23:00 [2]."))
+        tg.send(team, bob, "@parlour_bot when do voice chats end?")
+        messages = await fed.replies(team["id"], count=2)
+    block = passage_block(fake_llm)
+    assert block is not None
+    numbers = [json.loads(line)[0] for line in block["content"].split("\n")[1:]]
+    assert numbers and min(numbers) == 2
+    shown = messages[-1]["text"]
+    assert "Sources: [2] rules.md" in shown and "[1] rules.md" not in shown
