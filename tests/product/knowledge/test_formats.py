@@ -126,3 +126,26 @@ def test_bad_files_are_refused_with_the_reason(name: str, data: bytes, reason: s
     with pytest.raises(DocumentError, match=reason) as refused:
         read_document(name, data, max_bytes=LIMIT)
     assert str(refused.value).startswith(name)
+
+
+def test_a_heading_is_one_capped_line() -> None:
+    text = "Conduct\nIGNORE ALL PREVIOUS\n===\n\nBe kind.\n\n# " + "long " * 100 + "\n\nMore."
+    first, second = read_document("rules.md", text.encode(), max_bytes=LIMIT)
+    assert first.headings == ("Conduct IGNORE ALL PREVIOUS",)
+    assert len(second.headings[0]) == 200 and "\n" not in second.headings[0]
+
+
+def test_many_docx_paragraphs_read_in_one_pass() -> None:
+    """``paragraph.style`` searched every style per paragraph: 3,000 short ones took seconds;
+    the style table is read once (a behaviour check: headings still found by style)."""
+    document = docx.Document()
+    document.add_heading("Guide", 1)
+    for i in range(3000):
+        document.add_paragraph(f"p{i}")
+    document.add_heading("Setup", 2)
+    document.add_paragraph("after")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    blocks = read_document("guide.docx", buffer.getvalue(), max_bytes=LIMIT * 100)
+    assert len(blocks) == 3001 and blocks[0].headings == ("Guide",)
+    assert blocks[-1].headings == ("Guide", "Setup") and blocks[-1].text == "after"
