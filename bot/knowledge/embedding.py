@@ -36,14 +36,36 @@ class ChunkEmbedding:
             rows = await self.store.unembedded_chunks(model, after, self.batch)
             if not rows:
                 return filled
-            vectors = await self.embedder.embed([text for _, text in rows], role="passage")
-            await self.store.put_chunk_vectors(
-                model, [(i, v) for (i, _), v in zip(rows, vectors, strict=True)]
-            )
-            filled += len(rows)
+            pairs = await self._embedded(rows)
+            await self.store.put_chunk_vectors(model, pairs)
+            filled += len(pairs)
             after = rows[-1][0]
             if on_rows is not None:
                 on_rows(len(rows))
+
+    async def _embedded(self, rows: list[tuple[int, str]]) -> list[tuple[int, list[float]]]:
+        """Vectors for a batch; when the endpoint refuses the batch, one text at a time, so a
+        chunk it will never take (too long for the model) does not hold back those after it.
+        Raises when not one of them could be embedded (the endpoint is down)."""
+        try:
+            vectors = await self.embedder.embed([text for _, text in rows], role="passage")
+            return [(i, v) for (i, _), v in zip(rows, vectors, strict=True)]
+        except LLMError:
+            if len(rows) == 1:
+                raise
+        pairs: list[tuple[int, list[float]]] = []
+        failed: LLMError | None = None
+        for chunk_id, text in rows:
+            try:
+                [vector] = await self.embedder.embed([text], role="passage")
+            except LLMError as exc:
+                log.warning("knowledge chunk %d not embedded (full-text only): %s", chunk_id, exc)
+                failed = exc
+                continue
+            pairs.append((chunk_id, vector))
+        if not pairs and failed is not None:
+            raise failed
+        return pairs
 
     def later(self) -> None:
         """Fill in the background (now, or again once the running fill ends)."""

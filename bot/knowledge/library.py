@@ -1,5 +1,5 @@
-"""Adding one document to a base: the one path the CLI, the admin API, the dashboard and a
-chat upload share.
+"""Adding one document to a base: the path the admin API, the dashboard and a chat upload share
+(the CLI reads the same way, file by file, with its own progress and outcome counts).
 
 The bytes are hashed first: a document whose base already holds the same source with the same
 hash is "unchanged" and not parsed again. Otherwise it is read and chunked in a worker thread
