@@ -237,7 +237,9 @@ async def _memory(args: argparse.Namespace, settings: Settings) -> int:
 async def _knowledge(args: argparse.Namespace, settings: Settings) -> int:
     if args.knowledge_command is None:
         sys.stderr.write(args.knowledge_help())
-        sys.stderr.write("\nerror: say which: `knowledge add`, `list`, `remove` or `reindex`\n")
+        sys.stderr.write(
+            "\nerror: say which: `knowledge add`, `list`, `remove`, `reindex` or `unbind`\n"
+        )
         return 2
     from bot.cli.knowledge import knowledge_command
 

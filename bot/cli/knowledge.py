@@ -188,7 +188,22 @@ async def _list(args: argparse.Namespace, store: Storage) -> int:
             f"\t{document.tokens} tokens\t{document.content_hash[:19]}\n"
         )
     sys.stdout.write(f"{args.base}: {counted(len(documents), 'document')}\n")
+    chats = await store.base_bindings(args.base)
+    if chats:
+        sys.stdout.write(f"bound by /knowledge bind in: {', '.join(chats)}\n")
     return 0
+
+
+async def _unbind(args: argparse.Namespace, store: Storage) -> int:
+    """Take back bindings made in chats (a base no longer ``shared``: its old bindings stay
+    until taken back here)."""
+    if args.all == (args.chat is not None):
+        sys.stderr.write("name one chat (as `knowledge list` shows it), or give --all\n")
+        return 2
+    chats = await store.base_bindings(args.base) if args.all else [args.chat]
+    gone = [chat for chat in chats if await store.unbind_base(chat, args.base)]
+    sys.stdout.write(f"{args.base}: unbound from {counted(len(gone), 'chat')}\n")
+    return 0 if gone or args.all else 1
 
 
 async def _remove(args: argparse.Namespace, store: Storage) -> int:
@@ -218,7 +233,7 @@ async def _reindex(args: argparse.Namespace, store: Storage) -> int:
 
 async def knowledge_command(args: argparse.Namespace, settings: Settings) -> int:
     declared = settings.knowledge.bases
-    if args.base not in declared and args.knowledge_command not in ("list", "remove"):
+    if args.base not in declared and args.knowledge_command not in ("list", "remove", "unbind"):
         names = ", ".join(declared) or "none"
         raise ConfigError(
             f"no knowledge base {args.base!r} (declared: {names})",
@@ -233,6 +248,8 @@ async def knowledge_command(args: argparse.Namespace, settings: Settings) -> int
             return await _list(args, store)
         elif args.knowledge_command == "reindex":
             status = await _reindex(args, store)
+        elif args.knowledge_command == "unbind":
+            return await _unbind(args, store)
         else:
             return await _remove(args, store)
         return max(status, await _embed(settings, store))

@@ -72,7 +72,7 @@ def _add_knowledge_parser(sub: SubCommands) -> None:
     knowledge = sub.add_parser("knowledge", help="knowledge bases' documents")
     knowledge.set_defaults(knowledge_help=knowledge.format_help)
     knowledge_sub = knowledge.add_subparsers(
-        dest="knowledge_command", metavar="{add,list,remove,reindex}"
+        dest="knowledge_command", metavar="{add,list,remove,reindex,unbind}"
     )
     add = knowledge_sub.add_parser(
         "add",
@@ -100,6 +100,12 @@ def _add_knowledge_parser(sub: SubCommands) -> None:
     remove.add_argument(
         "--all", action="store_true", help="every document of the base, and its chat bindings"
     )
+    unbind = knowledge_sub.add_parser(
+        "unbind", help="take back a base's bindings made in chats with /knowledge bind"
+    )
+    unbind.add_argument("base", help="a base named under knowledge.bases")
+    unbind.add_argument("chat", nargs="?", help="a chat key, as `knowledge list` shows it")
+    unbind.add_argument("--all", action="store_true", help="from every chat that bound it")
     reindex = knowledge_sub.add_parser(
         "reindex",
         help="rebuild a base's search index from its stored chunks",

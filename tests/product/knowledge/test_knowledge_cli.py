@@ -201,3 +201,20 @@ async def test_a_folders_hidden_and_unknown_files_and_same_named_files(tmp_path:
     assert code == 0, err
     code, out, _ = await run_cli("knowledge", "list", "notes", env=env)
     assert any(line.startswith(f"{url}\t") for line in out.splitlines())
+
+
+async def test_bindings_made_in_chats_are_listed_and_taken_back(tmp_path: Path) -> None:
+    write_config(tmp_path, "knowledge:\n  bases:\n    faq: {}\n")
+    env = env_for(tmp_path)
+    settings = settings_from_mapping({"storage": {"path": str(tmp_path / "bot.db")}})
+    async with open_storage(settings) as store:
+        for chat in ("telegram:-1", "telegram:-2", "discord:9"):
+            await store.bind_base(chat, "faq", "u1")
+    code, out, _ = await run_cli("knowledge", "list", "faq", env=env)
+    assert "bound by /knowledge bind in: discord:9, telegram:-1, telegram:-2" in out
+    code, out, _ = await run_cli("knowledge", "unbind", "faq", "telegram:-1", env=env)
+    assert code == 0 and out == "faq: unbound from 1 chat\n"
+    code, out, _ = await run_cli("knowledge", "unbind", "faq", "--all", env=env)
+    assert code == 0 and out == "faq: unbound from 2 chats\n"
+    async with open_storage(settings) as store:
+        assert await store.base_bindings("faq") == []
