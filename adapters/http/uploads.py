@@ -31,6 +31,7 @@ __all__ = [
 
 FORM_SLACK = 16_384  # bytes a form may hold besides its file: boundaries, headers, small fields
 FIELD_BYTES = 1_024  # the most a text field (a source name, the CSRF token) may hold
+MAX_FIELDS = 8  # text fields a form may carry (a chunked body has no length to check first)
 MULTIPART = "multipart/form-data"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -128,6 +129,8 @@ async def _parts(
                 return read
             data = read
         elif part.filename is None:
+            if len(fields) >= MAX_FIELDS:
+                return _bad(f"more than {MAX_FIELDS} form fields")
             text = await _text(part)
             if isinstance(text, Refused):
                 return text

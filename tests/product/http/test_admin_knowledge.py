@@ -188,6 +188,12 @@ async def test_undeclared_bases_tokens_and_bad_requests(make_app: AppFactory) ->
         for bad in ("bad\x01name.md", "x" * 501):
             await upload(http, GUIDE, "a.md", status=400, source=bad)
         await upload(http, GUIDE, "a.md", status=400, colour="blue")  # no such field
+        crowded = aiohttp.FormData(default_to_multipart=True)
+        for n in range(9):
+            crowded.add_field(f"f{n}", "x")
+        crowded.add_field("file", GUIDE, filename="a.md")
+        many = await call(http, "POST", "/api/knowledge/docs/documents", 400, data=crowded)
+        assert "more than 8 form fields" in many["error"]["message"]
         await call(http, "GET", "/api/knowledge/docs/document", 400)  # no source
         missing = await call(
             http, "GET", "/api/knowledge/docs/document", 404, params={"source": "none.md"}
