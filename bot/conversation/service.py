@@ -391,7 +391,8 @@ class ChatService:
     async def history_info(self, ctx: ChatContext) -> HistoryInfo:
         key = self.conversation_key(ctx)
         stats = await self.store.stats(key)
-        tools = self.tools.definitions(ctx) if self.tools else []
+        runner = (await self.knowledge.turn(ctx, self.tools)).runner  # search_knowledge too
+        tools = runner.definitions(ctx) if runner else []
         window_tokens, budget = await self.prompts.figures(ctx, key, tools)
         return HistoryInfo(
             conversation_key=key,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
-from tests.conftest import AppFactory
+from tests.conftest import AppFactory, group
 from tests.product.knowledge.test_knowledge_chat import FAQ, RULES, add, passage_block
 from tests.telegram_harness import fed_bot
 
@@ -81,3 +81,13 @@ async def test_a_bot_admin_binds_any_base_and_a_presets_base_stays(
         tg.send(team, owner, "/knowledge bind nosuch")
         messages = await fed.replies(team["id"], count=2)
         assert "no knowledge base 'nosuch'" in messages[-1]["text"]
+
+
+async def test_history_counts_the_search_tool_where_a_base_is_bound(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    bound, other = group(chat="-100"), group(chat="-200")
+    async with make_app(knowledge=BASES, plugins=[], **PRESET) as app:
+        here = await app.service.history_info(bound)
+        there = await app.service.history_info(other)
+    assert here.budget < there.budget  # search_knowledge's definition takes its tokens
