@@ -26,7 +26,6 @@ embedding included, against full-text ``retrieve`` at 1,000 tokens.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import resource
 import statistics
@@ -37,12 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import make_settings
 from bench.knowledge_quality import (
     BASE,
     BUDGETS,
-    CONTEXT_WINDOW,
-    NO_LLM,
     PLAIN,
     Gold,
     PlainBM25,
@@ -50,20 +46,17 @@ from bench.knowledge_quality import (
     Tally,
     block_tokens,
     ingest,
-    sample,
+    prepare_run,
 )
 from bench.squad import Dataset
-from bot.config import Settings
 from bot.knowledge.embedding import ChunkEmbedding
 from bot.knowledge.retrieval import (
     MAX_VECTOR_CANDIDATES,
     QueryVectors,
-    passage_cap,
     retrieve,
     within,
 )
 from bot.llm.embeddings import TextEmbedder, make_embedder
-from bot.llm.tokens import get_counter
 from bot.storage import open_storage
 from bot.storage.knowledge import FoundChunk
 
@@ -79,14 +72,7 @@ FOUND = "the 8 found, before the budget"
 TIMED = f"{BUDGETS[0]:,} tokens"  # the budget full-text retrieve is timed at
 
 
-def fused_settings(db: Path, max_tokens: int = BUDGETS[0]) -> Settings:
-    return make_settings(
-        NO_LLM,
-        db,
-        llm={"context_window": CONTEXT_WINDOW},
-        knowledge={"bases": {BASE: {}}, "max_tokens": max_tokens},
-        memory={"embeddings": {"local": True}},
-    )
+LOCAL = {"embeddings": {"local": True}}  # memory.embeddings: E5 in this process
 
 
 @dataclass(slots=True)
@@ -169,13 +155,15 @@ async def measure_fused(
     seed: int = 29,
     progress: Callable[[str], None] | None = None,
 ) -> FusedFigures:
-    settings = fused_settings(root / "squad-fused.db")
-    caps = {f"{b:,} tokens": passage_cap(fused_settings(root / "x.db", b)) for b in BUDGETS}
-    top_k = settings.knowledge.top_k
-    counter = get_counter(settings.llm.model)
-    await asyncio.to_thread(counter.load)
+    run = await prepare_run(dataset, root, "squad-fused.db", questions, seed, memory=LOCAL)
+    settings, caps, top_k, counter, asked = (
+        run.settings,
+        run.caps,
+        run.top_k,
+        run.counter,
+        run.asked,
+    )
     count = counter.count_text
-    asked = sample(dataset.questions, questions, seed)
     embedder = make_embedder(settings.memory.embeddings, settings.llm)
     floor = embedder.settings.similarity_floor
     question_vector = QuestionVector(embedder)

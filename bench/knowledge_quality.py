@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
@@ -62,13 +63,42 @@ def norm(text: str) -> str:
     return " ".join(text.split())
 
 
-def knowledge_settings(db: Path | str, max_tokens: int = BUDGETS[0]) -> Settings:
+def knowledge_settings(db: Path | str, max_tokens: int = BUDGETS[0], **sections: Any) -> Settings:
     return make_settings(
         NO_LLM,
         db,
         llm={"context_window": CONTEXT_WINDOW},
         knowledge={"bases": {BASE: {}}, "max_tokens": max_tokens},
+        **sections,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What every quality measurement starts from: its settings, the passage cap of each
+    budget, the token counter and the questions asked."""
+
+    settings: Settings
+    caps: dict[str, int]
+    counter: TokenCounter
+    asked: list[Question]
+
+    @property
+    def top_k(self) -> int:
+        return self.settings.knowledge.top_k
+
+
+async def prepare_run(
+    dataset: Dataset, root: Path, name: str, questions: int | None, seed: int, **sections: Any
+) -> Run:
+    settings = knowledge_settings(root / name, **sections)
+    caps = {
+        f"{b:,} tokens": passage_cap(knowledge_settings(root / "x.db", b, **sections))
+        for b in BUDGETS
+    }
+    counter = get_counter(settings.llm.model)
+    await asyncio.to_thread(counter.load)
+    return Run(settings, caps, counter, sample(dataset.questions, questions, seed))
 
 
 @dataclass(slots=True)
@@ -205,13 +235,15 @@ async def measure_quality(
     seed: int = 29,
     progress: Callable[[str], None] | None = None,
 ) -> QualityFigures:
-    settings = knowledge_settings(root / "squad.db")
-    caps = {f"{b:,} tokens": passage_cap(knowledge_settings(root / "x.db", b)) for b in BUDGETS}
-    top_k = settings.knowledge.top_k
-    counter = get_counter(settings.llm.model)
-    await asyncio.to_thread(counter.load)
+    run = await prepare_run(dataset, root, "squad.db", questions, seed)
+    settings, caps, top_k, counter, asked = (
+        run.settings,
+        run.caps,
+        run.top_k,
+        run.counter,
+        run.asked,
+    )
     count = counter.count_text
-    asked = sample(dataset.questions, questions, seed)
     async with open_storage(settings) as store:
         started = time.perf_counter()
         chunks = await ingest(store, settings, dataset.articles, count)
