@@ -10,10 +10,13 @@
     └── UserFacingError               carries ``chat_text``: safe to show in a chat
         ├── AccessDeniedError         this chat or user may not use the bot (guardrails.access)
         ├── RateLimitedError          too many messages from one user (guardrails.rate_limit)
-        ├── StillAnsweringError       wrote again before the last answer was done (same)
+        ├── StillAnsweringError       wrote again while answered, too many waiting (same)
+        ├── MessageFolded             answered with an earlier message of its burst
         ├── BudgetSpentError          a daily token budget is used up (guardrails.budgets)
         ├── ContextTooLongError       the newest message cannot fit the model's window
         ├── MediaRefusedError         an image or voice note the bot will not take (platform.media)
+        ├── CatchupRefusedError       a /catchup that cannot be made here (conversation.catchup)
+        ├── ScheduleError             a schedule the bot cannot take (scheduling.recurrence)
         └── LLMError                  the model call failed after retries and fallbacks
             ├── LLMBusyError          rate limited / overloaded: try again shortly
             ├── LLMQuotaError         quota or billing exhausted (not a rate limit)
@@ -93,6 +96,22 @@ class ContextTooLongError(UserFacingError):
         super().__init__(message or f"newest turn needs {needed} tokens, budget is {budget}")
         self.needed = needed
         self.budget = budget
+
+
+class MessageFolded(UserFacingError):
+    """This message is answered by the turn of an earlier one of its burst
+    (``bot.conversation.bursts``): a quiet refusal, nothing to post for it; an interaction that
+    needs a response shows the chat text."""
+
+    chat_text = "Answered together with your previous message."
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, notify=False)
+
+
+class CatchupRefusedError(UserFacingError):
+    """A catch-up that cannot be made: a span it does not take, a private chat, a conversation
+    kept per person; ``chat_text`` says why and what works."""
 
 
 class LLMError(UserFacingError):

@@ -164,6 +164,12 @@ class Metrics:
         self._mcp = _Family(
             "parlour_mcp_servers", "MCP servers by state (at the last scrape)", ("state",), "gauge"
         )
+        self._ambient = _Family(
+            "parlour_ambient_decisions",
+            "Unaddressed group messages ambient mode answered or left, by reason",
+            ("decision", "reason"),
+            "counter",
+        )
         self._families = [
             self._turns,
             self._llm_seconds,
@@ -173,6 +179,7 @@ class Metrics:
             self._platform_errors,
             self._tool_calls,
             self._mcp,
+            self._ambient,
         ]
         self._broken = False
 
@@ -206,6 +213,10 @@ class Metrics:
 
     def tool_call(self, source: str, outcome: str) -> None:
         self._safely(lambda: self._tool_calls.inc((str(source), str(outcome))))
+
+    def ambient_decision(self, decision: str, reason: str) -> None:
+        """``answer`` or ``silent``, and why (``bot.conversation.ambient_rules.Reason``)."""
+        self._safely(lambda: self._ambient.inc((str(decision), str(reason))))
 
     def mcp_states(self, states: list[str]) -> None:
         """Set the gauge from the servers' states now (every known state, zero when none)."""
@@ -254,12 +265,15 @@ def error_kind(exc: BaseException) -> str:
 
 
 def turn_outcome(exc: BaseException | None) -> str:
-    """``answered``; ``refused`` (admission, budgets, a message too long or media refused);
-    ``unanswered`` (the model or the bot failed); ``cancelled`` (the caller went away)."""
-    from bot.errors import LLMError, UserFacingError
+    """``answered``; ``folded`` (answered with an earlier message of its burst); ``refused``
+    (admission, budgets, a message too long or media refused); ``unanswered`` (the model or
+    the bot failed); ``cancelled`` (the caller went away)."""
+    from bot.errors import LLMError, MessageFolded, UserFacingError
 
     if exc is None:
         return "answered"
+    if isinstance(exc, MessageFolded):
+        return "folded"
     if isinstance(exc, LLMError):
         return "unanswered"
     if isinstance(exc, UserFacingError):

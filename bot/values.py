@@ -15,6 +15,7 @@ __all__ = [
     "NO_USAGE",
     "AuditAction",
     "AuditEntry",
+    "BurstMessage",
     "ChatPreferences",
     "ClearResult",
     "DailyUsage",
@@ -79,6 +80,16 @@ class DailyUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class BurstMessage:
+    """A message of a burst answered with a later one of the same person
+    (``chat.burst_window``): stored as itself, a context row just before the turn."""
+
+    text: str
+    platform_message_id: str | None
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
 class NewTurn:
     """The user's side of a turn, as it arrived."""
 
@@ -89,6 +100,7 @@ class NewTurn:
     text: str
     platform_message_id: str | None = None
     overheard: tuple[int, ...] = ()  # ids of overheard messages that become context rows first
+    burst: tuple[BurstMessage, ...] = ()  # the sender's earlier messages this turn answers too
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +147,7 @@ class ChatPreferences:
 
     scope: Scope | None = None
     system_prompt: str | None = None
+    ambient: bool | None = None  # /ambient on|off (None: the chats: preset decides)
 
 
 class MemoryScope(StrEnum):
@@ -209,6 +222,7 @@ class AuditAction(StrEnum):
     PERSONA = "persona"  # the chat's system prompt set or reset
     SCOPE = "scope"  # the chat's conversation scope changed
     FORGET = "forget"  # an operator deleted one memory of the chat (its id, never its text)
+    AMBIENT = "ambient"  # ambient mode turned on or off in the chat (/ambient)
 
 
 @dataclass(frozen=True, slots=True)

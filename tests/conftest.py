@@ -87,6 +87,8 @@ def make_settings(fake: FakeLLM, tmp_path: Path, **sections: Any) -> Settings:
         "plugins": [],  # tests that want tools ask for them
         # Tests send bursts from one user on purpose; the per-user limits have their own tests.
         "limits": {"messages_per_minute": None, "one_in_flight": False},
+        # Bursts wait chat.burst_window before answering; their own tests turn it on.
+        "chat": {"burst_window": 0},
     }
     for name, values in sections.items():
         if name == "storage" and isinstance(values, dict) and {"path", "url"} & values.keys():

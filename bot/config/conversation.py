@@ -28,6 +28,17 @@ class ChatSettings(Section):
     max_persona_chars: int = Field(
         4000, ge=1, description="longest system prompt /persona accepts (it is in every prompt)"
     )
+    burst_window: float = Field(
+        2.0,
+        ge=0,
+        le=30,
+        description="seconds: messages one person sends within this of each other, before"
+        " the model is called, are answered as one turn (each still stored as itself); an"
+        " answer waits this long after the last of them (0: off, each message on its own)",
+    )
+    burst_max_messages: int = Field(
+        10, ge=1, description="most messages one burst folds into a turn"
+    )
     reset: Literal["admins", "anyone"] = Field(
         "admins",
         description="who may /reset a shared conversation (a group in chat or thread scope);"

@@ -18,7 +18,15 @@ class LimitSettings(Section):
     )
     burst: int = Field(5, ge=1, description="messages a user may send at once before the rate")
     one_in_flight: bool = Field(
-        True, description="refuse a user's new message while their last one is being answered"
+        True,
+        description="one answer at a time per user per conversation: messages sent meanwhile"
+        " wait for it (at most max_queued), and are answered next",
+    )
+    max_queued: int = Field(
+        3,
+        ge=0,
+        description="messages a user may have waiting behind the answer being written, per"
+        " conversation (with one_in_flight); more are refused, said once",
     )
     max_output_tokens: int | None = Field(
         None, ge=1, description="cap on tokens the model may write per request (<= llm's)"

@@ -2,7 +2,8 @@
 
 In order: access, then the user's message rate (first, so that a flood of anything, too long or
 over budget, meets the rate and is told once), the text itself (not empty, not too long), one
-request in flight per user per conversation, then in the conversation's lock the daily budgets.
+request in flight per user per conversation (``limits.max_queued`` more may wait behind it), then
+in the conversation's lock the daily budgets.
 A chat without access is told once a day ("ignored politely"), a spent budget once in ten
 minutes per user and reason, never with every message. Each model call then waits for one of
 ``limits.max_concurrent_llm_calls`` (:class:`LLMSlots`).
@@ -62,7 +63,7 @@ class Admission:
         if shared is None:
             self.user_limits = LocalUserLimits(
                 MessageRateLimiter(limits.messages_per_minute, limits.burst),
-                InFlight(limits.one_in_flight),
+                InFlight(limits.one_in_flight, limits.max_queued),
             )
         else:
             self.user_limits = SharedUserLimits(
@@ -71,6 +72,7 @@ class Admission:
                 limits.burst,
                 one_in_flight=limits.one_in_flight,
                 flight_seconds=settings.llm.deadline + FLIGHT_MARGIN,
+                max_queued=limits.max_queued,
             )
         self._arrivals = ArrivalOrder()
         self._refused_chats = Once(every=86400)

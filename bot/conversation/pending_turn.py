@@ -16,7 +16,7 @@ from typing import Any
 from bot.context import ChatContext
 from bot.conversation.store import HistoryStore
 from bot.guardrails.budgets import Budgets
-from bot.values import NewTurn, Overheard, Usage
+from bot.values import BurstMessage, NewTurn, Overheard, Usage
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +34,20 @@ class PendingTurn:
         key: str,
         text: str,
         overheard: Sequence[Overheard] = (),
+        *,
+        burst: tuple[BurstMessage, ...] = (),
     ) -> None:
         """Start writing ``text``, the user's message in conversation ``key``, with the
-        ``overheard`` messages that were its context."""
+        ``overheard`` messages that were its context and the sender's ``burst`` messages
+        before it that it answers too."""
         self.store = store
         self.budgets = budgets
         self.ctx = ctx
         self.key = key
         ids = tuple(o.overheard_id for o in overheard)
-        turn = NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id, ids)
+        turn = NewTurn(
+            key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id, ids, burst
+        )
         self._begin = asyncio.ensure_future(_after_a_step(store.begin_turn(turn)))
 
     async def complete(self, answer: list[dict[str, Any]], usage: Usage, model: str) -> int:

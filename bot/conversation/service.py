@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Protocol
 
 from bot.config import Settings
 from bot.context import ChatContext, Scope
 from bot.conversation.admission import Admission, LLMSlots
+from bot.conversation.ambient import Ambient
+from bot.conversation.ambient_classifier import classifier_for
 from bot.conversation.billing import Bill, Meter
+from bot.conversation.bursts import Arrival, Bursts, MessageFolded, burst_query, burst_turn
 from bot.conversation.changes import persona_change, scope_change
 from bot.conversation.directory_notes import DirectoryNotes
 from bot.conversation.edits import EditOutcome, Edits
@@ -40,6 +44,7 @@ from bot.conversation.store import HistoryStore
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
 from bot.conversation.turn_reads import read_for_turn
+from bot.errors import UserFacingError
 from bot.guardrails.admins import AdminPolicy
 from bot.llm.client import LLMClient, TextDelta
 from bot.llm.tokens import TokenCounter, get_counter
@@ -54,7 +59,7 @@ from bot.storage.coordination import SharedLimits
 from bot.storage.directory import ChatDirectory
 from bot.storage.overheard import OverheardStore
 from bot.storage.prompt_windows import PromptWindows
-from bot.values import AuditAction, ClearResult
+from bot.values import AuditAction, ClearResult, Overheard
 
 __all__ = [
     "ChatEvent",
@@ -119,8 +124,16 @@ class ChatService:
         self.presets = ChatPresets(settings)  # config chats: under what an admin set
         self.knowledge = Knowledge(settings, store, self.presets, self.admins, self.counter)
         self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
+        self.ambient_mode = Ambient(  # unaddressed messages clearly meant for the bot
+            settings, self.presets, self.prefs, store, self.access, self.budgets,
+            classifier=classifier_for(settings.ambient, llm, store, self.budgets), metrics=metrics,
+        )  # fmt: skip
         self.edits = Edits(store, self.overheard, self.admission, self._locks)
         self.media = MediaInput(settings.llm, llm, self.admission.message_text)
+        chat = settings.chat
+        self.bursts = Bursts(  # a person's quick messages answered as one turn
+            chat.burst_window, chat.burst_max_messages, self.admission.max_input_chars
+        )
         self.prompts = PromptBuilder(  # recall, summary, window placement: prompt_sources
             settings, store, self.memory, self.counter, compactor, self.system_prompt
         )
@@ -189,6 +202,7 @@ class ChatService:
         attachments: Attachments = (),
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
+        burst: bool = True,
     ) -> Reply:
         """Answer ``text`` without streaming.
 
@@ -199,10 +213,14 @@ class ChatService:
         ``attachments``: the message's images and voice notes, as bytes (``bot.platform.media``),
         or a source that downloads them once the message is admitted; the text may then be empty
         (``bot.conversation.media_input`` says what the model sees).
+        ``burst``: the sender's quick messages may be answered as one turn
+        (``chat.burst_window``); the later ones then raise :class:`MessageFolded`, a quiet
+        refusal. False for a caller that needs an answer to each request (an HTTP API).
         """
         turn = self._turn(
-            ctx, text, attachments, streaming=False, split=split, on_admitted=on_admitted
-        )
+            ctx, text, attachments, streaming=False, split=split, on_admitted=on_admitted,
+            burst=burst,
+        )  # fmt: skip
         async with contextlib.aclosing(turn) as events:
             async for event in events:
                 if isinstance(event, Done):
@@ -217,6 +235,7 @@ class ChatService:
         attachments: Attachments = (),
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
+        burst: bool = True,
     ) -> AsyncGenerator[ChatEvent, None]:
         """Answer ``text``, yielding text deltas and tool events, then :class:`Done`.
 
@@ -226,8 +245,9 @@ class ChatService:
         text (cut further to fit ``split``'s messages, see :meth:`chat`) is what is stored.
         """
         return self._turn(
-            ctx, text, attachments, streaming=True, split=split, on_admitted=on_admitted
-        )
+            ctx, text, attachments, streaming=True, split=split, on_admitted=on_admitted,
+            burst=burst,
+        )  # fmt: skip
 
     async def admit_command(self, ctx: ChatContext) -> None:
         """A command meets the same access check and message rate as a message (each costs
@@ -243,11 +263,14 @@ class ChatService:
         streaming: bool,
         split: SplitReply | None,
         on_admitted: Callable[[], object] | None,
+        burst: bool,
     ) -> AsyncGenerator[ChatEvent, None]:
         key = self.conversation_key(ctx)  # no await before admission: arrival order holds
+        self.ambient_mode.addressed(ctx, text)  # "@bot stop": ambient mode cools down
         answer = self._answer(
-            ctx, key, text, attachments, streaming=streaming, split=split, on_admitted=on_admitted
-        )
+            ctx, key, text, attachments, streaming=streaming, split=split, on_admitted=on_admitted,
+            alone=bool(attachments) or not burst,
+        )  # fmt: skip
         done = False
         try:
             async with contextlib.aclosing(answer) as events:  # closed: the lock is let go
@@ -255,6 +278,7 @@ class ChatService:
                     if isinstance(event, Done):
                         done = True
                         self._count_turn(ctx, None)
+                        self.ambient_mode.answered(ctx)  # its follow-ups may come unaddressed
                     yield event
         except BaseException as exc:
             if not done:  # a consumer stopping after Done changes nothing
@@ -271,31 +295,44 @@ class ChatService:
         streaming: bool,
         split: SplitReply | None,
         on_admitted: Callable[[], object] | None,
+        alone: bool,
     ) -> AsyncGenerator[ChatEvent, None]:
         # access, rate, text, one in flight: checked before anything is stored; the lock is
         # entered right after, so messages queue for it in the order they arrived
         async with (
             self.edits.waiting(key, ctx.message_id) as waiting,  # an edit may replace it
             self.admission.admitted(ctx, key, text, attachments=bool(attachments)) as text,
+            self.bursts.in_line(key, ctx, text, alone, waiting) as arrival,  # a burst may take it
             self.queues.conversation(key),
         ):
-            text = self.edits.start(key, ctx.message_id, waiting, text)
+            if arrival.taken:  # an earlier message of its burst answered it
+                raise MessageFolded(f"answered with an earlier message conv={key}")
+            text = arrival.text = self.edits.start(key, ctx.message_id, waiting, text)
             rows = await read_for_turn(  # the model up, budgets, window, chatter, mark
                 ctx, key, llm=self.llm, admission=self.admission, store=self.store,
                 max_turns=self.settings.history.max_turns, overheard_since=self.overheard.since(),
             )  # fmt: skip
             if on_admitted is not None:  # one loop step on: after the model request's task
                 asyncio.get_running_loop().call_soon(on_admitted)
+            burst = await self.bursts.gather(key, ctx.user_id, arrival)
+            ctx, text, earlier = burst_turn(ctx, key, burst, self._waited_text(key))
             said = await self.media.read(text, attachments)  # caps; voice transcribed
+            if earlier:  # recall and knowledge look for what the whole burst asks
+                said = dataclasses.replace(said, query=burst_query(earlier, said.query))
             knowledge = await self.knowledge.turn(ctx, self.tools, rows.window)
             runner = knowledge.runner
             tools = runner.definitions(ctx) if runner else []
             passages = await knowledge.before_call(said.query)
             history, overheard = rows.window, self.overheard.latest(rows.overheard)
+            shown = overheard + [  # the burst's earlier messages, where they will be stored
+                Overheard(0, ctx.user_id, ctx.user_name, m.text, m.created_at) for m in earlier
+            ]
             prompt = await self.prompts.build(
-                ctx, key, said, history, overheard, tools, rows.mark, passages
+                ctx, key, said, history, shown, tools, rows.mark, passages
             )
-            turn = PendingTurn(self.store, self.budgets, ctx, key, said.stored, overheard)
+            turn = PendingTurn(
+                self.store, self.budgets, ctx, key, said.stored, overheard, burst=tuple(earlier)
+            )
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
             try:
@@ -328,6 +365,18 @@ class ChatService:
                           rendered=answer.rendered)  # fmt: skip
         yield Done(reply)  # after the lock is released: a consumer may stop here
 
+    def _waited_text(self, key: str) -> Callable[[Arrival], str]:
+        """A gathered message's text: an edit made while it waited counts (one edited to
+        nothing or too much keeps the text it arrived with)."""
+
+        def text(arrival: Arrival) -> str:
+            try:
+                return self.edits.start(key, arrival.message_id, arrival.waiting, arrival.text)
+            except UserFacingError:
+                return arrival.text
+
+        return text
+
     def _count_turn(self, ctx: ChatContext, exc: BaseException | None) -> None:
         if self.metrics is not None:
             self.metrics.turn(ctx.platform, turn_outcome(exc))
@@ -343,6 +392,12 @@ class ChatService:
         return await self.budgets.total_today(fresh=fresh)
 
     # -- group chatter ---------------------------------------------------------------------------
+
+    async def ambient(self, ctx: ChatContext, text: str, *, names: Sequence[str] = ()) -> bool:
+        """Whether to answer an unaddressed group message as if addressed (ambient mode;
+        ``names``: the bot's on its platform); False: overhear it as usual
+        (:mod:`bot.conversation.ambient`)."""
+        return await self.ambient_mode.decide(ctx, text, names)
 
     async def overhear(self, ctx: ChatContext, text: str) -> bool:
         """Keep an unaddressed group message as context for the next answer (bounded); False

@@ -1,5 +1,5 @@
 """Per-user message limits: a token bucket per user per chat, one request in flight per user per
-conversation, and ``Once`` for refusals said once in a while.
+conversation (a few more may wait behind it), and ``Once`` for refusals said once in a while.
 
 Both are checked before a message is stored or queued for the model, so a flooding user costs
 neither tokens nor history rows. The first refusal of a burst is said out loud; the rest of the
@@ -45,9 +45,10 @@ def rate_limited(key: str, per_minute: float, wait: int, *, first: bool) -> Rate
 
 
 class StillAnsweringError(UserFacingError):
-    """The same user wrote again in the same conversation before the last answer was done."""
+    """The same user wrote again in the same conversation while their answer was being written
+    and as many of their messages as may wait (``limits.max_queued``) were waiting already."""
 
-    chat_text = "I'm still answering your previous message; send this again once I've replied."
+    chat_text = "I'm still answering your earlier messages; send this one again once I've replied."
 
 
 @dataclass(slots=True)
@@ -119,29 +120,35 @@ class MessageRateLimiter:
 
 
 class InFlight:
-    """Keys with a request being answered; another one for the same key is refused.
+    """Keys with a request being answered: up to ``max_queued`` more may wait behind it (they
+    are answered next, in order); one beyond that is refused.
 
-    Only the first refusal while a request is in flight is said out loud.
+    Only the first refusal while the key is busy is said out loud.
     """
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, max_queued: int = 0) -> None:
         self.enabled = enabled
-        self._busy: dict[str, bool] = {}  # key -> already told about a refusal
+        self.max_queued = max(0, max_queued)
+        self._busy: dict[str, tuple[int, bool]] = {}  # key -> (holders, told about a refusal)
 
     @contextmanager
     def hold(self, key: str) -> Iterator[None]:
         if not self.enabled:
             yield
             return
-        told = self._busy.get(key)
-        if told is not None:
-            self._busy[key] = True
+        holders, told = self._busy.get(key, (0, False))
+        if holders > self.max_queued:
+            self._busy[key] = (holders, True)
             raise StillAnsweringError(f"still answering key={key}", notify=not told)
-        self._busy[key] = False
+        self._busy[key] = (holders + 1, told)
         try:
             yield
         finally:
-            del self._busy[key]
+            holders, told = self._busy[key]
+            if holders <= 1:
+                del self._busy[key]
+            else:
+                self._busy[key] = (holders - 1, told)
 
     def __contains__(self, key: object) -> bool:
         return key in self._busy

@@ -4,8 +4,9 @@ One process on a SQLite file keeps its token buckets and requests in flight in m
 (:mod:`bot.guardrails.rate_limit`). Replicas sharing a PostgreSQL database (``store.replicas``)
 must agree on them, or a flood spread over N replicas would cost N bursts: there they live in
 the database (:class:`bot.storage.coordination.SharedLimits`), one statement per check. Both
-say the same things to the user: the first refusal of a burst out loud, the rest quiet; a
-second request while one is in flight refused, told once.
+say the same things to the user: the first refusal of a burst out loud, the rest quiet; while
+one request is in flight up to ``max_queued`` more may wait, one beyond that is refused, told
+once.
 """
 
 from __future__ import annotations
@@ -81,12 +82,14 @@ class SharedUserLimits:
         *,
         one_in_flight: bool,
         flight_seconds: float,
+        max_queued: int = 0,
     ) -> None:
         self.limits = limits
         self.per_minute = per_minute
         self.burst = max(1, burst)
         self.one_in_flight = one_in_flight
         self.flight_seconds = flight_seconds
+        self.max_queued = max(0, max_queued)
         self._owner = owners.new_owner()
         self._claims = itertools.count(1)
         self._checks = 0
@@ -105,16 +108,25 @@ class SharedUserLimits:
         if not self.one_in_flight:
             yield
             return
-        flight, owner = f"flight:{key}", f"{self._owner}#{next(self._claims)}"
-        claimed, first = await self.limits.claim_flight(flight, owner, self.flight_seconds)
-        if not claimed:
-            raise StillAnsweringError(f"still answering key={key}", notify=first)
+        owner = f"{self._owner}#{next(self._claims)}"
+        flight = await self._claim(key, owner)
         try:
             yield
         finally:
             # Shielded: a cancelled request still gives its claim back rather than leaving the
             # user refused until it expires.
             await asyncio.shield(self.limits.release_flight(flight, owner))
+
+    async def _claim(self, key: str, owner: str) -> str:
+        """One of ``key``'s places: the answer's (``flight:KEY``), else a waiting one
+        (``flight:KEY#1`` ...), tried in order; none free raises ``StillAnsweringError``."""
+        first = False
+        for place in range(self.max_queued + 1):
+            flight = f"flight:{key}" if place == 0 else f"flight:{key}#{place}"
+            claimed, first = await self.limits.claim_flight(flight, owner, self.flight_seconds)
+            if claimed:
+                return flight
+        raise StillAnsweringError(f"still answering key={key}", notify=first)
 
     async def _maybe_prune(self) -> None:
         self._checks += 1

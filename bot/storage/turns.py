@@ -52,7 +52,10 @@ class Turns(Protocol):
     """
 
     async def begin_turn(self, turn: NewTurn) -> int:
-        """Store the user's message as a pending turn; returns the turn id (arrival order)."""
+        """Store the user's message as a pending turn; returns the turn id (arrival order).
+
+        ``turn.overheard`` (chatter) and then ``turn.burst`` (the sender's earlier messages it
+        answers too) go in first as context rows, in the same transaction."""
         ...
 
     async def complete_turn(

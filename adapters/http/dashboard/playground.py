@@ -86,7 +86,7 @@ async def send(request: web.Request) -> web.StreamResponse:
         return see_other("/playground")
     service = request.app[CONTEXT].platform.conversation
     try:
-        await while_connected(request, service.chat(_chat(request), text))
+        await while_connected(request, service.chat(_chat(request), text, burst=False))
     except ClientGoneError:
         return gone_response()
     except Exception as exc:

@@ -101,9 +101,11 @@ async def answer(
         asked.stream,
     )
     if asked.stream:
-        return await stream_answer(request, service.stream(ctx, asked.text), asked.include_usage)
+        return await stream_answer(
+            request, service.stream(ctx, asked.text, burst=False), asked.include_usage
+        )
     try:
-        reply = await while_connected(request, service.chat(ctx, asked.text))
+        reply = await while_connected(request, service.chat(ctx, asked.text, burst=False))
     except ClientGoneError:  # the turn was stopped: stored unanswered, as nothing was given
         return gone_response()
     except Exception as exc:

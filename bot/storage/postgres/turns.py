@@ -118,7 +118,7 @@ class PostgresTurns(TurnRows):
         return [None] * len(items)
 
     async def begin_turn(self, turn: NewTurn) -> int:
-        if turn.overheard:
+        if turn.overheard or turn.burst:
             return await self.begin_with_overheard(turn)
         return await self._begins.run(turn)
 

@@ -39,26 +39,42 @@ class TurnRows:
         return int(rows[0][0])
 
     async def begin_with_overheard(self, turn: NewTurn) -> int:
-        """Move the chosen overheard messages in as context rows, then the user's turn."""
+        """Move the chosen overheard messages in as context rows, then the sender's earlier
+        messages of a burst (context rows too, each as itself), then the user's turn: one
+        transaction, so a crash leaves all of them or none."""
         dialect = self.db.dialect
         async with self.db.transaction() as tx:
             # First, as a reset does: a lock taken after the row locks below could deadlock.
             await tx.lock(TURN_ORDER_LOCK)
-            await tx.execute(
-                "INSERT INTO turns (conv_key, chat_key, user_id, user_name, platform_message_id,"
-                " user_text, status, created_at, completed_at) SELECT conv_key, chat_key, user_id,"
-                " user_name, platform_message_id, text, 'context', created_at, created_at"
-                f" FROM overheard WHERE conv_key = $1 AND {dialect.in_array('id', '$2', 'bigint')}"
-                " ORDER BY id",
-                turn.conversation_key,
-                dialect.array(turn.overheard),
-            )
-            # The rest is older than the chosen ones or superseded: the turn answers the chatter.
-            await tx.execute(
-                "DELETE FROM overheard WHERE conv_key = $1 AND id <= $2",
-                turn.conversation_key,
-                max(turn.overheard),
-            )
+            if turn.overheard:
+                await tx.execute(
+                    "INSERT INTO turns (conv_key, chat_key, user_id, user_name,"
+                    " platform_message_id, user_text, status, created_at, completed_at)"
+                    " SELECT conv_key, chat_key, user_id, user_name, platform_message_id, text,"
+                    " 'context', created_at, created_at FROM overheard WHERE conv_key = $1"
+                    f" AND {dialect.in_array('id', '$2', 'bigint')} ORDER BY id",
+                    turn.conversation_key,
+                    dialect.array(turn.overheard),
+                )
+                # The rest is older than the chosen ones or superseded: the turn answers it.
+                await tx.execute(
+                    "DELETE FROM overheard WHERE conv_key = $1 AND id <= $2",
+                    turn.conversation_key,
+                    max(turn.overheard),
+                )
+            for earlier in turn.burst:  # a handful at most (chat.burst_max_messages)
+                await tx.execute(
+                    "INSERT INTO turns (conv_key, chat_key, user_id, user_name,"
+                    " platform_message_id, user_text, status, created_at, completed_at)"
+                    " VALUES ($1, $2, $3, $4, $5, $6, 'context', $7, $7)",
+                    turn.conversation_key,
+                    turn.chat_key,
+                    turn.user_id,
+                    dialect.text(turn.user_name),
+                    earlier.platform_message_id,
+                    dialect.text(earlier.text),
+                    earlier.created_at,
+                )
             rows = await tx.fetch(INSERT_TURN, *turn_row(turn, self.db), self.owner)
         self.windows.forget(turn.conversation_key)
         return self.new_id(rows)

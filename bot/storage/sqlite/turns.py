@@ -48,7 +48,7 @@ class SQLiteTurns(TurnRows):
         self.cache_windows = probe is not None
 
     async def begin_turn(self, turn: NewTurn) -> int:
-        if turn.overheard:
+        if turn.overheard or turn.burst:
             return await self.begin_with_overheard(turn)
         rows = await self.db.write(INSERT_TURN, *turn_row(turn, self.db), self.owner)
         turn_id = self.new_id(rows)

@@ -97,7 +97,7 @@ async def test_one_request_in_flight_holds_across_replicas(
     replicas: Replicas, fake_llm: FakeLLM
 ) -> None:
     fake_llm.latency = 0.5
-    async with replicas(limits={"one_in_flight": True}) as (a, b):
+    async with replicas(limits={"one_in_flight": True, "max_queued": 0}) as (a, b):
         first = asyncio.ensure_future(a.service.chat(group("1", "Alice"), "first"))
         await asked(fake_llm)  # A is asking the model
         with pytest.raises(StillAnsweringError) as busy:

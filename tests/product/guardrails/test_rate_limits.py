@@ -108,16 +108,45 @@ def test_in_flight_refuses_the_same_key_and_tells_once() -> None:
     assert "a" not in flight
 
 
+def test_in_flight_lets_max_queued_wait_behind_the_answer() -> None:
+    flight = InFlight(True, max_queued=2)
+    with flight.hold("a"), flight.hold("a"), flight.hold("a"):  # the answer and two waiting
+        with pytest.raises(StillAnsweringError) as full, flight.hold("a"):
+            pass
+        assert full.value.notify
+    with flight.hold("a"), flight.hold("a"):  # all gone: room again
+        pass
+    assert "a" not in flight
+
+
+async def test_a_message_sent_while_answered_waits_and_is_answered_next(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.latency = 0.5
+    async with make_app(limits={"one_in_flight": True, "max_queued": 1}) as app:
+        alice = group("1", "Alice")
+        first = asyncio.ensure_future(app.service.chat(alice, "first"))
+        await asyncio.sleep(0.05)
+        second = asyncio.ensure_future(app.service.chat(alice, "second"))
+        await asyncio.sleep(0.05)
+        with pytest.raises(StillAnsweringError) as full:  # one waits already: the limit
+            await app.service.chat(alice, "third")
+        assert "still answering your earlier messages" in full.value.chat_text
+        assert (await first).text == "echo: [Alice] first"
+        assert (await second).text == "echo: [Alice] second"  # after the first, not refused
+        assert (await app.store.stats("telegram:-100")).turns_stored == 2
+
+
 async def test_one_request_in_flight_per_user_per_conversation(
     make_app: AppFactory, fake_llm: FakeLLM
 ) -> None:
     fake_llm.latency = 0.5
-    async with make_app(limits={"one_in_flight": True}) as app:
+    async with make_app(limits={"one_in_flight": True, "max_queued": 0}) as app:
         first = asyncio.ensure_future(app.service.chat(group("1", "Alice"), "first"))
         await asyncio.sleep(0.05)
         with pytest.raises(StillAnsweringError) as busy:
             await app.service.chat(group("1", "Alice"), "second")
-        assert "still answering your previous message" in busy.value.chat_text
+        assert "still answering your earlier messages" in busy.value.chat_text
         bob = asyncio.ensure_future(app.service.chat(group("2", "Bob"), "bob here"))
         elsewhere = asyncio.ensure_future(app.service.chat(private("1"), "in private"))
         assert (await first).text == "echo: [Alice] first"
@@ -179,7 +208,7 @@ async def test_a_thousand_messages_from_one_user_stay_within_the_limit(
     fake_llm.latency = 0.2
     spammer, bob = tg.user(7, "Spammer"), tg.user(8, "Bob")
     chat = tg.group(-100, "Team", supergroup=True)
-    limits = {"messages_per_minute": 6, "burst": 3, "one_in_flight": True}
+    limits = {"messages_per_minute": 6, "burst": 3, "one_in_flight": True, "max_queued": 1}
     async with running_bot(make_app, tg, limits=limits) as (app, _adapter):
         for n in range(1000):
             tg.send(chat, spammer, f"@parlour_bot spam {n}")
@@ -192,7 +221,7 @@ async def test_a_thousand_messages_from_one_user_stay_within_the_limit(
     spam_calls = [r for r in calls if "spam" in str(r.json["messages"][-1]["content"])]
     assert 1 <= len(spam_calls) <= 3  # the burst, at most; the rate adds none in this time
     assert any("hello, is the bot still with us?" in t for t in texts)  # Bob is answered
-    assert sum("still answering your previous message" in t for t in texts) == 1
+    assert sum("still answering your earlier messages" in t for t in texts) == 1
     assert sum("faster than I can answer" in t for t in texts) == 1
     assert len(texts) == len(calls) + 2  # answers, plus one notice of each kind: no spam back
     assert stats.turns_stored == len(calls)  # refused messages are not stored

@@ -307,7 +307,8 @@ async def test_a_second_message_while_the_first_is_answered_is_refused(
         held(gate, reply("Nine.")),
     )
     sections: dict[str, Any] = {"plugins": ["plugins.calculator"]}
-    async with client(make_app, limits={"one_in_flight": True}, **sections) as (_served, sdk):
+    limits = {"one_in_flight": True, "max_queued": 0}  # none may wait behind the answer
+    async with client(make_app, limits=limits, **sections) as (_served, sdk):
         stream = await sdk.chat.completions.create(
             model="parlour", messages=said("3*3?"), user="kim", stream=True
         )
