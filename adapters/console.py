@@ -105,7 +105,8 @@ class ConsoleAdapter:
 
     async def _answer(self, text: str) -> None:
         started = False
-        async for event in self.platform.conversation.stream(self.ctx, text):
+        # one line at a time: the next is read once this answer is done, so no burst waits
+        async for event in self.platform.conversation.stream(self.ctx, text, burst=False):
             if isinstance(event, TextDelta):
                 if not started:
                     self._write("bot> " if self.interactive else "")

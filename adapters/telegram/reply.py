@@ -51,6 +51,9 @@ class TelegramReplies:
         self.platform = platform
         self.bot = bot
         self.config = config
+        # Webhook mode runs a chat's updates one at a time (the inbox's lanes): the next
+        # message of a burst is not handled before this answer is done, so none is waited for.
+        self._bursts = config.mode == "polling"
         self.retry = retry
         self.throttle = throttle
         self.deliveries = deliveries
@@ -92,6 +95,7 @@ class TelegramReplies:
                     attachments=attachments,
                     split=reply_messages,
                     on_admitted=indicator.start,
+                    burst=self._bursts,
                 )
                 await record.answered(reply.turn_id)
                 await indicator.stop()
@@ -136,6 +140,7 @@ class TelegramReplies:
                 attachments=attachments,
                 split=reply_messages,
                 on_admitted=streaming.typing.start,
+                burst=self._bursts,
             )
         ) as events:
             async for event in events:

@@ -68,11 +68,15 @@ class Conversation(Protocol):
         attachments: Attachments = (),
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
+        burst: bool = True,
     ) -> Answered:
         """Answer one message (rate, access and budget refusals raise UserFacingError).
 
         ``split``: the messages the adapter would send for a text; the answer is kept within
-        ``limits.max_reply_messages`` of them, and the last ones come back as ``rendered``."""
+        ``limits.max_reply_messages`` of them, and the last ones come back as ``rendered``.
+        ``burst``: the sender's quick messages may be answered as one turn
+        (``chat.burst_window``): the later ones raise ``MessageFolded``, a quiet refusal;
+        False where each message needs its own answer or cannot arrive meanwhile."""
         ...
 
     def stream(
@@ -83,8 +87,16 @@ class Conversation(Protocol):
         attachments: Attachments = (),
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
+        burst: bool = True,
     ) -> AsyncGenerator[object, None]:
         """The same turn as events (``bot.conversation.events``), ending with ``Done``."""
+        ...
+
+    async def ambient(self, ctx: ChatContext, text: str, *, names: Sequence[str] = ()) -> bool:
+        """Whether to answer a group message not addressed to the bot as if it were (ambient
+        mode, where a chat has it on; ``names``: the bot's names on this platform, which
+        people say instead of an @). False: overhear it as usual. Awaits a model call when
+        ``ambient.classifier_model`` is set: hold the chat's later messages meanwhile."""
         ...
 
     async def overhear(self, ctx: ChatContext, text: str) -> bool:

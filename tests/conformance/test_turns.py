@@ -6,8 +6,8 @@ import asyncio
 import time
 
 from bot.storage import Storage
-from bot.values import TurnStatus, Usage
-from tests.conformance.conftest import Backend, answered, turn
+from bot.values import BurstMessage, TurnStatus, Usage
+from tests.conformance.conftest import TEN_TWO, Backend, answered, turn
 
 
 async def test_history_survives_reopen(backend: Backend) -> None:
@@ -232,3 +232,37 @@ async def test_export_and_discovery(storage: Storage) -> None:
 
 def _call(i: int) -> dict[str, object]:
     return {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+async def test_a_burst_is_stored_message_by_message_before_its_turn(storage: Storage) -> None:
+    """``NewTurn.burst``: the sender's earlier messages of a burst land as context rows right
+    before the turn that answers them, after the chatter it moves in, in one transaction."""
+    await answered(storage, "tg:-1", "before", "ok")
+    await storage.record_overheard(turn("tg:-1", "chatter", user="u2"), keep=10)
+    [heard] = await storage.load_overheard("tg:-1", 0)
+    burst = (BurstMessage("hey", "m1", time.time()), BurstMessage("can you", "m2", time.time()))
+    turn_id = await storage.begin_turn(
+        turn(
+            "tg:-1",
+            "summarise this",
+            platform_message_id="m3",
+            overheard=(heard.overheard_id,),
+            burst=burst,
+        )
+    )
+    await storage.complete_turn(turn_id, [{"role": "assistant", "content": "done"}], TEN_TWO, "m")
+    window = await storage.load_window("tg:-1", 10)
+    assert [(t.user_id, t.status, t.messages[0]["content"]) for t in window] == [
+        ("u1", TurnStatus.ANSWERED, "before"),
+        ("u2", TurnStatus.CONTEXT, "chatter"),
+        ("u1", TurnStatus.CONTEXT, "hey"),
+        ("u1", TurnStatus.CONTEXT, "can you"),
+        ("u1", TurnStatus.ANSWERED, "summarise this"),
+    ]
+    assert window[-1].turn_id == turn_id and window[2].user_name == "name-u1"
+    stats = await storage.stats("tg:-1")
+    assert stats.turns_stored == 2  # the burst's messages are context rows, not turns
+    # without chatter too
+    burst_only = await storage.begin_turn(turn("tg:-2", "b", burst=(BurstMessage("a", None, 1.0),)))
+    assert [t.messages[0]["content"] for t in await storage.load_window("tg:-2", 5)] == ["a", "b"]
+    assert (await storage.load_window("tg:-2", 5))[-1].turn_id == burst_only
