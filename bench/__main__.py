@@ -19,7 +19,9 @@ conversations with annotated evidence, against two BM25 baselines (alone, with v
 -m bench.recall_public``; the data is fetched once into a cache, see ``bench.locomo``); 15.
 knowledge bases: whether the passage holding the answer reaches the prompt on SQuAD v1.1 dev,
 against plain BM25, documents added per second, search time at 10^4 and 10^5 chunks (alone:
-``python -m bench.knowledge``; the data is fetched once into a cache, see ``bench.squad``).
+``python -m bench.knowledge``; the data is fetched once into a cache, see ``bench.squad``); 16.
+group chats: what a burst, a 1,000-message flood and a catch-up of 1,000 messages cost in model
+calls and tokens (alone: ``python -m bench.group_chats``).
 Sections 1, 3 and 7 run on SQLite
 and, given a server (``--pg-url``, else ``PARLOUR_TEST_PG_URL``), on PostgreSQL too; section 8
 needs one, section 13 runs its two-replica rows on it, section 15 its speed rows. Targets are
@@ -27,7 +29,7 @@ printed next to the figures; nothing asserts. ``--quick`` skips the 10^6- and 10
 databases and the 10^5-chat run,
 ``--skip-memory`` section 6, ``--skip-prompt-cache`` section 9, ``--skip-mcp`` section 10,
 ``--skip-http`` section 11, ``--skip-startup`` section 12, ``--skip-burst`` section 13,
-``--skip-recall`` section 14, ``--skip-knowledge`` section 15 (``--quick``: 2,000 questions,
+``--skip-recall`` section 14, ``--skip-group`` section 16, ``--skip-knowledge`` section 15 (``--quick``: 2,000 questions,
 10^4 chunks only). Progress
 goes to stderr only when it is a terminal.
 """
@@ -50,6 +52,8 @@ from bench.burst_rows import Pair, burst_rows
 from bench.common import Row, fake_in_child, raise_fd_limit
 from bench.concurrency import fan_out, ordered, sdk_floor
 from bench.floor import FloorFigures, floor_rows, measure_floor
+from bench.group_chats import Cost as GroupCost
+from bench.group_chats import group_chat_rows, measure_group_chats
 from bench.http_api import HTTPFigures, http_rows, measure_http
 from bench.knowledge import KnowledgeFigures, knowledge_rows, measure_knowledge
 from bench.mcp import MCPFigures, mcp_rows, measure_mcp
@@ -146,6 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="skip section 15 (knowledge bases, 3-15 minutes)",
     )
     parser.add_argument(
+        "--skip-group",
+        action="store_true",
+        help="skip section 16 (group chats: bursts, a flood, catch-up; about 30 s)",
+    )
+    parser.add_argument(
         "--pg-url",
         default=os.environ.get(PG_URL_ENV) or None,
         help=f"a PostgreSQL server for the PostgreSQL figures (default: ${PG_URL_ENV})",
@@ -199,6 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_knowledge:
             _progress("knowledge bases: SQuAD retrieval, ingestion, search latency")
             knowledge = asyncio.run(measure_knowledge(root, args.pg_url, quick=args.quick))
+        group: dict[str, GroupCost] | None = None
+        if not args.skip_group:
+            _progress("group chats: bursts, a flood, a catch-up of 1,000 messages")
+            group = asyncio.run(measure_group_chats(root))
     _progress("RSS against distinct chats, one fresh process per backend")
     rss = run_backends(args.pg_url, RSS_CHECKPOINTS[:2] if args.quick else RSS_CHECKPOINTS)
     replicas: ReplicaFigures | None = None
@@ -227,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *burst_rows(burst),
         *recall,
         *(knowledge_rows(knowledge) if knowledge is not None else []),
+        *(group_chat_rows(group) if group is not None else []),
     ]
     elapsed = time.perf_counter() - started
     print(machine_line() + (" -- `--quick`: no 10^6 case" if args.quick else ""))

@@ -44,6 +44,7 @@ SEARCH_P95_TARGET = 0.005  # seconds, MemoryStore.search at 10^5 memories
 EMBEDDING_MODEL = "text-embedding-3-small"  # section 6 with embeddings, on the fake
 S8 = "8. Two replicas, one PostgreSQL"
 S9 = "9. Prompt cache"
+S16 = "16. Group chats"
 
 
 @dataclass(frozen=True, slots=True)
