@@ -29,8 +29,8 @@ printed next to the figures; nothing asserts. ``--quick`` skips the 10^6- and 10
 databases and the 10^5-chat run,
 ``--skip-memory`` section 6, ``--skip-prompt-cache`` section 9, ``--skip-mcp`` section 10,
 ``--skip-http`` section 11, ``--skip-startup`` section 12, ``--skip-burst`` section 13,
-``--skip-recall`` section 14, ``--skip-group`` section 16, ``--skip-knowledge`` section 15 (``--quick``: 2,000 questions,
-10^4 chunks only). Progress
+``--skip-recall`` section 14, ``--skip-knowledge`` section 15 (``--quick``: 2,000 questions,
+10^4 chunks only), ``--skip-group`` section 16. Progress
 goes to stderr only when it is a terminal.
 """
 
