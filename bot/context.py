@@ -35,6 +35,14 @@ def display_name(name: str) -> str:
     return clean
 
 
+def platform_family(platform: str) -> str:
+    """The platform a bot account runs on: ``telegram.helper`` is one more Telegram bot of the
+    same deployment (``telegram.bots``), of family ``telegram``. Its chats have keys of their
+    own (``telegram.helper:-100``: its own history, presets, usage); access lists and bot
+    admins written for the family cover it too."""
+    return platform.partition(".")[0]
+
+
 class ChatType(StrEnum):
     PRIVATE = "private"
     GROUP = "group"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adapters.telegram.adapter import TelegramAdapter
+    from adapters.telegram.bots import TelegramBots
     from adapters.telegram.settings import TelegramSettings
     from bot.config import Settings
     from bot.doctor import Check
@@ -25,10 +26,13 @@ def check_settings(settings: Settings) -> TelegramSettings:
     return telegram_settings(settings)
 
 
-def create_adapter(platform: Platform) -> TelegramAdapter:
-    from adapters.telegram.adapter import TelegramAdapter
+def create_adapter(platform: Platform) -> TelegramAdapter | TelegramBots:
+    """One bot, or several run together when ``telegram.bots`` lists more."""
+    from adapters.telegram.bots import TelegramBots, adapters_for
+    from adapters.telegram.settings import telegram_settings
 
-    return TelegramAdapter(platform)
+    adapters = adapters_for(platform, telegram_settings(platform.settings))
+    return adapters[0] if len(adapters) == 1 else TelegramBots(adapters)
 
 
 async def diagnose(settings: Settings) -> list[Check]:

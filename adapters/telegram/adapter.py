@@ -55,7 +55,7 @@ from adapters.telegram.edits import (
 from adapters.telegram.flood import FloodRetry, Sleep
 from adapters.telegram.media import TelegramMedia
 from adapters.telegram.menu import ASK, register_menus
-from adapters.telegram.normalise import Incoming, chat_key, normalise
+from adapters.telegram.normalise import PLATFORM, Incoming, chat_key, normalise
 from adapters.telegram.output import Outbox, Target
 from adapters.telegram.recovery import recover
 from adapters.telegram.replicas import PollerLease
@@ -69,6 +69,7 @@ from adapters.telegram.webhook import WebhookServer
 from adapters.telegram.webhook_mode import WebhookMode
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
+from bot.conversation.triggers import with_quote
 from bot.errors import ConfigError
 from bot.platform.delivery_log import DeliveryLog
 from bot.platform.seam import Platform
@@ -95,8 +96,14 @@ class TelegramAdapter:
         *,
         settings: TelegramSettings | None = None,
         flood_sleep: Sleep = asyncio.sleep,
+        name: str = PLATFORM,
+        siblings: tuple[str, ...] = (),
     ) -> None:
+        """``name``: the platform its chats are keyed under (``telegram``, or
+        ``telegram.NAME`` for one of ``telegram.bots``); ``siblings``: the other bots' names,
+        told what this one says in groups (:mod:`adapters.telegram.bots`)."""
         self.platform = platform
+        self.name = name
         self.config = settings or telegram_settings(platform.settings)
         if not self.config.enabled:
             raise ConfigError("telegram.enabled is false")
@@ -134,8 +141,9 @@ class TelegramAdapter:
         self.command_handler = TelegramCommands(platform, self.bot, self.admins, self.barriers)
         self.edits = EditRouting(self)
         self.replies = TelegramReplies(
-            platform, self.bot, self.config, self.retry, self.throttle, self.deliveries
-        )
+            platform, self.bot, self.config, self.retry, self.throttle, self.deliveries,
+            siblings=siblings,
+        )  # fmt: skip
         self.media = TelegramMedia(self.bot, platform.settings.llm)  # photos, voice: on demand
         self.uploads = (  # documents captioned /knowledge add BASE (knowledge bases declared)
             TelegramUploads(platform.knowledge, self.bot, self.admins, self.barriers)
@@ -151,7 +159,7 @@ class TelegramAdapter:
         await Outbox(self.bot, target).send_markdown(text)
 
     async def run(self) -> None:
-        self.platform.outbound.register("telegram", self)
+        self.platform.outbound.register(self.name, self)
         owners.register(self.owner)  # alive: nobody in this process takes its leases over
         try:
             if not await self._start():
@@ -163,7 +171,7 @@ class TelegramAdapter:
         finally:
             if self._inflight:  # replies being written finish, even if polling crashed
                 await asyncio.gather(*self._inflight, return_exceptions=True)
-            self.platform.outbound.unregister("telegram", self)
+            self.platform.outbound.unregister(self.name, self)
             owners.unregister(self.owner)
             await self.bot.session.close()
 
@@ -176,6 +184,7 @@ class TelegramAdapter:
         while self.me is None:
             try:
                 self.me = await self.bot.me()  # cached: aiogram's polling asks for it again
+                self.replies.me = self.me
             except TelegramUnauthorizedError:
                 raise ConfigError(
                     "telegram.token was rejected by Telegram (401 Unauthorized): "
@@ -196,7 +205,9 @@ class TelegramAdapter:
         await register_menus(self.bot, commands.infos)
         # After the store closed the dead process's pending turns; before new messages.
         with self.retry.window():
-            await recover(self.bot, self.deliveries, self.config.delivery_deadline)
+            await recover(
+                self.bot, self.deliveries, self.config.delivery_deadline, platform=self.name
+            )
         return True
 
     async def _diagnose(self, me: User) -> None:
@@ -225,7 +236,7 @@ class TelegramAdapter:
         return self.me is not None and not self.me.can_read_all_group_messages
 
     def _help_note(self, ctx: ChatContext, admin: bool) -> str | None:
-        if ctx.platform != "telegram" or ctx.is_private or not admin or not self.privacy_mode:
+        if ctx.platform != self.name or ctx.is_private or not admin or not self.privacy_mode:
             return None
         return _PRIVACY_NOTE
 
@@ -323,7 +334,7 @@ class TelegramAdapter:
         # A migration or an admin command of this chat comes first.
         await self.barriers.wait(message.chat.id)
         assert self.me is not None, "handlers run after getMe"
-        incoming = normalise(message, self.me)
+        incoming = normalise(message, self.me, self.name)
         names = {info.name for info in self.platform.commands.infos}
         decision = decide(incoming, self.config.trigger_for(message.chat.id), names)
         log.debug(
@@ -332,7 +343,9 @@ class TelegramAdapter:
             message.message_id,
             decision.action,
         )
-        if decision.action is Action.ANSWER:
+        if decision.unaddressed and await self._ambient(message, incoming):
+            await self._answer(message, incoming, _with_quote(incoming))
+        elif decision.action is Action.ANSWER:
             await self._answer(message, incoming, decision.text)
         elif decision.action is Action.COMMAND:
             base = upload_base(message, decision) if self.uploads is not None else None
@@ -342,6 +355,15 @@ class TelegramAdapter:
                 await self.command_handler.run(message, incoming, decision)
         elif decision.action is Action.OVERHEAR:
             await self.platform.conversation.overhear(incoming.ctx, decision.text)
+
+    async def _ambient(self, message: Message, incoming: Incoming) -> bool:
+        """Ambient mode: answer this unaddressed message? The chat's later messages wait
+        while the core decides (it may ask a model), so they keep their order."""
+        assert self.me is not None, "handlers run after getMe"
+        names = (self.me.first_name, self.me.username or "")  # said without an @
+        conversation = self.platform.conversation
+        async with self.barriers.hold(message.chat.id):
+            return await conversation.ambient(incoming.ctx, incoming.text, names=names)
 
     async def _answer(self, message: Message, incoming: Incoming, text: str) -> None:
         if self.platform.has_admin_tools():
@@ -356,10 +378,14 @@ class TelegramAdapter:
         """
         async with self.barriers.hold(new_id):
             moved = await self.platform.conversation.migrate_chat(
-                chat_key(old_id), chat_key(new_id)
+                chat_key(old_id, self.name), chat_key(new_id, self.name)
             )
             self.admins.forget_chat(old_id)
         if moved:
             log.info(
                 "telegram group %s is now supergroup %s: %d turns moved", old_id, new_id, moved
             )
+
+
+def _with_quote(incoming: Incoming) -> str:
+    return with_quote(incoming.text, incoming.quoted, incoming.quoted_author)

@@ -112,6 +112,7 @@ class RoutingAdapter(Protocol):
     """What edit routing reads of the adapter (its own module: no import cycle)."""
 
     platform: Platform
+    name: str  # the platform its chats are keyed under (telegram, telegram.NAME)
     config: TelegramSettings
     me: User | None
     barriers: ChatBarriers
@@ -130,7 +131,7 @@ class EditRouting:
             return
         await adapter.barriers.wait(message.chat.id)  # a migration or admin command first
         assert adapter.me is not None, "handlers run after getMe"
-        incoming = normalise(message, adapter.me)
+        incoming = normalise(message, adapter.me, adapter.name)
         trigger = adapter.config.trigger_for(message.chat.id)
         names = {info.name for info in adapter.platform.commands.infos}
         decision = decide(incoming, trigger, names)

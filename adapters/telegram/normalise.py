@@ -48,17 +48,19 @@ class Incoming:
     quoted_author: str
 
 
-def chat_key(chat_id: int | str) -> str:
-    return f"{PLATFORM}:{chat_id}"
+def chat_key(chat_id: int | str, platform: str = PLATFORM) -> str:
+    return f"{platform}:{chat_id}"
 
 
-def normalise(message: Message, me: User) -> Incoming:
+def normalise(message: Message, me: User, platform: str = PLATFORM) -> Incoming:
+    """``message`` as the core sees it; ``platform``: ``telegram``, or ``telegram.NAME`` for
+    one of ``telegram.bots`` (its chats are its own)."""
     chat = message.chat
     user_id, user_name, anonymous_admin = _sender(message)
     thread = message.message_thread_id if message.is_topic_message else None
     reply = message.reply_to_message
     ctx = ChatContext(
-        platform=PLATFORM,
+        platform=platform,
         chat_id=str(chat.id),
         chat_type=_CHAT_TYPES.get(chat.type, ChatType.GROUP),
         user_id=user_id,

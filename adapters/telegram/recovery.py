@@ -41,12 +41,17 @@ class ReplyRecord:
     """The delivery row of one reply. Best effort: a failing store never fails the reply."""
 
     def __init__(
-        self, deliveries: DeliveryLog, chat_key: str, target: Target, question: int
+        self,
+        deliveries: DeliveryLog,
+        chat_key: str,
+        target: Target,
+        question: int,
+        platform: str = PLATFORM,
     ) -> None:
         self._deliveries = deliveries
         self.turn_id: int | None = None  # once the answer is stored
         where = (str(target.chat_id), None if target.thread_id is None else str(target.thread_id))
-        self._begin = functools.partial(deliveries.begin, PLATFORM, chat_key, *where, str(question))
+        self._begin = functools.partial(deliveries.begin, platform, chat_key, *where, str(question))
         self._row: asyncio.Task[int] | None = None
         self._dropped = False
         # Written in the background, from the loop's next turn: the handler reaches the
@@ -111,7 +116,9 @@ class ReplyRecord:
                 log.warning("delivery record not deleted: %s", exc)
 
 
-async def recover(bot: Bot, deliveries: DeliveryLog, budget: float) -> int:
+async def recover(
+    bot: Bot, deliveries: DeliveryLog, budget: float, *, platform: str = PLATFORM
+) -> int:
     """Repair what dead processes left in Telegram chats; returns how many rows were settled.
 
     Never raises (start-up must go on); rows not reached within ``budget`` seconds wait for
@@ -120,7 +127,7 @@ async def recover(bot: Bot, deliveries: DeliveryLog, budget: float) -> int:
     settled = 0
     try:
         async with asyncio.timeout(budget):
-            for record in await deliveries.orphans(PLATFORM):
+            for record in await deliveries.orphans(platform):
                 try:
                     await _repair(bot, deliveries, record)
                 finally:

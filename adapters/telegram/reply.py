@@ -15,13 +15,14 @@ import logging
 
 from aiogram import Bot
 from aiogram.exceptions import AiogramError
-from aiogram.types import Message
+from aiogram.types import Message, User
 
 from adapters.telegram.flood import FloodRetry
 from adapters.telegram.normalise import Incoming
 from adapters.telegram.output import Outbox, Target, Undeliverable, render_chunks
 from adapters.telegram.recovery import ReplyRecord
 from adapters.telegram.settings import TelegramSettings
+from adapters.telegram.siblings import Siblings
 from adapters.telegram.streaming import StreamingReply, typing_indicator
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
@@ -47,8 +48,13 @@ class TelegramReplies:
         retry: FloodRetry,
         throttle: EditThrottle,
         deliveries: DeliveryLog,
+        *,
+        siblings: tuple[str, ...] = (),
     ) -> None:
         self.platform = platform
+        # the deployment's other bots, told this one's group answers (telegram.bots)
+        self.siblings = Siblings(platform.conversation, siblings) if siblings else None
+        self.me: User | None = None  # set once getMe answered: the speaker siblings see
         self.bot = bot
         self.config = config
         # Webhook mode runs a chat's updates one at a time (the inbox's lanes): the next
@@ -69,7 +75,11 @@ class TelegramReplies:
             await notify(outbox, "Ask me something: /ask <your question>")
             return
         record = ReplyRecord(
-            self.deliveries, incoming.ctx.chat_key, outbox.target, message.message_id
+            self.deliveries,
+            incoming.ctx.chat_key,
+            outbox.target,
+            message.message_id,
+            incoming.ctx.platform,
         )
         # started once admitted: a refused message (a flood, no access) costs no typing call
         indicator = typing_indicator(self.bot, message.chat.id, outbox.target.thread_id)
@@ -88,6 +98,7 @@ class TelegramReplies:
                 await record.answered(reply.turn_id)
                 with self.retry.window():
                     await streaming.finish(reply.shown, reply.rendered)
+                await self._tell_siblings(incoming.ctx, reply.text)
             else:
                 reply = await self.platform.conversation.chat(
                     incoming.ctx,
@@ -101,6 +112,7 @@ class TelegramReplies:
                 await indicator.stop()
                 with self.retry.window():
                     await outbox.finish(reply.shown, reply.rendered)
+                await self._tell_siblings(incoming.ctx, reply.text)
             settled = True
         except UserFacingError as exc:
             settled = True
@@ -129,6 +141,11 @@ class TelegramReplies:
             await indicator.stop()
             if settled:
                 await record.done()
+
+    async def _tell_siblings(self, ctx: ChatContext, text: str) -> None:
+        """The deployment's other bots in this group keep the answer as context."""
+        if self.siblings is not None and self.me is not None:
+            await self.siblings.tell(ctx, self.me, text)
 
     async def _stream(
         self, ctx: ChatContext, text: str, attachments: Attachments, streaming: StreamingReply

@@ -17,6 +17,7 @@ from bot.config import FixableValueError, Settings, platform_settings
 
 DEFAULT_API_SERVER = "https://api.telegram.org"
 _TOKEN = re.compile(r"^\d+:[\w-]+$")
+_BOT_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 
 
 class _Section(BaseModel):
@@ -87,6 +88,35 @@ class WebhookSettings(_Section):
         return self
 
 
+class TelegramBot(_Section):
+    """One more bot account run beside ``telegram.token`` by the same deployment."""
+
+    name: str = Field(
+        description="short id (a-z, 0-9, _): its chats are telegram.NAME:<chat id>, which"
+        " chats: presets match to give it its own persona, model, plugins and knowledge"
+    )
+    token: SecretStr = Field(description="its BotFather token")
+    api_server: str | None = Field(
+        None, description="its Bot API server, if not telegram.api_server (a local one)"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if not _BOT_NAME.match(self.name):
+            raise ValueError("name: 1-32 of a-z, 0-9 and _")
+        if self.api_server is not None and not self.api_server.startswith(
+            ("https://", "http://")
+        ):
+            raise ValueError("api_server must be an http(s) URL")
+        if not _TOKEN.match(self.token.get_secret_value()):
+            raise ValueError("token does not look like a bot token (123456:ABC-...)")
+        return self
+
+    @property
+    def platform(self) -> str:
+        return f"telegram.{self.name}"
+
+
 class TelegramSettings(_Section):
     enabled: bool = Field(False, description="run the Telegram adapter")
     token: SecretStr | None = Field(None, description="from BotFather; env TELEGRAM_BOT_TOKEN")
@@ -120,6 +150,11 @@ class TelegramSettings(_Section):
         description="polling mode: how long the one poller's lease on this bot token lasts "
         "unrenewed; a second poller is refused while it is held",
     )
+    bots: tuple[TelegramBot, ...] = Field(
+        (),
+        description="more bot accounts run beside token (polling mode), each with its own"
+        " chats, history and usage; in a group they share, each sees the others' answers",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -132,6 +167,14 @@ class TelegramSettings(_Section):
                 raise ValueError("token does not look like a bot token (123456:ABC-...)")
             if self.mode == "webhook" and self.webhook.url is None:
                 raise ValueError("mode is webhook but webhook.url is not set")
+            if self.bots and self.mode == "webhook":
+                raise FixableValueError(
+                    "bots run in polling mode only", "set telegram.mode: polling, or drop bots"
+                )
+            names = [b.name for b in self.bots]
+            tokens = [self.bot_token, *(b.token.get_secret_value() for b in self.bots)]
+            if len(set(names)) < len(names) or len(set(tokens)) < len(tokens):
+                raise ValueError("bots: each needs a name and a token of its own")
         if not self.api_server.startswith(("https://", "http://")):
             raise ValueError("api_server must be an http(s) URL")
         return self
@@ -145,6 +188,11 @@ class TelegramSettings(_Section):
             return self.webhook.secret_token.get_secret_value()
         key = self.bot_token.encode()
         return hmac.new(key, b"parlour telegram webhook", hashlib.sha256).hexdigest()
+
+    def for_bot(self, bot: TelegramBot) -> TelegramSettings:
+        """These settings for one of ``bots``: its token, everything else shared."""
+        server = bot.api_server or self.api_server
+        return self.model_copy(update={"token": bot.token, "api_server": server, "bots": ()})
 
     @property
     def bot_token(self) -> str:

@@ -16,7 +16,9 @@ from pydantic import (
     model_validator,
 )
 
+from bot.config.ambient import AmbientSettings
 from bot.config.base import Section, UnsetVariable, looks_secret
+from bot.config.catchup import CatchupSettings
 from bot.config.chats import ChatPreset, unknown_bases, unknown_plugins, unknown_servers
 from bot.config.conversation import ChatSettings, HistorySettings, LoggingSettings, StorageSettings
 from bot.config.guardrails import AccessSettings, LimitSettings
@@ -24,7 +26,9 @@ from bot.config.knowledge import KnowledgeSettings
 from bot.config.llm import LLMSettings
 from bot.config.mcp import MCPSettings
 from bot.config.memory import MemorySettings
+from bot.config.schedules import ScheduleSettings
 from bot.config.tools import ToolsSettings
+from bot.context import platform_family
 from bot.errors import ConfigError
 
 DEFAULT_PLUGINS = ("plugins.clock", "plugins.calculator", "plugins.reminders", "plugins.memory")
@@ -81,6 +85,9 @@ class Settings(Section):
     memory: MemorySettings = MemorySettings()
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
     tools: ToolsSettings = ToolsSettings()
+    ambient: AmbientSettings = AmbientSettings()
+    schedules: ScheduleSettings = ScheduleSettings()
+    catchup: CatchupSettings = CatchupSettings()
     mcp: MCPSettings = MCPSettings()
     access: AccessSettings = AccessSettings()
     limits: LimitSettings = LimitSettings()
@@ -194,7 +201,8 @@ class Settings(Section):
     def is_bot_admin(self, platform: str, user_id: str) -> bool:
         if platform in CLIENT_NAMED_PLATFORMS:
             return False  # never by a name the client chose (see CLIENT_NAMED_PLATFORMS)
-        return f"{platform}:{user_id}" in self.admins
+        family = platform_family(platform)  # telegram.helper: a Telegram user is one person
+        return f"{platform}:{user_id}" in self.admins or f"{family}:{user_id}" in self.admins
 
 
 def _require(missing: list[UnsetVariable]) -> None:

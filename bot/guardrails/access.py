@@ -4,7 +4,9 @@ Each message is described by a few subjects, matched with shell-style patterns (
 ``telegram:-1001234`` (a chat), ``telegram:user:42`` (a user), ``telegram:private`` /
 ``discord:group`` (every private chat / group of a platform), ``*:private`` (every private chat
 anywhere), and where the adapter knows them ``discord:guild:123`` (a whole server) and a
-thread's parent channel (``discord:456`` covers its threads). A deny match always refuses;
+thread's parent channel (``discord:456`` covers its threads). A further bot of the deployment
+(``telegram.helper``, see ``telegram.bots``) is matched by its own subjects and by its
+platform's (``telegram:user:42`` covers it too). A deny match always refuses;
 with an allow list, only matches get through; in private-bot mode the allow list is required
 (an empty one admits nobody). Bot admins from config (and the console's owner) are always let
 in, so they can never lock themselves out.
@@ -15,7 +17,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from bot.config import AccessSettings, Settings
-from bot.context import ChatContext
+from bot.context import ChatContext, platform_family
 from bot.errors import UserFacingError
 from bot.guardrails.admins import AdminPolicy
 
@@ -31,12 +33,18 @@ def subjects(ctx: ChatContext) -> tuple[str, ...]:
         *((f"{ctx.platform}:guild:{extra['guild']}",) if "guild" in extra else ()),
         *((f"{ctx.platform}:{extra['parent']}",) if "parent" in extra else ()),
     )
-    return (
+    own = (
         f"{ctx.platform}:{ctx.chat_id}",
         f"{ctx.platform}:user:{ctx.user_id}",
         f"{ctx.platform}:{kind}",
         *around,
     )
+    family = platform_family(ctx.platform)
+    if family == ctx.platform:
+        return own
+    # one more bot of the deployment (telegram.helper): what is written for its platform
+    # (telegram:...) covers it too, after its own subjects (a preset for it alone comes first)
+    return (*own, *(family + subject[len(ctx.platform) :] for subject in own))
 
 
 class AccessPolicy:
