@@ -53,10 +53,11 @@ async def two_bots(
         task = asyncio.ensure_future(adapter.run())
         try:
             for fake in (main, helper):
-                await fake.wait_until(
-                    lambda f=fake: task.done() or any(c.method == "getUpdates" for c in f.calls),
-                    timeout=10,
-                )
+
+                def polling(f: FakeTelegram = fake) -> bool:
+                    return task.done() or any(c.method == "getUpdates" for c in f.calls)
+
+                await fake.wait_until(polling, timeout=10)
             if task.done():
                 task.result()
             yield app
