@@ -1,6 +1,6 @@
 """Telegram's rows for ``python -m bot doctor``, and the same checks logged when ``run`` starts.
 
-* the token works (``getMe``; 401: the token was rejected);
+* the token works (``getMe``; 401: the token was rejected), and each of ``telegram.bots``'s;
 * privacy mode (``can_read_all_group_messages`` false: in groups only commands, @mentions and
   replies reach the bot) - a warning, since admin rights in a group lift it there;
 * in each configured group (named in ``access.allow``, ``chats:`` presets or
@@ -39,6 +39,17 @@ _ERRORS = (AiogramError, aiohttp.ClientError, OSError, TimeoutError)
 
 async def diagnose(settings: Settings) -> list[Check]:
     config = telegram_settings(settings)
+    rows = await _diagnose_bot(config, "telegram", configured_chats(settings))
+    for extra in config.bots:  # telegram.bots: each token checked on its own
+        own = config.for_bot(extra)
+        rows += await _diagnose_bot(own, extra.platform, None)
+    return rows
+
+
+async def _diagnose_bot(
+    config: TelegramSettings, label: str, chats: list[int] | None
+) -> list[Check]:
+    """One bot's rows: its token, then (``chats`` given: the main bot) the platform checks."""
     api = TelegramAPIServer.from_base(config.api_server)
     bot = Bot(config.bot_token, session=AiohttpSession(api=api, timeout=TIMEOUT))
     try:
@@ -47,22 +58,24 @@ async def diagnose(settings: Settings) -> list[Check]:
         except TelegramUnauthorizedError:
             return [
                 fail(
-                    "telegram token",
+                    f"{label} token",
                     "the bot token was rejected by Telegram (401 Unauthorized)",
-                    "set TELEGRAM_BOT_TOKEN (or telegram.token) to the token BotFather gave "
-                    "you (BotFather: /mybots -> the bot -> API Token)",
+                    "set TELEGRAM_BOT_TOKEN (or telegram.token; telegram.bots: its token) to"
+                    " the token BotFather gave you (BotFather: /mybots -> the bot -> API Token)",
                 )
             ]
         except _ERRORS as exc:
             return [
                 fail(
-                    "telegram token",
+                    f"{label} token",
                     f"cannot reach {safe_url(config.api_server)}: {exc}",
                     "check telegram.api_server and this host's network",
                 )
             ]
-        token_row = passed("telegram token", f"@{me.username} (id {me.id})")
-        return [token_row, *await platform_checks(bot, me, config, configured_chats(settings))]
+        token_row = passed(f"{label} token", f"@{me.username} (id {me.id})")
+        if chats is None:
+            return [token_row]
+        return [token_row, *await platform_checks(bot, me, config, chats)]
     finally:
         await bot.session.close()
 

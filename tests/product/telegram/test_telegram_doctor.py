@@ -83,6 +83,22 @@ async def test_a_wrong_token_is_named_as_rejected(
     assert "not-the-real-one" not in token.detail + token.fix
 
 
+async def test_each_of_several_bots_has_its_token_checked(
+    fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    tg = fake_telegram
+    async with FakeTelegram("654321:TEST-helper", bot_username="helper_bot") as helper:
+        bots = [
+            {"name": "helper", "token": helper.token, "api_server": helper.api_server},
+            {"name": "gone", "token": "777:TEST-revoked", "api_server": helper.api_server},
+        ]
+        rows = await rows_for(fake_llm, tg, tmp_path, bots=bots)
+    assert rows["telegram token"].status == "ok"
+    assert rows["telegram.helper token"].detail == "@helper_bot (id 654321)"
+    assert rows["telegram.gone token"].status == "FAIL"  # the fake knows only its own token
+    assert "TEST-revoked" not in rows["telegram.gone token"].detail
+
+
 async def test_privacy_mode_on_is_a_warning_with_the_botfather_fix(
     fake_llm: FakeLLM, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
