@@ -44,6 +44,22 @@ class ChatPreset(Section):
         (), description="names from knowledge.bases searched for this chat's answers"
     )
 
+    daily_tokens_per_chat: int | None = Field(
+        None, ge=1, description="this chat's daily budget, instead of limits' (omitted: limits')"
+    )
+    daily_tokens_per_user: int | None = Field(
+        None,
+        ge=1,
+        description="a person's daily budget in the chats it matches (their usage on that"
+        " platform or bot, every chat together), instead of limits' (omitted: limits')",
+    )
+
+    ambient: bool = Field(
+        False,
+        description="answer messages clearly meant for the bot without an @ (see ambient:);"
+        " an admin's /ambient on|off in the chat overrides it",
+    )
+
     @field_validator("match", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:

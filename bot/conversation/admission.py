@@ -25,6 +25,7 @@ from types import TracebackType
 from bot.config import LimitSettings, Settings
 from bot.context import ChatContext
 from bot.conversation.arrivals import ArrivalOrder
+from bot.conversation.presets import ChatPresets
 from bot.conversation.store import HistoryStore
 from bot.errors import UserFacingError
 from bot.guardrails.access import AccessDeniedError, AccessPolicy
@@ -53,11 +54,18 @@ class Admission:
         admins: AdminPolicy,
         *,
         shared: SharedLimits | None = None,
+        presets: ChatPresets | None = None,
     ) -> None:
         limits = settings.limits
         self.access = AccessPolicy(settings, admins)
         # Other replicas book tokens too: a figure this process remembers would miss theirs.
-        self.budgets = Budgets(limits, store, self.access, reread=REREAD if shared is None else 0)
+        self.budgets = Budgets(  # a chats: preset may give a chat (a bot) budgets of its own
+            limits,
+            store,
+            self.access,
+            reread=REREAD if shared is None else 0,
+            overrides=presets.budgets if presets is not None else None,
+        )
         self.max_input_chars = input_limit(settings)
         self.user_limits: UserLimits
         if shared is None:

@@ -194,7 +194,10 @@ class Commands:
     async def _usage(self, ctx: ChatContext, args: str) -> CommandResult:
         mine, chat = await self.service.usage_today(ctx)
         limits = self.service.settings.limits
-        lines = [f"You used {mine:,} tokens today (UTC)" + _of(limits.daily_tokens_per_user)]
+        per_chat, per_user = self.service.presets.budgets(ctx)  # a preset's, else limits'
+        per_chat = per_chat or limits.daily_tokens_per_chat
+        per_user = per_user or limits.daily_tokens_per_user
+        lines = [f"You used {mine:,} tokens today (UTC)" + _of(per_user)]
         # the part of the input a provider's prompt cache served (billed at a discount)
         own = await self.service.store.user_usage_on(utc_day(), ctx.platform, ctx.user_id)
         share = cached_share(own)
@@ -203,7 +206,7 @@ class Commands:
                 f"Your input: {own.prompt_tokens:,} tokens, of them cached: {percent(share)}"
             )
         if self.is_admin(ctx) and not ctx.is_private:
-            lines.append(f"This chat used {chat:,}" + _of(limits.daily_tokens_per_chat))
+            lines.append(f"This chat used {chat:,}" + _of(per_chat))
         if self.service.admins.is_bot_admin(ctx):  # bot admins see the whole bill
             total = await self.service.usage_total_today(fresh=True)
             lines.append(f"The whole bot used {total:,}" + _of(limits.daily_tokens_total))

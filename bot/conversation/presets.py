@@ -88,6 +88,19 @@ class ChatPresets:
         preset = self.match(ctx)
         return preset.knowledge if preset is not None else ()
 
+    def ambient(self, ctx: ChatContext) -> bool:
+        """Whether the preset turns ambient mode on here (an admin's /ambient overrides it)."""
+        preset = self.match(ctx)
+        return preset is not None and preset.ambient
+
+    def budgets(self, ctx: ChatContext) -> tuple[int | None, int | None]:
+        """The preset's daily token budgets here, per chat and per user (None: ``limits:``'s;
+        a preset for one of several bots gives that bot budgets of its own)."""
+        preset = self.match(ctx)
+        if preset is None:
+            return None, None
+        return preset.daily_tokens_per_chat, preset.daily_tokens_per_user
+
     def allows_plugin(self, ctx: ChatContext, module: str) -> bool:
         enabled = self.plugins(ctx)
         return enabled is None or module in enabled

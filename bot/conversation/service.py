@@ -115,13 +115,15 @@ class ChatService:
         self.counter = counter or get_counter(llm.model)
         self.compactor = compactor  # memory.summarize: a summary in every prompt
         self.admins = admins or AdminPolicy(settings)  # who is an admin: bot.guardrails.admins
-        self.admission = Admission(settings, store, self.admins, shared=shared_limits)
+        self.presets = ChatPresets(settings)  # config chats: under what an admin set
+        self.admission = Admission(
+            settings, store, self.admins, shared=shared_limits, presets=self.presets
+        )
         self.access = self.admission.access
         self.budgets = self.admission.budgets
         self._locks = KeyedLocks()
         self.prefs = Preferences(store, settings.chat)
         self.directory = DirectoryNotes(store)  # chats' titles for the admin dashboard
-        self.presets = ChatPresets(settings)  # config chats: under what an admin set
         self.knowledge = Knowledge(settings, store, self.presets, self.admins, self.counter)
         self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
         self.ambient_mode = Ambient(  # unaddressed messages clearly meant for the bot

@@ -55,9 +55,13 @@ class Budgets:
         access: AccessPolicy,
         *,
         reread: float = REREAD,
+        overrides: Callable[[ChatContext], tuple[int | None, int | None]] | None = None,
     ) -> None:
-        """``reread``: seconds a figure read from the ledger is trusted (0 with replicas)."""
+        """``reread``: seconds a figure read from the ledger is trusted (0 with replicas);
+        ``overrides(ctx)``: a chat's own per-chat and per-user budgets (a ``chats:`` preset),
+        None where ``limits`` hold."""
         self.limits = limits
+        self.overrides = overrides
         self.store = store
         self.access = access
         self.reread = reread
@@ -72,8 +76,11 @@ class Budgets:
         limits = self.limits
         if self.access.exempt(ctx):
             return  # whoever pays the bill is never locked out by it
-        chat_on = limits.daily_tokens_per_chat is not None
-        user_on = limits.daily_tokens_per_user is not None
+        per_chat, per_user = self.overrides(ctx) if self.overrides else (None, None)
+        per_chat = per_chat or limits.daily_tokens_per_chat
+        per_user = per_user or limits.daily_tokens_per_user
+        chat_on = per_chat is not None
+        user_on = per_user is not None
         if not self.reread and limits.daily_tokens_total is not None and (chat_on or user_on):
             # Replicas read every figure each turn: the whole bot's sum is read anyway, so the
             # other two come in the same statement.
@@ -93,13 +100,13 @@ class Budgets:
                 chat_text="I've used today's budget for everyone. I'll be back after "
                 "midnight (UTC).",
             )
-        if limits.daily_tokens_per_chat is not None and chat >= limits.daily_tokens_per_chat:
+        if per_chat is not None and chat >= per_chat:
             raise BudgetSpentError(
                 f"daily chat budget spent chat={ctx.chat_key} tokens={chat}",
                 chat_text="This chat has used today's budget for me. I'll be back after "
                 "midnight (UTC).",
             )
-        if limits.daily_tokens_per_user is not None and mine >= limits.daily_tokens_per_user:
+        if per_user is not None and mine >= per_user:
             raise BudgetSpentError(
                 f"daily user budget spent user={ctx.platform}:{ctx.user_id} tokens={mine}",
                 chat_text="You have used today's budget for me. It resets at midnight (UTC).",

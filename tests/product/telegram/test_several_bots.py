@@ -16,7 +16,7 @@ from adapters.telegram.bots import TelegramBots
 from adapters.telegram.settings import telegram_settings
 from bot.app import App
 from bot.errors import ConfigError
-from bot.testing.fake_llm import FakeLLM
+from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory
 
@@ -33,7 +33,11 @@ def users(request: Any) -> list[str]:
 
 @asynccontextmanager
 async def two_bots(
-    make_app: AppFactory, main: FakeTelegram, helper: FakeTelegram, **sections: Any
+    make_app: AppFactory,
+    main: FakeTelegram,
+    helper: FakeTelegram,
+    chats: list[dict[str, Any]] | None = None,
+    **sections: Any,
 ) -> AsyncIterator[App]:
     telegram = {
         "enabled": True,
@@ -43,7 +47,7 @@ async def two_bots(
         "stream": False,
         "bots": [{"name": "helper", "token": helper.token, "api_server": helper.api_server}],
     }
-    chats = [
+    chats = chats or [
         {"match": "telegram.helper:*", "system_prompt": "You are Helper, a quiz master."},
         {"match": "telegram:*", "system_prompt": "You are Parlour, the house bot."},
     ]
@@ -143,3 +147,27 @@ def test_bots_need_names_and_tokens_of_their_own(fake_llm: FakeLLM, tmp_path: An
             telegram_settings(settings)
         assert words in str(refused.value)
         assert "TEST-fake-token" not in str(refused.value)  # never echoes a token
+
+
+async def test_a_bots_preset_gives_it_budgets_of_its_own(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    """Each bot its own limits through its preset: the helper's small daily budget is spent
+    while the main bot in the same group answers on."""
+    main = fake_telegram
+    fake_llm.script(*[reply("ok", usage={"prompt_tokens": 90, "completion_tokens": 10})] * 4)
+    async with FakeTelegram(HELPER_TOKEN, bot_username="helper_bot", bot_name="Helper") as helper:
+        alice_main, alice_helper = main.user(7, "Alice"), helper.user(7, "Alice")
+        group_main = main.group(-100, "Team", supergroup=True)
+        group_helper = helper.group(-100, "Team", supergroup=True)
+        chats = [{"match": "telegram.helper:*", "daily_tokens_per_chat": 100}]
+        async with two_bots(make_app, main, helper, chats=chats):
+            for n in range(2):
+                helper.send(group_helper, alice_helper, f"@helper_bot question {n}")
+                await helper.wait_for_message(-100, count=n + 1, timeout=10)
+            main.send(group_main, alice_main, "@parlour_bot and you?")
+            await main.wait_for_message(-100, timeout=10)
+    helper_texts = [m["text"] for m in helper.messages(-100)]
+    assert helper_texts[0] == "ok"
+    assert "used today's budget" in helper_texts[1]  # the first spent its 100: the second refused
+    assert main.messages(-100)[0]["text"] == "ok"  # the main bot's budget is its own
