@@ -46,6 +46,9 @@ def make_settings(base_url: str, db_path: Path | str, **sections: dict[str, Any]
         "storage": storage,
         "plugins": [],  # the per-turn figures compare like with like: no tool definitions
         "memory": {"enabled": False},  # nor recall: section 6 measures memory on its own
+        # No burst window: it is a deliberate wait before each answer (chat.burst_window, 2 s
+        # by default); section 16 measures what it costs and saves.
+        "chat": {"burst_window": 0},
         # One simulated user sends many messages back to back: no per-user rate limit here.
         # Budgets are checked as in a default deployment, just never reached.
         "limits": {
