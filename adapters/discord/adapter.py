@@ -29,6 +29,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
+from adapters.discord.catchup import answer_catchup
 from adapters.discord.client import make_client
 from adapters.discord.commands import build_tree
 from adapters.discord.doctor import configured_guilds, platform_checks
@@ -36,6 +37,7 @@ from adapters.discord.endpoints import use_endpoints
 from adapters.discord.media import MediaPolicy, fetch_media, media_source, with_references
 from adapters.discord.normalise import (
     Incoming,
+    bot_names,
     channel_title,
     context_for,
     decide,
@@ -62,8 +64,9 @@ from adapters.discord.sharding import (
 )
 from adapters.discord.uploads import DiscordUploads
 from bot.context import ChatContext
+from bot.conversation.catchup import CATCHUP_COMMAND
 from bot.conversation.preview import EditThrottle, Repeating
-from bot.conversation.triggers import Action
+from bot.conversation.triggers import Action, with_quote
 from bot.errors import ConfigError
 from bot.platform.media import Attachments
 from bot.platform.seam import Platform
@@ -269,12 +272,29 @@ class DiscordAdapter:
             mention_trigger=self.config.mention_trigger,
             keep_context=self.config.keep_context and self.message_content,
         )
-        if decision.action is Action.ANSWER:
+        if decision.unaddressed:  # ambient mode may answer it, else as decided
+            self._track(self._unaddressed(message, incoming, decision.action))
+        elif decision.action is Action.ANSWER:
             media = media_source(message, self.client.user.id)
             self._track(self._answer_message(message, media, incoming, decision.text))
         elif decision.action is Action.OVERHEAR:
             text = with_references(decision.text, message)
             self._track(self.platform.conversation.overhear(incoming.ctx, text))
+
+    async def _unaddressed(
+        self, message: discord.Message, incoming: Incoming, kept: Action
+    ) -> None:
+        """Answered as if addressed when ambient mode says so; else overheard (if kept)."""
+        me = self.client.user if self.client is not None else None
+        if me is None:
+            return
+        conversation = self.platform.conversation
+        if await conversation.ambient(incoming.ctx, incoming.text, names=bot_names(message, me)):
+            text = with_quote(incoming.text, incoming.quoted, incoming.quoted_author)
+            media = media_source(message, me.id)
+            await self._answer_message(message, media, incoming, text)
+        elif kept is Action.OVERHEAR:
+            await conversation.overhear(incoming.ctx, with_references(incoming.text, message))
 
     def _track(self, work: Any) -> None:
         # ensure_future runs the coroutine's first step in this loop iteration's order, so
@@ -338,6 +358,11 @@ class DiscordAdapter:
     async def command(self, interaction: discord.Interaction, name: str, args: str = "") -> None:
         """Built-in and plugin commands. Their answers are only for the caller (ephemeral)."""
         if not await self._accepting(interaction):
+            return
+        if name == CATCHUP_COMMAND.name:  # public, pinging its asker only: catchup.py
+            ctx = self.interaction_context(interaction)
+            commands = self.platform.commands
+            await self._tracked(answer_catchup(interaction, commands, ctx, clean_text(args)))
             return
         await self._tracked(self._command(interaction, name, args))
 

@@ -158,6 +158,17 @@ def decide(incoming: Incoming, *, mention_trigger: bool, keep_context: bool) -> 
         return Decision(
             Action.ANSWER, with_quote(incoming.text, incoming.quoted, incoming.quoted_author)
         )
+    # ambient mode may answer it: not a mention or reply the chat's trigger switched off
+    unaddressed = bool(incoming.text) and not (incoming.mentioned or incoming.reply_to_bot)
     if keep_context and incoming.text:
-        return Decision(Action.OVERHEAR, incoming.text)
-    return IGNORE
+        return Decision(Action.OVERHEAR, incoming.text, unaddressed=unaddressed)
+    return Decision(Action.IGNORE, unaddressed=unaddressed) if unaddressed else IGNORE
+
+
+def bot_names(message: discord.Message, me: discord.ClientUser) -> tuple[str, ...]:
+    """What people call the bot here without an @: its username, global display name and
+    this server's nickname for it (ambient mode, :mod:`bot.conversation.ambient`)."""
+    names = [me.name, me.display_name]
+    if message.guild is not None:
+        names.append(message.guild.me.display_name)
+    return tuple(dict.fromkeys(clean_text(n) for n in names if n))

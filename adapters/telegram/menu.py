@@ -25,7 +25,8 @@ from bot.plugins.commands import CommandInfo
 log = logging.getLogger(__name__)
 
 ASK = CommandInfo("ask", "Ask me something (in groups)")
-_PRIVATE_ONLY_HIDDEN = frozenset({"ask", "scope"})  # in private every message is a question
+# in private every message is a question (and the conversation is the user's)
+_PRIVATE_ONLY_HIDDEN = frozenset({"ask", "scope", "ambient", "catchup"})
 
 
 def menus(infos: Sequence[CommandInfo]) -> list[tuple[BotCommandScopeUnion, list[BotCommand]]]:

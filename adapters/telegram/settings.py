@@ -104,9 +104,7 @@ class TelegramBot(_Section):
     def _check(self) -> Self:
         if not _BOT_NAME.match(self.name):
             raise ValueError("name: 1-32 of a-z, 0-9 and _")
-        if self.api_server is not None and not self.api_server.startswith(
-            ("https://", "http://")
-        ):
+        if self.api_server is not None and not self.api_server.startswith(("https://", "http://")):
             raise ValueError("api_server must be an http(s) URL")
         if not _TOKEN.match(self.token.get_secret_value()):
             raise ValueError("token does not look like a bot token (123456:ABC-...)")

@@ -2,7 +2,9 @@
 
 Private chats always answer. In groups the bot answers an @mention, a reply to its own message,
 ``/ask <text>`` or a configured keyword (each switchable per chat); anything else is overheard
-(kept as bounded context) or ignored. Other bots are never answered, so two bots cannot loop.
+(kept as bounded context) or ignored, unless ambient mode answers it (the decision says it is
+``unaddressed``; :mod:`bot.conversation.ambient`). Other bots are never answered, so two bots
+cannot loop.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ def decide(incoming: Incoming, trigger: GroupTrigger, commands: Collection[str])
         return _command(incoming, trigger, commands, private)
     if private or _addressed(incoming, trigger):
         return Decision(Action.ANSWER, _with_quote(incoming, incoming.text))
+    # ambient mode may answer it (the adapter asks with ``incoming.text``); not a mention or a
+    # reply the chat's triggers switched off
+    unaddressed = bool(incoming.text) and not (incoming.mentioned or incoming.reply_to_bot)
     if trigger.keep_context and incoming.text:
-        return Decision(Action.OVERHEAR, incoming.text)
-    return IGNORE
+        return Decision(Action.OVERHEAR, incoming.text, unaddressed=unaddressed)
+    return Decision(Action.IGNORE, unaddressed=unaddressed) if unaddressed else IGNORE
 
 
 def _command(

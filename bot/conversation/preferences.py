@@ -1,4 +1,5 @@
-"""Per-chat preferences set by admins (the conversation scope, a system prompt override).
+"""Per-chat preferences set by admins (the conversation scope, a system prompt override,
+ambient mode on or off).
 
 They override a ``chats:`` preset and the ``chat:`` defaults (:mod:`bot.conversation.presets`).
 
@@ -52,6 +53,14 @@ class Preferences:
         """The system prompt set with /persona (None: the preset's or the default applies)."""
         prefs = self._prefs.get(chat_key)
         return prefs.system_prompt if prefs else None
+
+    def ambient_override(self, chat_key: str) -> bool | None:
+        """Ambient mode as an admin set it here (None: the preset decides)."""
+        prefs = self._prefs.get(chat_key)
+        return prefs.ambient if prefs else None
+
+    async def set_ambient(self, chat_key: str, on: bool | None) -> None:
+        await self._save(chat_key, replace(self._current(chat_key), ambient=on))
 
     async def set_scope(self, chat_key: str, scope: Scope) -> None:
         await self._save(chat_key, replace(self._current(chat_key), scope=scope))

@@ -25,6 +25,9 @@ class Decision:
     action: Action
     text: str = ""
     command: str | None = None
+    # a group message with text that is not addressed to the bot: ambient mode may answer it
+    # (``ChatService.ambient``), else ``action`` stands (overheard or ignored)
+    unaddressed: bool = False
 
 
 IGNORE = Decision(Action.IGNORE)

@@ -10,7 +10,9 @@ from bot.values import AuditAction, AuditEntry
 __all__ = ["CHANGES", "AuditTrail", "check_change", "clear_detail", "forget_detail"]
 
 # The actions record_change takes; clears and resets are written by clear_chat and reset.
-CHANGES = frozenset({AuditAction.PERSONA, AuditAction.SCOPE, AuditAction.FORGET})
+CHANGES = frozenset(
+    {AuditAction.PERSONA, AuditAction.SCOPE, AuditAction.FORGET, AuditAction.AMBIENT}
+)
 
 
 def check_change(action: AuditAction) -> None:
@@ -30,12 +32,12 @@ def forget_detail(memory_id: int) -> str:
 
 
 class AuditTrail(Protocol):
-    """Changes an operator may be asked about later: clears, resets, persona and scope, and
-    an operator's deletion of a memory.
+    """Changes an operator may be asked about later: clears, resets, persona, scope and
+    ambient mode, and an operator's deletion of a memory.
 
     A backend must provide:
 
-    - :meth:`record_change` stores one persona or scope change or memory deletion
+    - :meth:`record_change` stores one persona, scope or ambient change or memory deletion
       (``action`` one of :data:`CHANGES`, anything else is a ``ValueError`` and stores
       nothing) with who made it.
     - Every :meth:`~bot.storage.resets.Resets.reset` is an entry too (action ``reset``, its

@@ -1,4 +1,5 @@
-"""Per-chat settings set by admins: the conversation scope, the system prompt (persona)."""
+"""Per-chat settings set by admins: the conversation scope, the system prompt (persona),
+ambient mode on or off."""
 
 from __future__ import annotations
 

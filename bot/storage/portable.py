@@ -55,7 +55,7 @@ TABLES: tuple[Table, ...] = (
     _table("resets", "conv_key chat_key after_turn_id by_user at", "conv_key", identity=False),
     _table(
         "chat_preferences",
-        "chat_key scope system_prompt updated_at",
+        "chat_key scope system_prompt updated_at ambient",
         "chat_key",
         identity=False,
     ),

@@ -34,3 +34,19 @@ async def test_clears_keep_settings_and_migration_moves_them(storage: Storage) -
     assert prefs["tg:-100"] == ChatPreferences(scope=Scope.USER)
     assert prefs["tg:-300"] == ChatPreferences(scope=Scope.THREAD)
     assert "tg:-1" not in prefs
+
+
+async def test_ambient_mode_round_trips_beside_the_other_settings(backend: Backend) -> None:
+    async with backend.open() as store:
+        await store.save_preferences("tg:1", ChatPreferences(ambient=True))
+        await store.save_preferences("tg:2", ChatPreferences(scope=Scope.USER, ambient=False))
+        await store.save_preferences("tg:3", ChatPreferences(ambient=True))
+        await store.save_preferences("tg:3", ChatPreferences(system_prompt="Be brief."))
+    async with backend.open() as store:
+        prefs = await store.load_preferences()
+        await store.migrate_chat("tg:1", "tg:100")  # a migrated chat keeps its ambient mode
+        moved = await store.load_preferences()
+    assert prefs["tg:1"] == ChatPreferences(ambient=True)
+    assert prefs["tg:2"] == ChatPreferences(scope=Scope.USER, ambient=False)
+    assert prefs["tg:3"] == ChatPreferences(system_prompt="Be brief.")  # replaced: back to None
+    assert moved["tg:100"] == ChatPreferences(ambient=True)

@@ -277,6 +277,10 @@ CORE_STEPS: tuple[str, ...] = (
     CREATE INDEX turns_by_chat_status_time ON turns (chat_key, status, created_at);
     CREATE INDEX turns_by_chat_id ON turns (chat_key, id);
     """,
+    # 6: SQLite's v20: ambient mode set in the chat by an admin (1 on, 0 off, NULL the preset's).
+    """
+    ALTER TABLE chat_preferences ADD COLUMN ambient INTEGER CHECK (ambient IN (0, 1));
+    """,
 )
 
 CORE: Component = ("core", CORE_STEPS)

@@ -156,21 +156,28 @@ class History:
     # -- chat settings ---------------------------------------------------------------------
 
     async def load_preferences(self) -> dict[str, ChatPreferences]:
-        rows = await self._db.fetch("SELECT chat_key, scope, system_prompt FROM chat_preferences")
+        rows = await self._db.fetch(
+            "SELECT chat_key, scope, system_prompt, ambient FROM chat_preferences"
+        )
         return {
-            str(key): ChatPreferences(scope=Scope(scope) if scope else None, system_prompt=prompt)
-            for key, scope, prompt in rows
+            str(key): ChatPreferences(
+                scope=Scope(scope) if scope else None,
+                system_prompt=prompt,
+                ambient=None if ambient is None else bool(ambient),
+            )
+            for key, scope, prompt, ambient in rows
         }
 
     async def save_preferences(self, chat_key: str, prefs: ChatPreferences) -> None:
-        prompt = prefs.system_prompt
+        prompt, ambient = prefs.system_prompt, prefs.ambient
         await self._db.execute(  # one upsert: atomic on its own
-            "INSERT INTO chat_preferences (chat_key, scope, system_prompt, updated_at)"
-            " VALUES ($1, $2, $3, $4) ON CONFLICT (chat_key) DO UPDATE SET"
+            "INSERT INTO chat_preferences (chat_key, scope, system_prompt, ambient, updated_at)"
+            " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (chat_key) DO UPDATE SET"
             " scope = excluded.scope, system_prompt = excluded.system_prompt,"
-            " updated_at = excluded.updated_at",
+            " ambient = excluded.ambient, updated_at = excluded.updated_at",
             chat_key,
             prefs.scope.value if prefs.scope else None,
             None if prompt is None else self._db.dialect.text(prompt),
+            None if ambient is None else int(ambient),
             time.time(),
         )

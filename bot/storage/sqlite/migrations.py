@@ -224,6 +224,11 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM knowledge_vectors WHERE chunk_id = old.id;
     END;
     """,
+    # 20: ambient mode set in the chat by an admin (/ambient on|off): 1 on, 0 off, NULL the
+    # preset's (bot.conversation.ambient).
+    """
+    ALTER TABLE chat_preferences ADD COLUMN ambient INTEGER CHECK (ambient IN (0, 1));
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
