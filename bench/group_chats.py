@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.chat_texts import user_messages
 from bench.common import Row, make_settings
 from bench.rows import S16
 from bot.app import App
@@ -32,6 +33,7 @@ from bot.errors import UserFacingError
 from bot.testing.fake_llm import FakeLLM
 
 LATENCY = 0.5
+CATCHUP_MESSAGES = 1000
 GAP = 0.3
 DEFAULT_LIMITS: dict[str, Any] = {
     "messages_per_minute": 10,
@@ -49,6 +51,7 @@ class Cost:
     seconds: float  # from the last message to the last answer
     answers: int
     stored: int = 0
+    widest: int = 0  # the largest prompt of one call (catch-up)
 
 
 def _member(n: int, name: str = "Alice") -> ChatContext:
@@ -84,7 +87,9 @@ async def _burst(root: Path, fake: FakeLLM, count: int, window: float, name: str
 
 
 async def _flood(root: Path, fake: FakeLLM) -> Cost:
-    settings = make_settings(fake.base_url, root / "flood.db", limits=DEFAULT_LIMITS)
+    settings = make_settings(
+        fake.base_url, root / "flood.db", chat={"burst_window": 2.0}, limits=DEFAULT_LIMITS
+    )
     fake.requests.clear()
     async with App(settings) as app:
         started = time.monotonic()
@@ -104,6 +109,28 @@ async def _flood(root: Path, fake: FakeLLM) -> Cost:
     return Cost(len(fake.chat_requests), prompt, completion, seconds, answers, stored)
 
 
+async def _catchup(root: Path, fake: FakeLLM) -> Cost:
+    """1,000 group messages by five people (kept in full: ``history.context_messages``), then a
+    catch-up of the last 1,000 by a sixth at the default ``catchup`` settings."""
+    settings = make_settings(
+        fake.base_url, root / "catchup.db", history={"context_messages": CATCHUP_MESSAGES}
+    )
+    people = ("Ann", "Bo", "Cy", "Dee", "Eli")
+    async with App(settings) as app:
+        for n, text in enumerate(user_messages(CATCHUP_MESSAGES, seed=30)):
+            speaker = ChatContext("telegram", "-100", ChatType.GROUP, str(n % 5), people[n % 5])
+            await app.service.overhear(speaker, text)
+        fake.requests.clear()
+        asker = ChatContext("telegram", "-100", ChatType.GROUP, "99", "Fay")
+        assert app.catchup is not None, "catchup.enabled is on by default"
+        started = time.monotonic()
+        report = await app.catchup.for_operator(asker, "telegram:-100", messages=CATCHUP_MESSAGES)
+        seconds = time.monotonic() - started
+    prompt, completion = _tokens(fake)
+    widest = max((r.usage or {}).get("prompt_tokens", 0) for r in fake.chat_requests)
+    return Cost(len(fake.chat_requests), prompt, completion, seconds, 1, report.messages, widest)
+
+
 async def measure_group_chats(root: Path) -> dict[str, Cost]:
     figures: dict[str, Cost] = {}
     async with FakeLLM(latency=LATENCY) as fake:
@@ -112,6 +139,7 @@ async def measure_group_chats(root: Path) -> dict[str, Cost]:
                 name = f"burst-{count}-{window:g}"
                 figures[name] = await _burst(root, fake, count, window, name)
         figures["flood"] = await _flood(root, fake)
+        figures["catchup"] = await _catchup(root, fake)
     return figures
 
 
@@ -143,6 +171,20 @@ def group_chat_rows(figures: dict[str, Cost]) -> list[Row]:
             f" {flood.stored} turns stored, {flood.seconds:.1f} s",
             "<= limits.burst (5) calls",
             flood.calls <= 5,
+        )
+    )
+    catchup = figures["catchup"]
+    rows.append(
+        Row(
+            S16,
+            f"/catchup over {CATCHUP_MESSAGES:,} stored group messages (5 speakers), default"
+            " `catchup` settings (24,000 tokens read at most, 3,000 a call, 400 written)",
+            f"{catchup.calls} model calls, {catchup.prompt_tokens:,} prompt + "
+            f"{catchup.completion_tokens:,} completion tokens; {catchup.stored:,} newest"
+            f" messages read; the largest call {catchup.widest:,} prompt tokens;"
+            f" {catchup.seconds:.1f} s",
+            "each call <= 3,000 + its instructions (300) in",
+            catchup.widest <= 3300,
         )
     )
     return rows

@@ -16,9 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from bot.config import Settings, safe_url, secret_values
 from bot.context import ChatContext
+from bot.conversation.ambient_command import add_ambient_command
+from bot.conversation.catchup import CatchUp, add_catchup_command
 from bot.conversation.commands import Commands
 from bot.conversation.knowledge_command import KnowledgeDesk, add_knowledge_command
 from bot.conversation.presets import ChatPresets
+from bot.conversation.schedule_command import add_schedule_command
+from bot.conversation.scheduled_posts import ScheduledPosts
 from bot.conversation.service import ChatService
 from bot.conversation.tool_runner import ToolRunner
 from bot.conversation.tools_command import add_tools_command
@@ -86,6 +90,8 @@ class App:
         self.scheduler: Scheduler | None = None
         self.memories: MemoryStore | None = None
         self.knowledge_desk: KnowledgeDesk | None = None  # knowledge.bases declared
+        self.catchup: CatchUp | None = None  # catchup.enabled: /catchup
+        self.schedules: ScheduledPosts | None = None  # schedules.enabled: /schedule
         self._embedder: TextEmbedder | None = None
         self._backfill: asyncio.Task[None] | None = None
         self.compactor: Compactor | None = None
@@ -129,8 +135,10 @@ class App:
             mcp=self.mcp,
             plugins=self.plugins,
             scheduler=self.scheduler,
+            schedules=self.schedules,
             adapters=self.adapter_runs,
             recent_log=self.recent_log,
+            catchup=self.catchup,
             knowledge=KnowledgeLibrary(
                 self.settings,
                 store,
@@ -231,11 +239,20 @@ class App:
             )
             self._start_mcp()
             add_tools_command(self._commands, self.tools, self._mcp_statuses)
+            add_ambient_command(self._commands)  # /ambient on|off: admins, audited
+            if self.settings.catchup.enabled:  # /catchup, and the admin API's catch-up
+                self.catchup = CatchUp(self._service, self._store)
+                add_catchup_command(self._commands, self.catchup)
             if self.settings.knowledge.bases:  # /knowledge, and documents sent to chats
                 self.knowledge_desk = KnowledgeDesk(
                     self._service.knowledge, self._service.admit_command
                 )
                 add_knowledge_command(self._commands, self.knowledge_desk)
+            if self.settings.schedules.enabled:  # /schedule; its runs' handler before start
+                self.schedules = ScheduledPosts(
+                    self.settings, self._service, self.scheduler, self.outbound, self._store
+                )
+                add_schedule_command(self._commands, self.schedules)
             self._schedule_housekeeping(self.scheduler)
             await self.scheduler.start()
             self._platform = self._seam(self._service, self._commands, self._store)

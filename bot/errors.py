@@ -34,7 +34,8 @@ the tool's answer to the model says so, it never leaves the MCP manager),
 HTTP guard) and ``adapters.http.openai.errors.APIError`` (an answer of the chat endpoint in
 OpenAI's error shape; the HTTP adapter turns it into the response). The admin API's
 ``adapters.http.admin.chat_ops.UnknownChat``, ``adapters.http.admin.chat_ops.MemoryOff`` (404),
-``adapters.http.admin.chat_ops.BadSetting`` (a scope or persona the chat cannot take: 400) and
+``adapters.http.admin.chat_ops.BadSetting`` (a scope or persona the chat cannot take: 400),
+``adapters.http.admin.schedules.SchedulesOff`` (404: scheduled posts are switched off) and
 ``adapters.http.admin.params.BadParameter`` (400) become its answers, never leaving the adapter;
 ``adapters.http.openai.once.ClientGoneError`` (a client that hung up before its answer) stops
 the turn and is answered with nothing.

@@ -6,7 +6,8 @@ prompt:``, which the adapter answers itself with a streamed reply. ``/scope`` of
 choices; ``/reset``, ``/clear``, ``/history`` and ``/help`` take no argument; every other
 command takes one optional ``text`` (``/persona text:`` sets the persona, without it shows it).
 ``/knowledge`` also takes an optional ``file`` (an attachment): ``text: add NAME`` with a
-document adds it to that knowledge base (``adapters.discord.uploads``).
+document adds it to that knowledge base (``adapters.discord.uploads``). ``/catchup``'s ``text``
+is its span (``2h``, ``50``; empty: since the caller's last message).
 
 A command declared ``admin_only`` carries ``default_member_permissions`` of Manage Messages
 (:data:`adapters.discord.normalise.ADMIN_PERMISSIONS`, the permission that makes a member a
@@ -28,6 +29,7 @@ import discord
 from discord import app_commands
 
 from adapters.discord.normalise import ADMIN_PERMISSIONS
+from bot.conversation.catchup import CATCHUP_COMMAND
 from bot.plugins.commands import CommandInfo
 
 Ask = Callable[[discord.Interaction, str], Awaitable[None]]
@@ -86,6 +88,15 @@ def _declared(info: CommandInfo, run: Run, upload: Upload | None) -> SlashComman
     callback: Callback
     if name == KNOWLEDGE and upload is not None:
         callback = _knowledge(run, upload)
+    elif name == CATCHUP_COMMAND.name:
+
+        @app_commands.describe(
+            text="2h: the last two hours; 50: the last 50 messages; empty: since your last message"
+        )
+        async def span(interaction: discord.Interaction, text: str = "") -> None:
+            await run(interaction, name, text)
+
+        callback = span
     elif name in _NO_ARGUMENT:
 
         async def bare(interaction: discord.Interaction) -> None:

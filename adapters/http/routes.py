@@ -7,11 +7,13 @@ from collections.abc import Callable
 from aiohttp import web
 
 from adapters.http.admin import api as admin_api
+from adapters.http.admin import catchup as admin_catchup
 from adapters.http.admin import chats as admin_chats
 from adapters.http.admin import knowledge as admin_knowledge
 from adapters.http.admin import openapi
+from adapters.http.admin import schedules as admin_schedules
 from adapters.http.context import HTTPContext
-from adapters.http.dashboard import knowledge, login, playground, status
+from adapters.http.dashboard import knowledge, login, playground, schedules, status
 from adapters.http.dashboard import pages as dashboard
 from adapters.http.openai import api as openai_api
 
@@ -25,9 +27,12 @@ ROUTES: tuple[RouteAdder, ...] = (
     playground.add_routes,
     status.add_routes,
     knowledge.add_routes,
+    schedules.add_routes,
     openai_api.add_routes,
     admin_api.add_routes,
     admin_chats.add_routes,
+    admin_catchup.add_routes,
     admin_knowledge.add_routes,
+    admin_schedules.add_routes,
     openapi.add_routes,
 )

@@ -8,15 +8,18 @@ import logging
 from dataclasses import replace
 
 from aiogram import Bot
+from aiogram.exceptions import AiogramError
 from aiogram.types import Message
 
 from adapters.telegram.admins import AdminCache
 from adapters.telegram.barrier import ChatBarriers
 from adapters.telegram.normalise import Incoming
-from adapters.telegram.output import Outbox
+from adapters.telegram.output import Outbox, Undeliverable
 from adapters.telegram.reply import notify, reply_target
+from adapters.telegram.streaming import typing_indicator
 from adapters.telegram.triggers import Decision
 from bot.context import ChatContext
+from bot.conversation.catchup import CATCHUP_COMMAND
 from bot.platform.seam import Platform
 
 log = logging.getLogger(__name__)
@@ -61,7 +64,29 @@ class TelegramCommands:
                 result = await self.platform.commands.handle(
                     replace(ctx, is_admin=admin), name, decision.text
                 )
+        elif name == CATCHUP_COMMAND.name:
+            await self._catchup(message, ctx, decision.text)
+            return
         else:
             result = await self.platform.commands.handle(ctx, name, decision.text)
         if result.notify:
             await notify(Outbox(self.bot, reply_target(message)), result.text)
+
+    async def _catchup(self, message: Message, ctx: ChatContext, args: str) -> None:
+        """``/catchup``: typing while the model writes, then the digest as a reply to the
+        asker's message (the one person it pings), formatted like an answer."""
+        outbox = Outbox(self.bot, reply_target(message))
+        typing = typing_indicator(self.bot, message.chat.id, outbox.target.thread_id)
+        typing.start()
+        try:
+            result = await self.platform.commands.handle(ctx, CATCHUP_COMMAND.name, args)
+        finally:
+            await typing.stop()
+        if not result.ok:
+            if result.notify:  # else told already (a flood's repeats)
+                await notify(outbox, result.text)
+            return
+        try:
+            await outbox.send_markdown(result.text)
+        except (Undeliverable, AiogramError) as exc:
+            log.warning("telegram: catch-up not delivered chat=%s: %s", message.chat.id, exc)

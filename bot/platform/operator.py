@@ -1,6 +1,7 @@
 """The operator's view of the whole bot, for an admin surface (the HTTP adapter's admin API and
-dashboard): chats' settings, memories, MCP servers, plugins, reminders and metrics, knowledge
-bases, the adapters' state and the last warnings and errors logged.
+dashboard): chats' settings, memories, MCP servers, plugins, reminders, scheduled posts and
+metrics, knowledge bases, catch-up digests, the adapters' state and the last warnings and
+errors logged.
 
 Each part is a Protocol that the real object (``ChatService``, ``MemoryStore``, ``MCPManager``,
 ``PluginManager``, ``KnowledgeLibrary``) meets structurally: this layer names only what is read,
@@ -19,11 +20,12 @@ from bot.context import ChatContext, Scope
 from bot.guardrails.recent_log import RecentLog
 from bot.metrics import Metrics
 from bot.platform.adapter_runs import AdapterRuns
+from bot.scheduling.posts import ScheduledPost
 from bot.scheduling.scheduler import Scheduler
 from bot.storage.knowledge import FoundChunk, KnowledgeDocument, PutResult
-from bot.values import Memory
+from bot.values import Memory, Usage
 
-__all__ = ["ChatAdmin", "KnowledgeShelf", "Memories", "Operator"]
+__all__ = ["CatchUps", "ChatAdmin", "KnowledgeShelf", "Memories", "Operator", "ScheduleBoard"]
 
 
 class Persona(Protocol):
@@ -134,6 +136,60 @@ class KnowledgeShelf(Protocol):
     async def remove(self, base: str, source: str) -> bool: ...
 
 
+class ScheduleBoard(Protocol):
+    """Scheduled posts as an operator manages them (``bot.conversation.scheduled_posts.
+    ScheduledPosts``, the same object ``/schedule`` uses). :meth:`schedule_in` raises
+    ``bot.scheduling.recurrence.ScheduleError`` (its ``chat_text`` the reason a person can act
+    on: a bad time zone, time or date, a past date, an unknown or private chat, the chat's
+    limit) and schedules nothing then."""
+
+    def listed(self, chat_key: str | None = None) -> list[ScheduledPost]: ...
+    async def schedule_in(
+        self, chat_key: str, thread_id: str | None, when: str, prompt: str, *, by: str
+    ) -> ScheduledPost: ...
+    async def cancel(self, post_id: int, chat_key: str | None = None) -> ScheduledPost | None: ...
+
+
+class CatchupDigest(Protocol):
+    """One catch-up (``bot.conversation.catchup.CatchupReport``)."""
+
+    @property
+    def summary(self) -> str: ...  # "" when there was nothing to summarise
+    @property
+    def reply(self) -> str: ...  # what a chat would be shown: a header line, then the summary
+    @property
+    def conversation_key(self) -> str: ...
+    @property
+    def messages(self) -> int: ...
+    @property
+    def left_out(self) -> int: ...
+    @property
+    def speakers(self) -> Sequence[str]: ...
+    @property
+    def first_at(self) -> float | None: ...
+    @property
+    def last_at(self) -> float | None: ...
+    @property
+    def calls(self) -> int: ...
+    @property
+    def usage(self) -> Usage: ...
+
+
+class CatchUps(Protocol):
+    """Catch-up digests in an operator's name (``bot.conversation.catchup.CatchUp``): raises
+    ``CatchupRefusedError`` for a span past the limits or another chat's conversation, and the
+    model's ``LLMError``."""
+
+    async def for_operator(
+        self,
+        ctx: ChatContext,
+        conversation_key: str,
+        *,
+        hours: float | None = None,
+        messages: int | None = None,
+    ) -> CatchupDigest: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Operator:
     chats: ChatAdmin
@@ -145,3 +201,5 @@ class Operator:
     adapters: AdapterRuns  # what ``run`` started, and how each is doing
     recent_log: RecentLog  # the last warnings and errors, secrets masked
     knowledge: KnowledgeShelf | None = None  # the bases' documents (None: not given)
+    schedules: ScheduleBoard | None = None  # scheduled posts (None: schedules.enabled off)
+    catchup: CatchUps | None = None  # catch-up digests (None: catchup.enabled off)

@@ -6,7 +6,9 @@
 * :mod:`.jobstore` -- where jobs live (their own SQLite file, or the bot's PostgreSQL database)
   and how a due run is *claimed* there before it fires;
 * :mod:`.runner` -- apscheduler's loop, made to fire only while this replica may;
-* :mod:`.leader` -- the lease that makes one replica at a time the one that fires.
+* :mod:`.leader` -- the lease that makes one replica at a time the one that fires;
+* :mod:`.recurrence` -- scheduled posts' schedule grammar (pure), and :mod:`.posts` -- a
+  scheduled post as the plain data its job carries.
 
 apscheduler 3 (``AsyncIOScheduler``; its jobs in SQLite through the standard library, in
 PostgreSQL through its ``SQLAlchemyJobStore``) with these decisions:

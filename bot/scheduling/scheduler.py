@@ -16,6 +16,10 @@ their payloads; :meth:`Scheduler.withdraw` cancels one *for good*: the kind's ``
 (given to :meth:`Scheduler.register`) runs first, so an owner that keeps its own record (the
 reminders plugin) forgets it and does not schedule it again at the next start.
 
+**Calendar rules**: :meth:`Scheduler.weekly` runs on days of the week at a wall-clock time in
+an IANA zone (apscheduler's ``CronTrigger``; scheduled posts' "every Monday 09:00
+Europe/Berlin"), so daylight saving moves the run with the clock; its zone is stored with it.
+
 Maintenance (retention) is the app's to wire: ``every(kind, "app:retention", timedelta(hours=1))``
 at each start-up. Re-declaring a repeating job with the same interval keeps its next run, so
 restarts don't postpone it and a run missed while down still runs at start.
@@ -28,14 +32,16 @@ import contextlib
 import json
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any, Self
+from zoneinfo import ZoneInfo
 
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.base import STATE_RUNNING
+from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -229,6 +235,36 @@ class Scheduler:
             and isinstance(old.trigger, IntervalTrigger)
             and old.trigger.interval == trigger.interval
             and (first is None or old.trigger.start_date == trigger.start_date)
+        )
+        self._add(kind, job_id, trigger, payload, old.next_run_time if same else None)
+
+    def weekly(
+        self,
+        kind: str,
+        job_id: str,
+        days: Sequence[int],
+        at: time,
+        zone: str,
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        """Run on ``days`` (0 = Monday) at the wall-clock time ``at`` in the IANA ``zone``
+        (across daylight saving). Replaces ``job_id``; the same rule again keeps its next run."""
+        if not days or any(not 0 <= day <= 6 for day in days):
+            raise ValueError(f"days must be 0-6 (Monday is 0), not {list(days)}")
+        trigger = CronTrigger(
+            day_of_week=",".join(str(day) for day in sorted(set(days))),
+            hour=at.hour,
+            minute=at.minute,
+            second=at.second,
+            timezone=ZoneInfo(zone),
+        )
+        with self._store_errors():
+            old = self._open().get_job(job_id)
+        same = (
+            old is not None
+            and isinstance(old.trigger, CronTrigger)
+            and (str(old.trigger), str(old.trigger.timezone))
+            == (str(trigger), str(trigger.timezone))
         )
         self._add(kind, job_id, trigger, payload, old.next_run_time if same else None)
 

@@ -27,6 +27,7 @@ from bot.storage.overheard import OverheardStore
 from bot.storage.prompt_windows import PromptWindows
 from bot.storage.resets import Resets
 from bot.storage.summaries import Summaries
+from bot.storage.transcript import Transcripts
 from bot.storage.turns import TurnArchive, Turns
 from bot.storage.usage import UsageLedger
 
@@ -55,6 +56,7 @@ __all__ = [
     "SharedLimits",
     "Storage",
     "Summaries",
+    "Transcripts",
     "TurnArchive",
     "Turns",
     "UsageLedger",
@@ -68,6 +70,7 @@ class Storage(
     Turns,
     TurnArchive,
     OverheardStore,
+    Transcripts,
     Resets,
     AuditTrail,
     ChatDirectory,

@@ -13,6 +13,7 @@ from functools import cache
 from aiohttp import web
 
 from adapters.http.admin import schemas
+from adapters.http.admin.openapi_catchup import CATCHUP_MODELS, catchup_routes
 from adapters.http.admin.openapi_knowledge import KNOWLEDGE_MODELS, knowledge_routes
 from adapters.http.admin.openapi_parts import (
     API_ERRORS,
@@ -29,6 +30,7 @@ from adapters.http.admin.openapi_parts import (
     query,
     ref,
 )
+from adapters.http.admin.openapi_schedules import SCHEDULE_MODELS, schedule_routes
 from adapters.http.admin.openapi_shapes import SETTINGS_BODY, SHAPES
 from adapters.http.context import HTTPContext
 
@@ -42,6 +44,8 @@ _MODELS: tuple[type[schemas.Body], ...] = (
     schemas.MCPList,
     schemas.ReminderList,
     *KNOWLEDGE_MODELS,
+    *CATCHUP_MODELS,
+    *SCHEDULE_MODELS,
 )
 
 
@@ -360,6 +364,8 @@ def document() -> JSON:
             **_admin_routes(),
             **_chat_routes(),
             **knowledge_routes(),
+            **catchup_routes(),
+            **schedule_routes(),
         },
         "components": {
             "schemas": _components(),

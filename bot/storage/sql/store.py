@@ -26,6 +26,7 @@ from bot.storage.sql.maintenance import ChatMoved, Upkeep, close_interrupted
 from bot.storage.sql.overheard import OverheardRows
 from bot.storage.sql.seam import Database, Windows, via
 from bot.storage.sql.summaries import SummaryRows
+from bot.storage.sql.transcript import TranscriptRows
 from bot.storage.turns import Turns
 from bot.values import Overheard, PromptRows
 
@@ -59,6 +60,7 @@ class SQLStore:
     summaries: SummaryRows
     delivery_records: DeliveryRecords
     overheard: OverheardRows
+    transcripts: TranscriptRows
     upkeep: Upkeep
 
     async def __aenter__(self) -> Self:
@@ -97,6 +99,7 @@ class SQLStore:
         self.summaries = SummaryRows(db)
         self.delivery_records = DeliveryRecords(db, owner)
         self.overheard = OverheardRows(db)
+        self.transcripts = TranscriptRows(db)
         self.upkeep = Upkeep(db, windows, chat_moved)
 
     async def load_prompt_rows(
@@ -162,6 +165,8 @@ class SQLStore:
     record_overheard = via("overheard", OverheardRows.record_overheard)
     replace_overheard = via("overheard", OverheardRows.replace_overheard)
     load_overheard = via("overheard", OverheardRows.load_overheard)
+
+    said = via("transcripts", TranscriptRows.said)
 
     close_interrupted_turns = via("upkeep", Upkeep.close_interrupted_turns)
     delete_older_than = via("upkeep", Upkeep.delete_older_than)

@@ -106,7 +106,8 @@ async def test_one_policy_for_commands_tools_and_exemptions(make_app: AppFactory
         assert "This chat used" not in (await app.commands.handle(private("2"), "usage")).text
         needs = {i.name for i in app.commands.infos if app.commands.needs_admin_status(i.name)}
         assert needs == {
-            "help", "reset", "clear", "scope", "persona", "usage", "memory", "tools", "ambient"
+            "help", "reset", "clear", "scope", "persona", "usage", "memory", "tools", "ambient",
+            "schedule",
         }  # fmt: skip
 
 

@@ -1,0 +1,41 @@
+"""``schedules:``: posts admins schedule in a chat (``/schedule``, the admin API, the dashboard).
+
+Each run is a turn of the chat's conversation, so it costs what one answer costs and meets the
+chat's budgets; ``max_per_chat`` bounds how many a chat's admins can set up.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, field_validator
+
+from bot.config.base import Section
+
+__all__ = ["ScheduleSettings"]
+
+
+class ScheduleSettings(Section):
+    enabled: bool = Field(True, description="offer /schedule and run scheduled posts")
+    who: Literal["chat_admins", "bot_admins"] = Field(
+        "chat_admins",
+        description="who may schedule and cancel posts in a chat: its admins (the platform's"
+        " rule), or only the bot's admins (config admins:)",
+    )
+    max_per_chat: int = Field(10, ge=1, le=1000, description="pending scheduled posts per chat")
+    max_prompt_chars: int = Field(
+        2000, ge=10, le=20_000, description="longest prompt a scheduled post may run"
+    )
+    timezone: str = Field(
+        "UTC", description="the zone of a schedule that names none (an IANA name: Europe/Berlin)"
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise ValueError(f"unknown time zone {value!r} (an IANA name: Europe/Berlin)") from None
+        return value
