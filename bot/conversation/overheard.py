@@ -2,7 +2,8 @@
 answer in that conversation.
 
 Only in groups, only while ``history.context_messages`` is above zero, at most that many per
-conversation (the store drops older ones) and none older than ``history.context_max_age``. An
+conversation waiting for a prompt and none older than ``history.context_max_age``; older ones
+stay stored *passed* (never prompted again) up to ``catchup.max_messages``, for ``/catchup``. An
 empty message, or one longer than a message would be answered, is not kept. The service writes
 them under the conversation's lock, in arrival order with its turns. Edits of messages kept
 as context the same way (:mod:`bot.conversation.edits`) are the one kind kept in private chats.
@@ -22,9 +23,14 @@ __all__ = ["Overhearing"]
 
 
 class Overhearing:
-    def __init__(self, store: OverheardStore, history: HistorySettings, max_chars: int) -> None:
+    def __init__(
+        self, store: OverheardStore, history: HistorySettings, max_chars: int, *, retain: int = 0
+    ) -> None:
+        """``retain``: how many of a conversation's messages stay readable for ``/catchup``
+        (older than the ``keep`` newest that give context, they are stored *passed*)."""
         self.store = store
         self.keep = history.context_messages
+        self.retain = retain
         self.max_age = history.context_max_age
         self.max_chars = max_chars
 
@@ -39,7 +45,7 @@ class Overhearing:
 
     async def record(self, ctx: ChatContext, key: str, text: str) -> None:
         message = NewTurn(key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id)
-        await self.store.record_overheard(message, self.keep)
+        await self.store.record_overheard(message, self.keep, self.retain)
 
     def since(self) -> float | None:
         """How far back chatter still counts (a ``time.time()``); None when none is kept."""

@@ -125,7 +125,13 @@ class ChatService:
         self.prefs = Preferences(store, settings.chat)
         self.directory = DirectoryNotes(store)  # chats' titles for the admin dashboard
         self.knowledge = Knowledge(settings, store, self.presets, self.admins, self.counter)
-        self.overheard = Overhearing(store, settings.history, self.admission.max_input_chars)
+        catchup = settings.catchup  # /catchup reads chatter the prompts no longer show
+        self.overheard = Overhearing(
+            store,
+            settings.history,
+            self.admission.max_input_chars,
+            retain=catchup.max_messages if catchup.enabled else 0,
+        )
         self.ambient_mode = Ambient(  # unaddressed messages clearly meant for the bot
             settings, self.presets, self.prefs, store, self.access, self.budgets,
             classifier=classifier_for(settings.ambient, llm, store, self.budgets), metrics=metrics,

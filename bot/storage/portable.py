@@ -69,7 +69,7 @@ TABLES: tuple[Table, ...] = (
     ),
     _table(
         "overheard",
-        "id conv_key chat_key user_id user_name platform_message_id text created_at",
+        "id conv_key chat_key user_id user_name platform_message_id text created_at passed",
     ),
     _table("plugin_kv", "plugin key value updated_at", "plugin key", identity=False),
     _table(

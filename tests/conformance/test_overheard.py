@@ -105,3 +105,23 @@ async def test_read_again_after_every_change_here_or_elsewhere(backend: Backend)
         assert await texts(mine) == ["again"]
         await mine.reset("tg:-1", "tg:-1", "u")
         assert await texts(mine) == []
+
+
+async def test_chatter_beyond_keep_is_retained_passed_for_catchup(storage: Storage) -> None:
+    """``retain``: chatter older than the newest ``keep`` stays, *passed*: never in a prompt
+    or replaced by an edit again, still in the transcript /catchup reads, up to ``retain``."""
+    for n in range(6):
+        message = turn("tg:-1", f"chatter {n}", user="2", platform_message_id=f"m{n}")
+        await storage.record_overheard(message, keep=2, retain=5)
+    assert [o.text for o in await storage.load_overheard("tg:-1", 0)] == ["chatter 4", "chatter 5"]
+    said = [s.text for s in await storage.said("tg:-1", 0, 100)]
+    assert said == [f"chatter {n}" for n in range(1, 6)]  # 5 retained: the oldest went
+    assert not await storage.replace_overheard("tg:-1", "m2", "edited")  # passed: untouched
+    assert await storage.replace_overheard("tg:-1", "m5", "chatter 5, edited")
+    # a turn moves the chosen in and passes over what was older: kept, never prompted again
+    [four, five] = await storage.load_overheard("tg:-1", 0)
+    await storage.begin_turn(turn("tg:-1", "bot?", overheard=(five.overheard_id,)))
+    assert await storage.load_overheard("tg:-1", 0) == []
+    said = [s.text for s in await storage.said("tg:-1", 0, 100)]
+    assert said == ["chatter 1", "chatter 2", "chatter 3", "chatter 4", "chatter 5, edited", "bot?"]
+    assert four.text == "chatter 4"

@@ -281,6 +281,10 @@ CORE_STEPS: tuple[str, ...] = (
     """
     ALTER TABLE chat_preferences ADD COLUMN ambient INTEGER CHECK (ambient IN (0, 1));
     """,
+    # 7: SQLite's v21: chatter a turn passed over is kept, marked passed (never prompted again).
+    """
+    ALTER TABLE overheard ADD COLUMN passed INTEGER NOT NULL DEFAULT 0 CHECK (passed IN (0, 1));
+    """,
 )
 
 CORE: Component = ("core", CORE_STEPS)

@@ -205,7 +205,7 @@ def prompt_rows_sql(max_turns: int) -> str:
         "SELECT 0 AS part, id, user_id, user_name, status, user_text, answer,"
         f" NULL::float8 AS created_at FROM ({window_page(max_turns)}) AS page"
         " UNION ALL SELECT 1, id, user_id, user_name, NULL, text, NULL, created_at"
-        " FROM overheard WHERE conv_key = $1 AND created_at >= $3"
+        " FROM overheard WHERE conv_key = $1 AND created_at >= $3 AND passed = 0"
         " UNION ALL SELECT 2, window_start, NULL, NULL, NULL, summary_shown, NULL, NULL"
         " FROM summaries WHERE conv_key = $1 AND window_start IS NOT NULL"
     )

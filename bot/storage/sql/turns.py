@@ -56,9 +56,17 @@ class TurnRows:
                     turn.conversation_key,
                     dialect.array(turn.overheard),
                 )
-                # The rest is older than the chosen ones or superseded: the turn answers it.
+                # The moved ones are context rows now. The rest up to them is older than the
+                # chosen ones: passed over, never in a prompt again, kept for /catchup (bounded
+                # like all chatter, bot.conversation.overheard).
                 await tx.execute(
-                    "DELETE FROM overheard WHERE conv_key = $1 AND id <= $2",
+                    "DELETE FROM overheard WHERE conv_key = $1"
+                    f" AND {dialect.in_array('id', '$2', 'bigint')}",
+                    turn.conversation_key,
+                    dialect.array(turn.overheard),
+                )
+                await tx.execute(
+                    "UPDATE overheard SET passed = 1 WHERE conv_key = $1 AND id <= $2",
                     turn.conversation_key,
                     max(turn.overheard),
                 )

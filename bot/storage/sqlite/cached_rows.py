@@ -101,9 +101,9 @@ class SQLiteOverheard(OverheardRows):
             self._rows.put(conversation_key, every, version=version, epoch=epoch)
         return [row for row in every if row.created_at >= since]
 
-    async def record_overheard(self, message: NewTurn, keep: int) -> None:
+    async def record_overheard(self, message: NewTurn, keep: int, retain: int = 0) -> None:
         try:
-            await super().record_overheard(message, keep)
+            await super().record_overheard(message, keep, retain)
         finally:
             self._rows.forget(message.conversation_key)
 

@@ -229,6 +229,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE chat_preferences ADD COLUMN ambient INTEGER CHECK (ambient IN (0, 1));
     """,
+    # 21: chatter a turn passed over (older than what it moved in as context) is kept, marked
+    # passed: never in a prompt again, still read by /catchup (bot.storage.sql.turns).
+    """
+    ALTER TABLE overheard ADD COLUMN passed INTEGER NOT NULL DEFAULT 0 CHECK (passed IN (0, 1));
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

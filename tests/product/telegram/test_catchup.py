@@ -282,3 +282,33 @@ async def test_one_catchup_at_a_time_per_person(
     assert told["text"] == "I'm still writing your catch-up; it will be here in a moment."
     assert digest["text"].endswith("Bob: Friday.")
     assert len(fake_llm.chat_requests) == 1
+
+
+async def test_a_busy_group_is_caught_up_beyond_the_chatter_a_prompt_shows(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    """The prompts show the newest ``history.context_messages`` (20) of the chatter; /catchup
+    reads all of it (kept *passed*, up to ``catchup.max_messages``), answered turn or not."""
+    tg = fake_telegram
+    tg.privacy_mode = False
+    bob, dave, carol = tg.user(8, "Bob"), tg.user(10, "Dave"), tg.user(9, "Carol")
+    team = tg.group(-100, "Team", supergroup=True)
+    async with fed_bot(make_app, tg, telegram={"stream": False}) as fed:
+        for n in range(30):
+            tg.send(team, bob if n % 2 else dave, f"chatter {n}")
+        await fed.feed()
+        fake_llm.script(reply("Noted."))
+        tg.send(team, dave, "@parlour_bot what do you make of it?")
+        await fed.replies(team["id"])
+        for n in range(30, 45):
+            tg.send(team, bob, f"chatter {n}")
+        await fed.feed()
+        fake_llm.script(reply("- A long talk."))
+        tg.send(team, carol, "/catchup 100")
+        await fed.replies(team["id"], count=2)
+    answered, catchup = fake_llm.chat_requests[-2].json, fake_llm.chat_requests[-1].json
+    shown = json.dumps(answered)
+    assert "chatter 29" in shown and "chatter 5\"" not in shown  # the prompt: newest 20 only
+    words = [w for _, _, w in quoted_lines(catchup)]
+    assert [w for w in words if w.startswith("chatter")] == [f"chatter {n}" for n in range(45)]
+    assert "what do you make of it?" in words and "Noted." in words
