@@ -109,12 +109,11 @@ async def _flood(root: Path, fake: FakeLLM) -> Cost:
     return Cost(len(fake.chat_requests), prompt, completion, seconds, answers, stored)
 
 
-async def _catchup(root: Path, fake: FakeLLM) -> Cost:
-    """1,000 group messages by five people (kept in full: ``history.context_messages``), then a
-    catch-up of the last 1,000 by a sixth at the default ``catchup`` settings."""
-    settings = make_settings(
-        fake.base_url, root / "catchup.db", history={"context_messages": CATCHUP_MESSAGES}
-    )
+async def _catchup(root: Path, fake: FakeLLM, name: str, catchup: dict[str, Any]) -> Cost:
+    """1,000 group messages by five people, overheard at the default settings (the prompts
+    show the newest 20; the rest is kept *passed* for /catchup), then a catch-up of the last
+    1,000 by a sixth, at ``catchup`` settings."""
+    settings = make_settings(fake.base_url, root / f"{name}.db", catchup=catchup)
     people = ("Ann", "Bo", "Cy", "Dee", "Eli")
     async with App(settings) as app:
         for n, text in enumerate(user_messages(CATCHUP_MESSAGES, seed=30)):
@@ -139,7 +138,9 @@ async def measure_group_chats(root: Path) -> dict[str, Cost]:
                 name = f"burst-{count}-{window:g}"
                 figures[name] = await _burst(root, fake, count, window, name)
         figures["flood"] = await _flood(root, fake)
-        figures["catchup"] = await _catchup(root, fake)
+        figures["catchup"] = await _catchup(root, fake, "catchup", {})
+        whole = {"max_input_tokens": 100_000}  # every one of the 1,000 read
+        figures["catchup-all"] = await _catchup(root, fake, "catchup-all", whole)
     return figures
 
 
@@ -185,6 +186,18 @@ def group_chat_rows(figures: dict[str, Cost]) -> list[Row]:
             f" {catchup.seconds:.1f} s",
             "each call <= 3,000 + its instructions (300) in",
             catchup.widest <= 3300,
+        )
+    )
+    whole = figures["catchup-all"]
+    rows.append(
+        Row(
+            S16,
+            f"the same, `catchup.max_input_tokens: 100000`: all {CATCHUP_MESSAGES:,} read",
+            f"{whole.calls} model calls, {whole.prompt_tokens:,} prompt + "
+            f"{whole.completion_tokens:,} completion tokens; {whole.stored:,} messages read;"
+            f" the largest call {whole.widest:,} prompt tokens; {whole.seconds:.1f} s",
+            "all read; each call <= 3,300 in",
+            whole.stored == CATCHUP_MESSAGES and whole.widest <= 3300,
         )
     )
     return rows
