@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from types import TracebackType
 
 from bot.config import LimitSettings, Settings
@@ -31,7 +32,7 @@ from bot.errors import UserFacingError
 from bot.guardrails.access import AccessDeniedError, AccessPolicy
 from bot.guardrails.admins import AdminPolicy
 from bot.guardrails.budgets import REREAD, Budgets, BudgetSpentError
-from bot.guardrails.rate_limit import InFlight, MessageRateLimiter, Once
+from bot.guardrails.rate_limit import InFlight, MessageRateLimiter, Once, Place
 from bot.guardrails.shared_limits import (
     FLIGHT_MARGIN,
     LocalUserLimits,
@@ -41,7 +42,7 @@ from bot.guardrails.shared_limits import (
 from bot.storage.coordination import SharedLimits
 from bot.text import clean_text
 
-__all__ = ["Admission", "LLMSlots", "input_limit", "rate_key"]
+__all__ = ["Admission", "Admitted", "LLMSlots", "input_limit", "rate_key"]
 
 
 class Admission:
@@ -98,27 +99,36 @@ class Admission:
 
     @contextlib.asynccontextmanager
     async def admitted(
-        self, ctx: ChatContext, key: str, text: str, *, attachments: bool = False
-    ) -> AsyncIterator[str]:
+        self,
+        ctx: ChatContext,
+        key: str,
+        text: str,
+        *,
+        attachments: bool = False,
+        joins_burst: bool = False,
+    ) -> AsyncIterator[Admitted]:
         """A message to conversation ``key`` through access, rate, text and one in flight, in
-        arrival order; yields the text to answer while the request counts as in flight.
+        arrival order; yields the text to answer and its place while the request counts as in
+        flight.
 
         Enter the conversation's lock right inside it, with no await in between: that keeps the
         messages of one conversation in the order they arrived. ``attachments``: the message
-        has some, so its text may be empty.
+        has some, so its text may be empty. ``joins_burst``: its sender's burst is being
+        gathered, with room for it: it takes no place (it will be answered with that turn).
         """
         ticket = self._arrivals.join(key)  # no await before: this is its place in line
         async with contextlib.AsyncExitStack() as flight:
+            place = Place(None)
             try:
                 await self.admit(ctx)  # first: a flood of anything meets the rate
                 text = self.message_text(text) if text.strip() or not attachments else ""
-                if not self.access.exempt(ctx):  # admins are exempt from one in flight
+                if not self.access.exempt(ctx) and not joins_burst:  # admins: exempt
                     hold = self.user_limits.hold(f"{key}|{ctx.user_id}")
-                    await flight.enter_async_context(hold)
+                    place = await flight.enter_async_context(hold)
                 await ticket.turn()
             finally:
                 ticket.leave()  # passed or refused: out of the line either way
-            yield text
+            yield Admitted(text, place)
 
     async def arrive(self, key: str) -> None:
         """Wait for the messages of ``key`` that arrived earlier to pass :meth:`admitted`."""
@@ -149,6 +159,15 @@ class Admission:
         except BudgetSpentError as exc:  # said once in a while, not to every message
             exc.notify = self._told_spent.first(f"{rate_key(ctx)}|{exc.chat_text}")
             raise
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A message let through: the text to answer, and its place among its sender's requests
+    in flight (a burst gives it back early when it takes the message into another's turn)."""
+
+    text: str
+    place: Place
 
 
 class LLMSlots:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from bot.context import ChatContext
 from bot.conversation.edits import Waiting
 from bot.errors import MessageFolded
+from bot.guardrails.rate_limit import Place
 from bot.values import BurstMessage
 
 __all__ = ["Arrival", "Bursts", "MessageFolded", "burst_query", "burst_turn"]
@@ -45,12 +46,19 @@ class Arrival:
     message_id: str | None
     alone: bool  # it has attachments, or its caller wants its own answer
     waiting: Waiting | None  # where an edit lands while it waits (bot.conversation.edits)
+    place: Place = field(default_factory=lambda: Place(None))  # among requests in flight
     at: float = field(default_factory=time.monotonic)
     wall: float = field(default_factory=time.time)  # stored as the message's time
     taken: bool = False  # gathered into an earlier message's turn
 
     def stored(self, text: str) -> BurstMessage:
         return BurstMessage(text, self.message_id, self.wall)
+
+    @property
+    def latest_text(self) -> str:
+        """Its text as an edit made while it waits left it."""
+        edited = self.waiting.edited if self.waiting is not None else None
+        return edited if edited is not None else self.text
 
 
 class Bursts:
@@ -61,6 +69,7 @@ class Bursts:
         self.max_messages = max_messages
         self.max_chars = max_chars
         self._lines: dict[tuple[str, str], list[Arrival]] = {}
+        self._gathering: dict[tuple[str, str], Arrival] = {}  # leaders waiting out the window
 
     def __len__(self) -> int:
         return len(self._lines)
@@ -80,13 +89,28 @@ class Bursts:
         self._lines.setdefault((key, user_id), []).append(arrival)
         return arrival
 
+    def joins(self, key: str, user_id: str, *, alone: bool) -> bool:
+        """A message arriving now will be gathered into its sender's burst being gathered
+        (there is room): it needs no place among the requests in flight."""
+        leader = self._gathering.get((key, user_id))
+        if alone or leader is None:
+            return False
+        return len(self._behind(key, user_id, leader)) + 1 < self.max_messages
+
     @contextlib.asynccontextmanager
     async def in_line(
-        self, key: str, ctx: ChatContext, text: str, alone: bool, waiting: Waiting | None
+        self,
+        key: str,
+        ctx: ChatContext,
+        text: str,
+        alone: bool,
+        waiting: Waiting | None,
+        place: Place,
     ) -> AsyncIterator[Arrival]:
         """The message in line while it waits and is answered (entering does not suspend:
         arrival order holds)."""
         arrival = self.arrive(key, ctx.user_id, text, ctx.message_id, alone=alone, waiting=waiting)
+        arrival.place = place
         try:
             yield arrival
         finally:
@@ -106,16 +130,31 @@ class Bursts:
         ``window`` passed since the sender's last message behind it, then takes those."""
         if self.window <= 0 or leader.alone:
             return [leader]
-        while True:
-            behind = self._behind(key, user_id, leader)
-            newest = behind[-1].at if behind else leader.at
-            left = newest + self.window - time.monotonic()
-            if left <= 0 or len(behind) + 1 >= self.max_messages:
-                break
-            await asyncio.sleep(left)
+        line = (key, user_id)
+        self._gathering[line] = leader
+        try:
+            while True:
+                behind = self._behind(key, user_id, leader)
+                newest = behind[-1].at if behind else leader.at
+                left = newest + self.window - time.monotonic()
+                if left <= 0 or len(behind) + 1 >= self.max_messages:
+                    break
+                await asyncio.sleep(left)
+        finally:
+            if self._gathering.get(line) is leader:
+                del self._gathering[line]
         for arrival in behind:
             arrival.taken = True
+        for arrival in behind:  # answered by this turn: they wait for nothing any more
+            await arrival.place.release()
         return [leader, *behind]
+
+    @staticmethod
+    def untake(burst: list[Arrival]) -> None:
+        """The leader failed before its turn was stored: the others are answered on their
+        own (each in turn, as if there had been no burst)."""
+        for arrival in burst[1:]:
+            arrival.taken = False
 
     def _behind(self, key: str, user_id: str, leader: Arrival) -> list[Arrival]:
         """The sender's messages right behind ``leader`` that may join it: text only, within
@@ -124,9 +163,9 @@ class Bursts:
         if leader not in line:
             return []
         behind: list[Arrival] = []
-        chars = len(leader.text)
+        chars = len(leader.latest_text)
         for arrival in line[line.index(leader) + 1 :]:
-            chars += len(arrival.text) + 1
+            chars += len(arrival.latest_text) + 1
             if arrival.alone or arrival.taken or chars > self.max_chars:
                 break
             if len(behind) + 1 >= self.max_messages:

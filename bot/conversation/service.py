@@ -307,15 +307,20 @@ class ChatService:
     ) -> AsyncGenerator[ChatEvent, None]:
         # access, rate, text, one in flight: checked before anything is stored; the lock is
         # entered right after, so messages queue for it in the order they arrived
+        joins = self.bursts.joins(key, ctx.user_id, alone=alone)  # then it needs no place
         async with (
             self.edits.waiting(key, ctx.message_id) as waiting,  # an edit may replace it
-            self.admission.admitted(ctx, key, text, attachments=bool(attachments)) as text,
-            self.bursts.in_line(key, ctx, text, alone, waiting) as arrival,  # a burst may take it
+            self.admission.admitted(
+                ctx, key, text, attachments=bool(attachments), joins_burst=joins
+            ) as admitted,
+            self.bursts.in_line(  # a burst may take it
+                key, ctx, admitted.text, alone, waiting, admitted.place
+            ) as arrival,
             self.queues.conversation(key),
         ):
             if arrival.taken:  # an earlier message of its burst answered it
                 raise MessageFolded(f"answered with an earlier message conv={key}")
-            text = arrival.text = self.edits.start(key, ctx.message_id, waiting, text)
+            text = arrival.text = self.edits.start(key, ctx.message_id, waiting, admitted.text)
             rows = await read_for_turn(  # the model up, budgets, window, chatter, mark
                 ctx, key, llm=self.llm, admission=self.admission, store=self.store,
                 max_turns=self.settings.history.max_turns, overheard_since=self.overheard.since(),
@@ -323,21 +328,25 @@ class ChatService:
             if on_admitted is not None:  # one loop step on: after the model request's task
                 asyncio.get_running_loop().call_soon(on_admitted)
             burst = await self.bursts.gather(key, ctx.user_id, arrival)
-            ctx, text, earlier = burst_turn(ctx, key, burst, self._waited_text(key))
-            said = await self.media.read(text, attachments)  # caps; voice transcribed
-            if earlier:  # recall and knowledge look for what the whole burst asks
-                said = dataclasses.replace(said, query=burst_query(earlier, said.query))
-            knowledge = await self.knowledge.turn(ctx, self.tools, rows.window)
-            runner = knowledge.runner
-            tools = runner.definitions(ctx) if runner else []
-            passages = await knowledge.before_call(said.query)
-            history, overheard = rows.window, self.overheard.latest(rows.overheard)
-            shown = overheard + [  # the burst's earlier messages, where they will be stored
-                Overheard(0, ctx.user_id, ctx.user_name, m.text, m.created_at) for m in earlier
-            ]
-            prompt = await self.prompts.build(
-                ctx, key, said, history, shown, tools, rows.mark, passages
-            )
+            try:  # until the turn is on its way to the store, a failure frees the others
+                ctx, text, earlier = burst_turn(ctx, key, burst, self._waited_text(key))
+                said = await self.media.read(text, attachments)  # caps; voice transcribed
+                if earlier:  # recall and knowledge look for what the whole burst asks
+                    said = dataclasses.replace(said, query=burst_query(earlier, said.query))
+                knowledge = await self.knowledge.turn(ctx, self.tools, rows.window)
+                runner = knowledge.runner
+                tools = runner.definitions(ctx) if runner else []
+                passages = await knowledge.before_call(said.query)
+                history, overheard = rows.window, self.overheard.latest(rows.overheard)
+                shown = overheard + [  # the burst's earlier messages, where they will be stored
+                    Overheard(0, ctx.user_id, ctx.user_name, m.text, m.created_at) for m in earlier
+                ]
+                prompt = await self.prompts.build(
+                    ctx, key, said, history, shown, tools, rows.mark, passages
+                )
+            except BaseException:
+                self.bursts.untake(burst)  # each answered on its own, in turn
+                raise
             turn = PendingTurn(
                 self.store, self.budgets, ctx, key, said.stored, overheard, burst=tuple(earlier)
             )

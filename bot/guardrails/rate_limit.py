@@ -132,26 +132,50 @@ class InFlight:
         self._busy: dict[str, tuple[int, bool]] = {}  # key -> (holders, told about a refusal)
 
     @contextmanager
-    def hold(self, key: str) -> Iterator[None]:
+    def hold(self, key: str) -> Iterator[Place]:
+        """A place for one message of ``key``, given back on exit or by ``Place.release``
+        (a message answered with another one's turn needs none: bursts)."""
         if not self.enabled:
-            yield
+            yield Place(None)
             return
         holders, told = self._busy.get(key, (0, False))
         if holders > self.max_queued:
             self._busy[key] = (holders, True)
             raise StillAnsweringError(f"still answering key={key}", notify=not told)
         self._busy[key] = (holders + 1, told)
+        place = Place(lambda: self._leave(key))
         try:
-            yield
+            yield place
         finally:
-            holders, told = self._busy[key]
-            if holders <= 1:
-                del self._busy[key]
-            else:
-                self._busy[key] = (holders - 1, told)
+            place.give_back()
+
+    def _leave(self, key: str) -> None:
+        holders, told = self._busy[key]
+        if holders <= 1:
+            del self._busy[key]
+        else:
+            self._busy[key] = (holders - 1, told)
 
     def __contains__(self, key: object) -> bool:
         return key in self._busy
+
+
+class Place:
+    """One message's place among a user's requests in flight: given back once, whichever
+    comes first (its request ends, or a burst took it into an earlier message's turn)."""
+
+    __slots__ = ("_leave",)
+
+    def __init__(self, leave: Callable[[], object] | None) -> None:
+        self._leave = leave
+
+    def give_back(self) -> None:
+        leave, self._leave = self._leave, None
+        if leave is not None:
+            leave()
+
+    async def release(self) -> None:
+        self.give_back()
 
 
 class Once:

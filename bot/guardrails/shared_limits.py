@@ -22,6 +22,7 @@ from typing import Protocol
 from bot.guardrails.rate_limit import (
     InFlight,
     MessageRateLimiter,
+    Place,
     StillAnsweringError,
     rate_limited,
 )
@@ -43,9 +44,10 @@ class UserLimits(Protocol):
         """Spend one message of ``key``'s allowance or raise ``RateLimitedError``."""
         ...
 
-    def hold(self, key: str) -> AbstractAsyncContextManager[None]:
-        """While a request of ``key`` is answered; entering raises ``StillAnsweringError``
-        while another one is."""
+    def hold(self, key: str) -> AbstractAsyncContextManager[Place]:
+        """While a request of ``key`` is answered or waits; entering raises
+        ``StillAnsweringError`` when all of its places are taken. The place may be given back
+        early (``Place.release``): a message a burst took into another's turn."""
         ...
 
 
@@ -61,9 +63,9 @@ class LocalUserLimits:
         self.rate.take(key)
 
     @asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        with self.in_flight.hold(key):
-            yield
+    async def hold(self, key: str) -> AsyncIterator[Place]:
+        with self.in_flight.hold(key) as place:
+            yield place
 
 
 class SharedUserLimits:
@@ -104,18 +106,17 @@ class SharedUserLimits:
             raise rate_limited(key, self.per_minute, wait, first=decision.first_refusal)
 
     @asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
+    async def hold(self, key: str) -> AsyncIterator[Place]:
         if not self.one_in_flight:
-            yield
+            yield Place(None)
             return
         owner = f"{self._owner}#{next(self._claims)}"
         flight = await self._claim(key, owner)
+        place = _SharedPlace(self.limits, flight, owner)
         try:
-            yield
+            yield place
         finally:
-            # Shielded: a cancelled request still gives its claim back rather than leaving the
-            # user refused until it expires.
-            await asyncio.shield(self.limits.release_flight(flight, owner))
+            await place.release()
 
     async def _claim(self, key: str, owner: str) -> str:
         """One of ``key``'s places: the answer's (``flight:KEY``), else a waiting one
@@ -133,3 +134,20 @@ class SharedUserLimits:
         if self._checks % _PRUNE_EVERY == 0:
             gone = await self.limits.prune_limits()
             log.debug("shared limits pruned rows=%d", gone)
+
+
+class _SharedPlace(Place):
+    """A claimed flight row, released once (shielded: a cancelled request still gives its
+    claim back rather than leaving the user refused until it expires)."""
+
+    __slots__ = ("_claim",)
+
+    def __init__(self, limits: SharedLimits, flight: str, owner: str) -> None:
+        super().__init__(None)
+        self._claim: tuple[SharedLimits, str, str] | None = (limits, flight, owner)
+
+    async def release(self) -> None:
+        claim, self._claim = self._claim, None
+        if claim is not None:
+            limits, flight, owner = claim
+            await asyncio.shield(limits.release_flight(flight, owner))

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from bot.conversation.bursts import Bursts
+from bot.errors import ContextTooLongError
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_telegram import FakeTelegram
 from bot.values import TurnStatus
-from tests.conftest import AppFactory
+from tests.conftest import AppFactory, group
 from tests.telegram_harness import running_bot
 
 KEY = "telegram:-100"
@@ -171,3 +172,74 @@ async def test_a_burst_keeps_to_the_input_limit() -> None:
     bursts.arrive("k", "u", "1234", "2", alone=False)  # 5 + 1 + 4 = 10: fits
     bursts.arrive("k", "u", "x", "3", alone=False)  # would pass 10
     assert [a.text for a in await bursts.gather("k", "u", first)] == ["12345", "1234"]
+
+
+async def test_a_burst_at_the_default_limits_takes_no_waiting_places(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    """Messages that join a burst being gathered wait for nothing: five quick messages at the
+    default limits (a rate burst of 5, 3 waiting) are one turn, none refused."""
+    tg = fake_telegram
+    alice = tg.user(7, "Alice")
+    team = tg.group(-100, "Team", supergroup=True)
+    limits = {"messages_per_minute": 10, "burst": 5, "one_in_flight": True, "max_queued": 3}
+    async with running_bot(make_app, tg, chat={"burst_window": 1.0}, limits=limits):
+        for n in range(5):
+            tg.send(team, alice, f"@parlour_bot part {n}")
+            await asyncio.sleep(0.1)
+        await tg.wait_for_message(-100, timeout=10)
+        await tg.wait_idle(quiet=1.5)
+    [request] = fake_llm.chat_requests
+    assert user_contents(request)[-5:] == [f"[Alice] part {n}" for n in range(5)]
+    assert [m["text"] for m in tg.messages(-100)] == ["echo: [Alice] part 4"]
+
+
+async def test_messages_a_burst_took_free_their_places_for_the_next_ones(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    """Three answered as one; two more sent while that answer is written both wait (one place
+    each of max_queued 2): the folded ones hold none."""
+    tg = fake_telegram
+    alice = tg.user(7, "Alice")
+    team = tg.group(-100, "Team", supergroup=True)
+    fake_llm.latency = 1.5
+    limits = {"messages_per_minute": None, "one_in_flight": True, "max_queued": 2}
+    async with running_bot(make_app, tg, chat={"burst_window": 0.5}, limits=limits):
+        for n in range(3):
+            tg.send(team, alice, f"@parlour_bot part {n}")
+            await asyncio.sleep(0.1)
+        await tg.wait_until(lambda: len(fake_llm.chat_requests) == 1, timeout=10)
+        tg.send(team, alice, "@parlour_bot and four")
+        await asyncio.sleep(0.1)
+        tg.send(team, alice, "@parlour_bot and five")
+        await tg.wait_for_message(-100, count=2, timeout=15)
+        await tg.wait_idle(quiet=2.5)
+    texts = [m["text"] for m in tg.messages(-100)]
+    assert not any("still answering" in t for t in texts)
+    assert texts == ["echo: [Alice] part 2", "echo: [Alice] and five"]  # 4 and 5: one burst
+
+
+async def test_when_the_leader_fails_before_its_turn_the_others_are_answered_on_their_own(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    async with make_app(chat={"burst_window": 0.3}) as app:
+        real = app.service.prompts.build
+        calls = 0
+
+        async def too_long_once(*args: Any, **kwargs: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise ContextTooLongError(needed=10, budget=5)
+            return await real(*args, **kwargs)
+
+        app.service.prompts.build = too_long_once  # type: ignore[method-assign]
+        first = asyncio.ensure_future(app.service.chat(group(message_id="1"), "hey"))
+        await asyncio.sleep(0.05)
+        second = asyncio.ensure_future(app.service.chat(group(message_id="2"), "summarise it"))
+        failed, answered = await asyncio.gather(first, second, return_exceptions=True)
+        window = await app.store.load_window(KEY, 10)
+    assert isinstance(failed, ContextTooLongError)
+    assert not isinstance(answered, BaseException)
+    assert answered.text == "echo: [Alice] summarise it"  # not lost, not folded
+    assert [t.messages[0]["content"] for t in window] == ["summarise it"]
