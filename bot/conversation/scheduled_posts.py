@@ -200,6 +200,8 @@ class ScheduledPosts:
             log.warning("scheduled post %d: the model answered nothing", post.id)
             return
         sent = await self.outbound.send(target.platform, target.chat_id, target.thread_id, text)
+        if not sent:  # later prompts must not think the chat saw it
+            await self.service.store.mark_undelivered(reply.turn_id, "scheduled post not sent")
         log.log(
             logging.INFO if sent else logging.WARNING,
             "scheduled post %d %s chat=%s turn=%d tokens=%d",

@@ -51,6 +51,7 @@ from bot.scheduling.jobstore import open_job_store
 from bot.scheduling.kinds import REMINDERS_KIND as REMINDERS_KIND  # its old home: still works
 from bot.scheduling.leader import DEFAULT_LEASE_SECONDS, Leadership
 from bot.scheduling.runner import Runner
+from bot.scheduling.wall_clock import WallClockTrigger
 from bot.storage.coordination import Leases
 from bot.storage.owners import new_owner
 
@@ -251,7 +252,7 @@ class Scheduler:
         (across daylight saving). Replaces ``job_id``; the same rule again keeps its next run."""
         if not days or any(not 0 <= day <= 6 for day in days):
             raise ValueError(f"days must be 0-6 (Monday is 0), not {list(days)}")
-        trigger = CronTrigger(
+        trigger = WallClockTrigger(  # once per wall-clock time, daylight saving's repeat too
             day_of_week=",".join(str(day) for day in sorted(set(days))),
             hour=at.hour,
             minute=at.minute,

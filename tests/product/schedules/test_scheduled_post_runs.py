@@ -15,6 +15,7 @@ from bot.app import App
 from bot.scheduling.kinds import SCHEDULED_POSTS_KIND
 from bot.scheduling.scheduler import ScheduledJob
 from bot.testing.fake_llm import FakeLLM, reply
+from bot.values import HistoryStats
 from tests.conftest import AppFactory, group
 from tests.product.schedules.test_schedule_command_telegram import moment_in, soon, until
 from tests.product.schedules.test_schedules_admin_api import Posts
@@ -85,3 +86,35 @@ async def test_a_posted_run_is_a_turn_of_the_chat_that_later_answers_remember(
         assert (item.user_id, item.user_name) == ("schedule-1", "Scheduled post #1")
         assert item.text.endswith("ask a question of the day")
         assert item.answer == "Question of the day: tabs or spaces?"
+
+
+class RefusedPosts(Posts):
+    """An adapter the platform refuses (the bot was removed from the group)."""
+
+    async def send_text(self, chat_id: str, thread_id: str | None, text: str) -> None:
+        self.sent.append((chat_id, thread_id, text))
+        raise RuntimeError("Forbidden: bot was kicked from the group chat")
+
+
+async def test_a_run_the_platform_refused_is_stored_undelivered(
+    make_app: AppFactory, fake_llm: FakeLLM
+) -> None:
+    """Later prompts must not think the chat saw a post it never got."""
+    async with make_app() as app:
+        assert app.schedules is not None
+        posts = RefusedPosts()
+        app.outbound.register("telegram", posts)
+        fake_llm.script(reply("Nobody will read this."))
+        await app.schedules.schedule(ADMIN, once_soon(), "say something")
+        await until(lambda: posts.sent)
+        stats = await until_undelivered(app)
+    assert stats.undelivered == 1
+
+
+async def until_undelivered(app: App) -> HistoryStats:
+    for _ in range(100):
+        stats = await app.store.stats("telegram:-100")
+        if stats.undelivered:
+            return stats
+        await asyncio.sleep(0.05)
+    return stats

@@ -96,3 +96,25 @@ async def test_bad_days_are_refused(tmp_path: Path) -> None:
             with pytest.raises(ValueError, match="days must be 0-6"):
                 sched.weekly("post", "schedules:1", days, time(9), "UTC")
         assert sched.pending() == []
+
+
+def test_a_time_in_the_repeated_autumn_hour_fires_once_that_day() -> None:
+    """Europe/Berlin sets its clocks back at 03:00 CEST on 2026-10-25: 02:30 comes twice. A
+    plain cron rule fires at both; the scheduler's weekly rule at the first only."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from apscheduler.triggers.cron import CronTrigger
+
+    from bot.scheduling.wall_clock import WallClockTrigger
+
+    zone = ZoneInfo("Europe/Berlin")
+    rule = {"day_of_week": "6", "hour": 2, "minute": 30, "timezone": zone}
+    first = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 02:30 CEST
+    after = first.replace(minute=31)
+    repeated = CronTrigger(**rule).get_next_fire_time(first, after)
+    assert repeated is not None and repeated.astimezone(UTC).hour == 1  # 02:30 CET: twice
+    following = WallClockTrigger(**rule).get_next_fire_time(first, after)
+    assert following == datetime(2026, 11, 1, 2, 30, tzinfo=zone)  # a week on, once
+    spring = datetime(2026, 3, 29, 0, 0, tzinfo=UTC)  # 02:30 does not exist that day
+    assert WallClockTrigger(**rule).get_next_fire_time(None, spring) is not None
