@@ -4,6 +4,7 @@ in :class:`~adapters.telegram.admins.AdminCache`) is looked up only where the po
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import replace
 
@@ -23,6 +24,8 @@ from bot.conversation.catchup import CATCHUP_COMMAND
 from bot.platform.seam import Platform
 
 log = logging.getLogger(__name__)
+
+_TYPING_AFTER = 0.3  # seconds: a catch-up that takes longer shows "typing"
 
 
 class TelegramCommands:
@@ -77,10 +80,13 @@ class TelegramCommands:
         asker's message (the one person it pings), formatted like an answer."""
         outbox = Outbox(self.bot, reply_target(message))
         typing = typing_indicator(self.bot, message.chat.id, outbox.target.thread_id)
-        typing.start()
+        # Typing once it is clearly working: a refusal (a flood's, a bad span's) comes back
+        # within this and costs no sendChatAction.
+        soon = asyncio.get_running_loop().call_later(_TYPING_AFTER, typing.start)
         try:
             result = await self.platform.commands.handle(ctx, CATCHUP_COMMAND.name, args)
         finally:
+            soon.cancel()
             await typing.stop()
         if not result.ok:
             if result.notify:  # else told already (a flood's repeats)

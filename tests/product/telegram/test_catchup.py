@@ -103,9 +103,11 @@ async def test_spans_by_hours_and_by_count_and_clear_refusals(
             "/catchup 100h": "I look back at most 72 hours.",
             "/catchup 0h": "Ask for more than no time at all.",
         }
+        typing = sum(c.method == "sendChatAction" for c in tg.calls)
         for command in refusals:
             tg.send(team, carol, command)
         told = (await fed.replies(team["id"], count=2 + len(refusals)))[-len(refusals) :]
+        assert sum(c.method == "sendChatAction" for c in tg.calls) == typing  # none for these
     for answer, (command, problem) in zip(told, refusals.items(), strict=True):
         assert answer["text"].startswith(problem), command
         assert (
@@ -308,7 +310,7 @@ async def test_a_busy_group_is_caught_up_beyond_the_chatter_a_prompt_shows(
         await fed.replies(team["id"], count=2)
     answered, catchup = fake_llm.chat_requests[-2].json, fake_llm.chat_requests[-1].json
     shown = json.dumps(answered)
-    assert "chatter 29" in shown and "chatter 5\"" not in shown  # the prompt: newest 20 only
+    assert "chatter 29" in shown and 'chatter 5"' not in shown  # the prompt: newest 20 only
     words = [w for _, _, w in quoted_lines(catchup)]
     assert [w for w in words if w.startswith("chatter")] == [f"chatter {n}" for n in range(45)]
     assert "what do you make of it?" in words and "Noted." in words
