@@ -60,7 +60,7 @@ def live_secrets(values: Iterable[Any]) -> set[str]:
         if isinstance(value, FakeTelegram):
             found.add(value.token.partition(":")[2])
         elif isinstance(value, FakeDiscord):
-            found.add(value.token)
+            found.update(bot.token for bot in value.bots)  # every application it hosts
             # Each interaction carries a token that can post as the bot for 15 minutes.
             found.update(i.token for i in getattr(value, "_interactions", {}).values())
         elif isinstance(value, FakeLLM) and value.api_key:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adapters.discord.adapter import DiscordAdapter
+    from adapters.discord.bots import DiscordBots
     from adapters.discord.settings import DiscordSettings
     from bot.config import Settings
     from bot.doctor import Check
@@ -25,10 +26,13 @@ def check_settings(settings: Settings) -> DiscordSettings:
     return discord_settings(settings)
 
 
-def create_adapter(platform: Platform) -> DiscordAdapter:
-    from adapters.discord.adapter import DiscordAdapter
+def create_adapter(platform: Platform) -> DiscordAdapter | DiscordBots:
+    """One bot, or several run together when ``discord.bots`` lists more."""
+    from adapters.discord.bots import DiscordBots, adapters_for
+    from adapters.discord.settings import discord_settings
 
-    return DiscordAdapter(platform)
+    adapters = adapters_for(platform, discord_settings(platform.settings))
+    return adapters[0] if len(adapters) == 1 else DiscordBots(adapters)
 
 
 async def diagnose(settings: Settings) -> list[Check]:

@@ -36,6 +36,7 @@ from adapters.discord.doctor import configured_guilds, platform_checks
 from adapters.discord.endpoints import use_endpoints
 from adapters.discord.media import MediaPolicy, fetch_media, media_source, with_references
 from adapters.discord.normalise import (
+    PLATFORM,
     Incoming,
     bot_names,
     channel_title,
@@ -77,11 +78,11 @@ log = logging.getLogger(__name__)
 _DIAGNOSE_WAIT = 30.0  # seconds the start-up diagnostics may take before the bot goes on
 _CHAT_MESSAGES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _REJECTED_TOKEN = (
-    "discord.token was rejected by Discord (401 Unauthorized): check the bot token in the "
+    "{field} was rejected by Discord (401 Unauthorized): check the bot token in the "
     "Developer Portal"
 )
 _NO_CONTENT_INTENT = (
-    "discord: the Message Content intent is not enabled for this bot (Developer Portal -> Bot ->"
+    "%s: the Message Content intent is not enabled for this bot (Developer Portal -> Bot ->"
     " Privileged Gateway Intents). Still working: slash commands (/ask, /reset, /clear, "
     "/history, /scope), @mentions, replies to the bot and DMs. Not working: keeping other "
     "messages as conversation context. Reconnecting without it."
@@ -89,15 +90,28 @@ _NO_CONTENT_INTENT = (
 
 
 class DiscordAdapter:
-    name = "discord"
+    name = PLATFORM
 
-    def __init__(self, platform: Platform, *, settings: DiscordSettings | None = None) -> None:
+    def __init__(
+        self,
+        platform: Platform,
+        *,
+        settings: DiscordSettings | None = None,
+        name: str = PLATFORM,
+        siblings: tuple[str, ...] = (),
+    ) -> None:
+        """``name``: the platform its chats are keyed under (``discord``, or
+        ``discord.NAME`` for one of ``discord.bots``); ``siblings``: the other bots' names,
+        told what this one answers in servers (:mod:`adapters.discord.bots`)."""
         self.platform = platform
+        self.name = name
         self.config = settings or discord_settings(platform.settings)
         if not self.config.enabled:
             raise ConfigError("discord.enabled is false")
         self.throttle = EditThrottle(self.config.edit_interval, self.config.edit_interval)
-        self.replies = DiscordReplies(platform, self.config, self.throttle)  # one answer: reply.py
+        self.replies = DiscordReplies(  # one answer: reply.py
+            platform, self.config, self.throttle, name=name, siblings=siblings
+        )
         self.message_content = self.config.wants_message_content
         self.media = MediaPolicy.of(platform.settings.llm)
         knowledge = platform.knowledge  # documents for knowledge bases: uploads.py
@@ -124,7 +138,7 @@ class DiscordAdapter:
 
     async def run(self) -> None:
         use_endpoints(self.config.api_base, self.config.gateway_url)
-        self.platform.outbound.register("discord", self)
+        self.platform.outbound.register(self.name, self)
         try:
             await self._plan()
             while not self._stopping.is_set():
@@ -135,10 +149,10 @@ class DiscordAdapter:
                 except discord.PrivilegedIntentsRequired:
                     if not self.message_content:
                         raise
-                    log.warning(_NO_CONTENT_INTENT)
+                    log.warning(_NO_CONTENT_INTENT, self.name)
                     self.message_content = False
                 except discord.LoginFailure:
-                    raise ConfigError(_REJECTED_TOKEN) from None
+                    raise self._rejected() from None
                 except discord.ConnectionClosed as exc:
                     refused = shard_close_error(exc, self.plan)
                     if refused is not None:
@@ -159,16 +173,20 @@ class DiscordAdapter:
             raise
         finally:
             await self._drain()
-            self.platform.outbound.unregister("discord", self)
+            self.platform.outbound.unregister(self.name, self)
 
     async def _plan(self) -> None:
         """Ask ``GET /gateway/bot`` which shards to run and how fast they may IDENTIFY."""
         try:
             info = await probe_gateway(self.config.bot_token)
         except discord.LoginFailure:
-            raise ConfigError(_REJECTED_TOKEN) from None
+            raise self._rejected() from None
         self.plan = plan_shards(self.config, info)
         self._pacer = IdentifyPacer(info.max_concurrency)
+
+    def _rejected(self) -> ConfigError:
+        field = "discord.token" if self.name == PLATFORM else f"{self.name}'s token (discord.bots)"
+        return ConfigError(_REJECTED_TOKEN.format(field=field))
 
     async def stop(self) -> None:
         """No new events; in-flight replies finish (the entry point bounds the wait)."""
@@ -199,8 +217,10 @@ class DiscordAdapter:
         process runs shard 0; the others leave them to it."""
         assert self.tree is not None and self.client is not None
         user = self.client.user
+        self.replies.me = user
         log.info(
-            "discord bot %s id=%s message_content=%s api_base=%s",
+            "%s bot %s id=%s message_content=%s api_base=%s",
+            self.name,
             user,
             user.id if user else "?",
             self.message_content,
@@ -220,16 +240,17 @@ class DiscordAdapter:
         """What ``doctor`` would flag (intents, permissions in the configured servers), logged
         at WARNING. Never stops the start."""
         assert self.client is not None
-        guilds = configured_guilds(self.platform.settings)
+        main = self.name == PLATFORM  # servers are checked for the main bot, as by doctor
+        guilds = configured_guilds(self.platform.settings) if main else []
         try:
             async with asyncio.timeout(_DIAGNOSE_WAIT):
                 rows = await platform_checks(self.client.http, bot_id, self.config, guilds)
         except Exception:
-            log.warning("discord: start-up diagnostics failed", exc_info=True)
+            log.warning("%s: start-up diagnostics failed", self.name, exc_info=True)
             return
         for row in rows:
             if not row.ok:
-                log.warning("discord: %s: %s (fix: %s)", row.name, row.detail, row.fix)
+                log.warning("%s: %s: %s (fix: %s)", self.name, row.name, row.detail, row.fix)
 
     async def _sync(self, guild_id: int | None) -> None:
         assert self.tree is not None
@@ -243,16 +264,17 @@ class DiscordAdapter:
                 synced = await self.tree.sync(guild=guild)
         except discord.HTTPException as exc:
             log.error(
-                "discord: slash commands not synced %s (is the bot in that server, invited "
+                "%s: slash commands not synced %s (is the bot in that server, invited "
                 "with the applications.commands scope?): %s",
+                self.name,
                 where,
                 exc,
             )
             return
-        log.info("discord: %d slash commands synced %s", len(synced), where)
+        log.info("%s: %d slash commands synced %s", self.name, len(synced), where)
 
     def on_ready(self, client: discord.Client) -> None:
-        log.info("discord ready: %d servers", len(client.guilds))
+        log.info("%s ready: %d servers", self.name, len(client.guilds))
 
     # -- messages ----------------------------------------------------------------------------
 
@@ -262,7 +284,7 @@ class DiscordAdapter:
             return
         if message.type not in _CHAT_MESSAGES:
             return  # joins, pins, thread creations: not something anyone said
-        incoming = normalise(message, self.client.user)
+        incoming = normalise(message, self.client.user, self.name)
         base = self.uploads.requested(message, incoming) if self.uploads is not None else None
         if self.uploads is not None and base is not None:  # "/knowledge add NAME" + a document
             self._track(self.uploads.message(message, incoming.ctx, base))
@@ -307,7 +329,7 @@ class DiscordAdapter:
         try:
             await work
         except Exception:
-            log.exception("discord event failed")
+            log.exception("%s event failed", self.name)
 
     async def _answer_message(
         self,
@@ -373,7 +395,7 @@ class DiscordAdapter:
             result = await self.platform.commands.handle(ctx, name, clean_text(args))
             text = result.text.strip() or "Done."
         except Exception:
-            log.exception("discord: /%s failed channel=%s", name, interaction.channel_id)
+            log.exception("%s: /%s failed channel=%s", self.name, name, interaction.channel_id)
             text = FAILED
         if len(text) > LIMIT:
             text = text[: LIMIT - 1] + "…"
@@ -418,4 +440,5 @@ class DiscordAdapter:
                 else None
             ),
             title=channel_title(interaction.guild, interaction.channel),
+            platform=self.name,
         )

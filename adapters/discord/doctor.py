@@ -2,7 +2,8 @@
 
 All through discord.py's own REST client (its rate limits and errors):
 
-* the token works (``GET /users/@me``; 401: the token was rejected);
+* the token works (``GET /users/@me``; 401: the token was rejected), and each of
+  ``discord.bots``'s (``discord.NAME token``, with its application's intents row);
 * the application's privileged intents (``GET /oauth2/applications/@me`` ``flags``): Message
   Content is needed when the bot reads ordinary messages (``mention_trigger``, ``keep_context``);
 * in each configured server (``discord.guild_ids``, ``discord:guild:ID`` in ``access.allow`` or
@@ -23,6 +24,7 @@ import discord
 from discord.http import HTTPClient
 
 from adapters.discord.endpoints import use_endpoints
+from adapters.discord.normalise import PLATFORM
 from adapters.discord.settings import DiscordSettings, discord_settings
 from bot.config import Settings, safe_url
 from bot.doctor import Check, fail, passed, warn
@@ -51,6 +53,17 @@ _INTENTS_FIX = (
 async def diagnose(settings: Settings) -> list[Check]:
     config = discord_settings(settings)
     use_endpoints(config.api_base, config.gateway_url)  # a one-shot command: process-wide is fine
+    rows = await _diagnose_bot(config, PLATFORM, configured_guilds(settings))
+    for extra in config.bots:  # discord.bots: each token (and its application) on its own
+        rows += await _diagnose_bot(config.for_bot(extra), extra.platform, None)
+    return rows
+
+
+async def _diagnose_bot(
+    config: DiscordSettings, label: str, guilds: list[int] | None
+) -> list[Check]:
+    """One bot's rows: its token, its application's intents, and (``guilds`` given: the main
+    bot) its permissions in the configured servers."""
     http = HTTPClient(asyncio.get_running_loop())
     try:
         try:
@@ -58,23 +71,24 @@ async def diagnose(settings: Settings) -> list[Check]:
         except discord.LoginFailure:
             return [
                 fail(
-                    "discord token",
+                    f"{label} token",
                     "the bot token was rejected by Discord (401 Unauthorized)",
-                    "set DISCORD_BOT_TOKEN (or discord.token) to the token from the Developer "
-                    "Portal (your application -> Bot -> Reset Token)",
+                    "set DISCORD_BOT_TOKEN (or discord.token; discord.bots: its token) to the "
+                    "token from the Developer Portal (your application -> Bot -> Reset Token)",
                 )
             ]
         except _ERRORS as exc:
             return [
                 fail(
-                    "discord token",
+                    f"{label} token",
                     f"cannot reach {safe_url(config.api_base)}: {exc}",
                     "check discord.api_base and this host's network",
                 )
             ]
         bot_id = int(me["id"])
-        token_row = passed("discord token", f"{me['username']} (id {bot_id})")
-        guilds = configured_guilds(settings)
+        token_row = passed(f"{label} token", f"{me['username']} (id {bot_id})")
+        if guilds is None:
+            return [token_row, await _intents(http, config, label)]
         return [token_row, *await platform_checks(http, bot_id, config, guilds)]
     finally:
         await http.close()
@@ -96,8 +110,8 @@ async def platform_checks(
     return rows
 
 
-async def _intents(http: HTTPClient, config: DiscordSettings) -> Check:
-    name = "discord intents"
+async def _intents(http: HTTPClient, config: DiscordSettings, label: str = PLATFORM) -> Check:
+    name = f"{label} intents"
     try:
         app = await http.application_info()
     except _ERRORS as exc:

@@ -49,16 +49,18 @@ def context_for(
     guild_id: int | None = None,
     parent_id: int | None = None,
     title: str = "",
+    platform: str = PLATFORM,
 ) -> ChatContext:
     """``guild_id`` and a thread's ``parent_id`` go in ``extra``: access lists can name a whole
-    server (``discord:guild:<id>``), and a channel's entry covers its threads."""
+    server (``discord:guild:<id>``), and a channel's entry covers its threads. ``platform``:
+    ``discord``, or ``discord.NAME`` for one of ``discord.bots`` (its chats are its own)."""
     extra = tuple(
         (name, str(value))
         for name, value in (("guild", guild_id), ("parent", parent_id))
         if value is not None
     )
     return ChatContext(
-        platform=PLATFORM,
+        platform=platform,
         chat_id=str(channel_id),
         chat_type=ChatType.PRIVATE if private else ChatType.GROUP,
         user_id=str(user.id),
@@ -80,7 +82,9 @@ def channel_title(guild: discord.Guild | None, channel: object) -> str:
     return f"{guild.name} #{name}" if name else guild.name
 
 
-def normalise(message: discord.Message, me: discord.ClientUser) -> Incoming:
+def normalise(
+    message: discord.Message, me: discord.ClientUser, platform: str = PLATFORM
+) -> Incoming:
     reference = message.reference
     replied = reference.resolved if reference is not None else None
     replied_message = replied if isinstance(replied, discord.Message) else None
@@ -96,6 +100,7 @@ def normalise(message: discord.Message, me: discord.ClientUser) -> Incoming:
         if isinstance(message.channel, discord.Thread)
         else None,
         title=channel_title(message.guild, message.channel),
+        platform=platform,
     )
     own_role = message.guild.self_role if message.guild is not None else None
     role_mentioned = own_role is not None and own_role in message.role_mentions

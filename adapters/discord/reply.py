@@ -6,9 +6,10 @@ the answer grows in a live preview, edited at ``discord.edit_interval`` and roll
 new message before Discord's 2000 characters, else it is sent once complete. Either way the
 final text is split by ``deliver`` (``output.py``), and the core keeps it within
 ``limits.max_reply_messages`` of those messages. A failed preview edit pauses the preview, never
-the answer. A failure on our side, or a refusal the user should hear of (always, for an
-interaction: it waits for an answer), becomes a short notice after whatever is shown; a reply
-Discord refuses is logged.
+the answer. In a server, the deployment's other Discord bots are then told the answer
+(:mod:`bot.platform.siblings`). A failure on our side, or a refusal the user should hear of
+(always, for an interaction: it waits for an answer), becomes a short notice after whatever is
+shown; a reply Discord refuses is logged.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 import aiohttp
 import discord
 
+from adapters.discord.normalise import PLATFORM
 from adapters.discord.output import LIMIT, InteractionReply, ReplyMessages, deliver
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.split import split_message
@@ -30,6 +32,8 @@ from bot.errors import UserFacingError
 from bot.llm.client import TextDelta
 from bot.platform.media import Attachments
 from bot.platform.seam import Answered, Platform
+from bot.platform.siblings import Siblings
+from bot.text import clean_text
 
 __all__ = ["FAILED", "ROLLOVER", "DiscordReplies"]
 
@@ -41,10 +45,23 @@ _PREVIEW_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutE
 
 
 class DiscordReplies:
-    def __init__(self, platform: Platform, config: DiscordSettings, throttle: EditThrottle) -> None:
+    def __init__(
+        self,
+        platform: Platform,
+        config: DiscordSettings,
+        throttle: EditThrottle,
+        *,
+        name: str = PLATFORM,
+        siblings: tuple[str, ...] = (),
+    ) -> None:
+        """``name``: the platform this bot's chats are keyed under; ``siblings``: the other
+        bots of the deployment, told this one's answers in servers (``discord.bots``)."""
         self.platform = platform
         self.config = config
         self.throttle = throttle
+        self.name = name
+        self.siblings = Siblings(platform.conversation, siblings) if siblings else None
+        self.me: discord.abc.User | None = None  # set once logged in: who siblings hear
 
     async def answer(
         self,
@@ -76,18 +93,25 @@ class DiscordReplies:
             if indicator is not None:
                 await indicator.stop()
             await deliver(messages, reply.shown, reply.rendered)
+            await self._tell_siblings(ctx, reply.text)
         except UserFacingError as exc:
             if exc.notify or isinstance(messages, InteractionReply):  # an interaction needs one
                 await self._notice(messages, live, exc.chat_text)
         except discord.HTTPException as exc:
-            log.warning("discord: reply not delivered channel=%s: %s", channel_id, exc)
-            self.platform.outbound.failed("discord", exc)
+            log.warning("%s: reply not delivered channel=%s: %s", self.name, channel_id, exc)
+            self.platform.outbound.failed(self.name, exc)
         except Exception:
-            log.exception("discord: answering failed channel=%s", channel_id)
+            log.exception("%s: answering failed channel=%s", self.name, channel_id)
             await self._notice(messages, live, FAILED)
         finally:
             if indicator is not None:
                 await indicator.stop()
+
+    async def _tell_siblings(self, ctx: ChatContext, text: str) -> None:
+        """The deployment's other bots in this channel keep the answer as context."""
+        me = self.me
+        if self.siblings is not None and me is not None:
+            await self.siblings.tell(ctx, str(me.id), clean_text(me.display_name), text)
 
     async def _stream(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
@@ -10,6 +11,31 @@ from bot.config import FixableValueError, Settings, platform_settings
 
 DEFAULT_API_BASE = "https://discord.com/api/v10"
 DEFAULT_GATEWAY_URL = "wss://gateway.discord.gg"
+_BOT_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
+
+
+class DiscordBot(BaseModel):
+    """One more bot application run beside ``discord.token`` by the same deployment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(
+        description="short id (a-z, 0-9, _): its chats are discord.NAME:<channel id>, which"
+        " chats: presets match to give it its own persona, model, plugins and knowledge"
+    )
+    token: SecretStr = Field(description="its bot token (Developer Portal -> its application)")
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if not _BOT_NAME.match(self.name):
+            raise ValueError("name: 1-32 of a-z, 0-9 and _")
+        if not self.token.get_secret_value().strip():
+            raise ValueError("token is empty")
+        return self
+
+    @property
+    def platform(self) -> str:
+        return f"discord.{self.name}"
 
 
 class DiscordSettings(BaseModel):
@@ -40,6 +66,12 @@ class DiscordSettings(BaseModel):
             " the process running shard 0 syncs slash commands"
         ),
     )
+    bots: tuple[DiscordBot, ...] = Field(
+        (),
+        description="more bot applications run beside token, each with its own chats, history"
+        " and usage (the settings above apply to each); in a channel they share, each sees the"
+        " others' answers",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -50,7 +82,25 @@ class DiscordSettings(BaseModel):
         if not self.gateway_url.startswith(("wss://", "ws://")):
             raise ValueError("gateway_url must be a ws(s) URL")
         self._check_shards()
+        if self.enabled:
+            self._check_bots()
         return self
+
+    def _check_bots(self) -> None:
+        """Each bot its own name and token (a token is never echoed: only where it repeats)."""
+        seen: set[str] = set()
+        for n, bot in enumerate(self.bots):
+            if bot.name in seen:
+                raise ValueError(f"bots[{n}].name: {bot.name!r} is used twice; each needs its own")
+            seen.add(bot.name)
+        tokens = [self.bot_token, *(bot.token.get_secret_value() for bot in self.bots)]
+        for n, token in enumerate(tokens[1:], start=1):
+            if token in tokens[:n]:
+                first = tokens.index(token)
+                where = "discord.token" if first == 0 else f"bots[{first - 1}].token"
+                raise ValueError(
+                    f"bots[{n - 1}].token is the same as {where}; each bot needs its own token"
+                )
 
     def _check_shards(self) -> None:
         if self.shard_ids is None:
@@ -72,6 +122,10 @@ class DiscordSettings(BaseModel):
     def runs_shard_zero(self) -> bool:
         """The process running shard 0 syncs slash commands: exactly one does, no lock needed."""
         return self.shard_ids is None or 0 in self.shard_ids
+
+    def for_bot(self, bot: DiscordBot) -> DiscordSettings:
+        """These settings for one of ``bots``: its token, everything else shared."""
+        return self.model_copy(update={"token": bot.token, "bots": ()})
 
     @property
     def bot_token(self) -> str:

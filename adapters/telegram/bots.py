@@ -8,7 +8,7 @@ plugins and knowledge bases; access lists and bot admins written for ``telegram`
 (:func:`bot.context.platform_family`).
 
 Telegram never delivers a bot's messages to another bot. So when one of our bots answers in a
-group, the others are *told* (:mod:`adapters.telegram.siblings`): the answer is kept as
+group, the others are *told* (:mod:`bot.platform.siblings`): the answer is kept as
 overheard context in each sibling's conversation of that chat, under the answering bot's name,
 through the shared database. Every replica configures the same bots, so this works whichever
 process runs which bot. Nothing told is ever answered: it arrives as context, never as a
@@ -18,12 +18,11 @@ cannot loop.
 
 from __future__ import annotations
 
-import asyncio
-
 from adapters.telegram.adapter import TelegramAdapter
 from adapters.telegram.normalise import PLATFORM
 from adapters.telegram.settings import TelegramSettings
 from bot.platform.seam import Platform
+from bot.platform.siblings import SiblingAdapters
 
 __all__ = ["TelegramBots", "adapters_for"]
 
@@ -43,19 +42,8 @@ def adapters_for(platform: Platform, config: TelegramSettings) -> list[TelegramA
     ]
 
 
-class TelegramBots:
-    """Several bot accounts run as one adapter: started and stopped together; one that stops
-    with an error stops the others (as a single bot's would)."""
-
-    name = PLATFORM
+class TelegramBots(SiblingAdapters[TelegramAdapter]):
+    """Several bot accounts run as one adapter (:class:`bot.platform.siblings.SiblingAdapters`)."""
 
     def __init__(self, adapters: list[TelegramAdapter]) -> None:
-        self.adapters = adapters
-
-    async def run(self) -> None:
-        async with asyncio.TaskGroup() as group:
-            for adapter in self.adapters:
-                group.create_task(adapter.run())
-
-    async def stop(self) -> None:
-        await asyncio.gather(*(adapter.stop() for adapter in self.adapters))
+        super().__init__(PLATFORM, adapters)

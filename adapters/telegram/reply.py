@@ -22,7 +22,6 @@ from adapters.telegram.normalise import Incoming
 from adapters.telegram.output import Outbox, Target, Undeliverable, render_chunks
 from adapters.telegram.recovery import ReplyRecord
 from adapters.telegram.settings import TelegramSettings
-from adapters.telegram.siblings import Siblings
 from adapters.telegram.streaming import StreamingReply, typing_indicator
 from bot.context import ChatContext
 from bot.conversation.preview import EditThrottle
@@ -32,6 +31,7 @@ from bot.llm.client import TextDelta
 from bot.platform.delivery_log import DeliveryLog
 from bot.platform.media import Attachments
 from bot.platform.seam import Answered, Platform
+from bot.platform.siblings import Siblings
 
 log = logging.getLogger(__name__)
 
@@ -144,8 +144,10 @@ class TelegramReplies:
 
     async def _tell_siblings(self, ctx: ChatContext, text: str) -> None:
         """The deployment's other bots in this group keep the answer as context."""
-        if self.siblings is not None and self.me is not None:
-            await self.siblings.tell(ctx, self.me, text)
+        me = self.me
+        if self.siblings is not None and me is not None:
+            speaker = me.full_name or me.username or str(me.id)
+            await self.siblings.tell(ctx, str(me.id), speaker, text)
 
     async def _stream(
         self, ctx: ChatContext, text: str, attachments: Attachments, streaming: StreamingReply

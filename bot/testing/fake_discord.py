@@ -73,6 +73,19 @@ session over ``guilds_per_shard`` guilds (Discord: 2500) 4011. Set ``recommended
 ``max_concurrency`` for ``GET /gateway/bot``; read back ``dispatched`` (which session got which
 event), ``events_for(event, id)``, ``shard_sessions((id, count))``; ``wait_ready(shards=...)``.
 
+Several bot applications, as on Discord: ``quiz = fake.add_bot(token, app_id, "Quizzy")``
+returns a ``FakeBot`` handle; each token authenticates REST (``@me`` is that bot) and its
+own gateway sessions. A bot sees a guild (GUILD_CREATE, its events, its channels over REST)
+only once it is a member (``quiz.join(guild, nick=..., roles=..., permissions=...)``; the
+first bot joins every ``fake.guild`` by itself), with permissions of its own, its own DMs and
+its own application commands. A message one bot posts has it as author and is dispatched to
+every session that may see the channel, other bots included (``author.bot`` true; content
+hidden from a bot without MESSAGE_CONTENT unless it is mentioned). The API above speaks "as
+the bot": the first one, or another inside ``with quiz.acting():`` (``fake.slash``,
+``fake.dm``, ``fake.message(..., mentions_bot=True)``, ``fake.sent`` ...); the handle also has
+``user``, ``token``, ``application_id``, ``identify``, ``sent()``, ``messages(channel_id)``,
+``commands(guild_id)``, ``connected()`` and ``wait_ready()``; ``fake.bots`` lists them all.
+
 Discord rules enforced: ``Authorization: Bot <token>`` (401), 2000 characters (50035),
 empty messages (50006), unknown channel/message (10003/10008), one acknowledgement per
 interaction (40060), the 3-second callback window (10062), followups only after the
@@ -107,6 +120,7 @@ the API base and gateway URL. Its HTTP control API, for tests in another process
 
 from __future__ import annotations
 
+from bot.testing.discord.apps import FakeBot
 from bot.testing.discord.cdn import Download, Upload, voice_upload
 from bot.testing.discord.server import (
     ROUTES,
@@ -118,6 +132,7 @@ from bot.testing.discord.server import (
 __all__ = [
     "ROUTES",
     "Download",
+    "FakeBot",
     "FakeDiscord",
     "RecordedRequest",
     "Upload",

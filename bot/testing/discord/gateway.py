@@ -35,6 +35,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from bot.testing.discord.apps import BotApp, acting
 from bot.testing.discord.messages import DiscordMessages
 from bot.testing.discord.sessions import Close, Connection, Dispatched, GatewaySession, scrubbed
 from bot.testing.discord.state import PRIVILEGED, Intents
@@ -111,21 +112,53 @@ class DiscordGateway(DiscordMessages):
     def _is_connected(self) -> bool:
         return bool(self.sessions)
 
-    def _dispatch(self, event: str, data: JSONDict, intent: int = 0, *, scrub: bool = False) -> int:
+    def _dispatch(
+        self,
+        event: str,
+        data: JSONDict,
+        intent: int = 0,
+        *,
+        scrub: bool = False,
+        unscrubbed: frozenset[int] = frozenset(),
+        to_app: int | None = None,
+    ) -> int:
+        """``scrub``: the content is hidden from sessions without MESSAGE_CONTENT, except those
+        of the applications in ``unscrubbed`` (mentioned, or the author); ``to_app``: only
+        that application's sessions."""
         guild_id = data.get("guild_id") or (data.get("id") if event == "GUILD_CREATE" else None)
+        guild = None if guild_id is None else int(guild_id)
+        if event == "INTERACTION_CREATE" and to_app is None:
+            to_app = int(data["application_id"])
         reached = 0
         for session in list(self.sessions.values()):
             if intent and not session.intents & intent:
                 continue
-            if not session.owns(None if guild_id is None else int(guild_id)):
+            if not session.owns(guild):
+                continue
+            if not self._sees(session.app, guild, data.get("channel_id"), to_app):
                 continue
             payload = data
-            if scrub and not session.intents & Intents.MESSAGE_CONTENT:
+            if (
+                scrub
+                and session.app.application_id not in unscrubbed
+                and not session.intents & Intents.MESSAGE_CONTENT
+            ):
                 payload = scrubbed(data)
             self._send_dispatch(session, event, payload)
             reached += 1
         self._bump()
         return reached
+
+    def _sees(self, app: BotApp, guild_id: int | None, channel_id: Any, to_app: int | None) -> bool:
+        """Whether ``app``'s sessions get an event: a guild's if it is a member there, a DM's
+        if the DM is with it, anything else always (each only its own with ``to_app``)."""
+        if to_app is not None and app.application_id != to_app:
+            return False
+        if guild_id is not None:
+            state = self._guilds.get(guild_id)
+            return state is None or app.application_id in state.members
+        owner = self._dm_owner.get(int(channel_id)) if str(channel_id or "").isdigit() else None
+        return owner is None or owner == app.application_id
 
     def _send_dispatch(self, session: GatewaySession, event: str, data: JSONDict) -> None:
         session.seq += 1
@@ -216,16 +249,22 @@ class DiscordGateway(DiscordMessages):
         elif op != _VOICE:
             connection.send(Close(4001, "Unknown opcode."))
 
-    def _token_ok(self, token: Any) -> bool:
-        return isinstance(token, str) and token.removeprefix("Bot ") == self.token
+    def _token_app(self, token: Any) -> BotApp | None:
+        """The application a gateway token (``Bot `` prefix or not) belongs to."""
+        return self._app_by_token(token.removeprefix("Bot ")) if isinstance(token, str) else None
 
     def _identify(self, connection: Connection, data: JSONDict) -> None:
         if connection.session is not None:
             connection.send(Close(4005, "Already authenticated."))
             return
-        if not self._token_ok(data.get("token")):
+        app = self._token_app(data.get("token"))
+        if app is None:
             connection.send(Close(4004, "Authentication failed."))
             return
+        with acting(app):
+            self._identify_as(app, connection, data)
+
+    def _identify_as(self, app: BotApp, connection: Connection, data: JSONDict) -> None:
         intents = data.get("intents")
         if (
             not isinstance(intents, int)
@@ -244,12 +283,12 @@ class DiscordGateway(DiscordMessages):
             if parsed is None:
                 connection.send(Close(4010, "Invalid shard."))
                 return
-        session = GatewaySession(secrets.token_hex(16), intents, parsed, connection=connection)
-        guild_ids = [g for g in self._guilds if session.owns(g)]
+        session = GatewaySession(secrets.token_hex(16), intents, parsed, app, connection=connection)
+        guild_ids = [g for g in self._guilds if session.owns(g) and self._sees(app, g, None, None)]
         if len(guild_ids) > self.guilds_per_shard:
             connection.send(Close(4011, "Sharding required."))
             return
-        self.identify = data
+        self.identify = app.identify = data
         self.session_starts_remaining = max(0, self.session_starts_remaining - 1)
         connection.session = session
         self.sessions[session.id] = session
@@ -282,10 +321,13 @@ class DiscordGateway(DiscordMessages):
         self._bump()
 
     def _resume(self, connection: Connection, data: JSONDict) -> None:
-        if not self._token_ok(data.get("token")):
+        app = self._token_app(data.get("token"))
+        if app is None:
             connection.send(Close(4004, "Authentication failed."))
             return
         session = self.sessions.get(str(data.get("session_id")))
+        if session is not None and session.app is not app:
+            session = None  # another application's session: unknown to this token
         if session is None or (session.connection is not None and not session.connection.ws.closed):
             connection.send({"op": _INVALID_SESSION, "d": False})
             return

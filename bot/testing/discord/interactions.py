@@ -226,9 +226,9 @@ class DiscordInteractions(DiscordGateway):
     def _webhook_interaction(self, call: Call) -> Interaction:
         """The interaction behind ``/webhooks/{application id}/{interaction token}``."""
         interaction_id = self._by_token.get(call.params["webhook_token"])
-        if call.params["webhook_id"] != str(self.application_id) or interaction_id is None:
+        found = None if interaction_id is None else self._interactions[interaction_id]
+        if found is None or call.params["webhook_id"] != found.payload["application_id"]:
             raise unknown("Webhook")
-        found = self._interactions[interaction_id]
         if time.monotonic() - found.created > self.interaction_token_ttl:
             raise DiscordError(401, "Invalid Webhook Token", 50027)
         if found.acked is None:

@@ -4,7 +4,9 @@ messages created, edited and deleted through REST or interactions, with Discord'
 One code path builds every bot message (channel send, interaction response, followup), so
 the 2000-character limit, the empty-message 50006, ``allowed_mentions`` (what really pings)
 and ``message_reference`` behave the same everywhere, as on Discord. The bot's own messages
-are echoed as MESSAGE_CREATE like Discord does, so bots must ignore themselves.
+are echoed as MESSAGE_CREATE like Discord does, so bots must ignore themselves; with several
+bot applications (``add_bot``), a bot's message reaches every other bot that can see the
+channel too, with ``author.bot`` true.
 """
 
 from __future__ import annotations
@@ -343,11 +345,12 @@ class DiscordMessages(DiscordState):
             member = self._guilds[int(guild_id)].members.get(int(message["author"]["id"]))
             if member is not None:
                 data["member"] = partial_member(member)
-        mentioned = any(int(u["id"]) == self.application_id for u in message["mentions"])
-        own = int(message["author"]["id"]) == self.application_id
-        scrub = guild_id is not None and not mentioned and not own
+        # each bot sees the content of messages that mention it, and of its own
+        unscrubbed = frozenset(
+            {int(u["id"]) for u in message["mentions"]} | {int(message["author"]["id"])}
+        )
         intent = Intents.GUILD_MESSAGES if guild_id is not None else Intents.DIRECT_MESSAGES
-        self._dispatch(event, data, intent, scrub=scrub)
+        self._dispatch(event, data, intent, scrub=guild_id is not None, unscrubbed=unscrubbed)
 
     def _interaction_metadata(self, interaction: Interaction) -> JSONDict:
         payload = interaction.payload

@@ -2,7 +2,8 @@
 
 Every request goes through one pipeline, in Discord's order: route match (404/405),
 body decoding (JSON or multipart with ``payload_json``; bad JSON is 50109), ``Authorization:
-Bot <token>`` (401 except on the token-authenticated interaction and webhook routes), an
+Bot <token>`` (401 except on the token-authenticated interaction and webhook routes; the
+token, or the interaction, says which bot application acts: :mod:`bot.testing.discord.apps`), an
 injected failure if a test scripted one, the bucket counter, then the handler. Each answer
 has ``Via`` and ``X-RateLimit-*`` headers, and every request is recorded in ``requests``.
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.testing.discord.apps import BotApp, acting
 from bot.testing.discord.commands import store_commands, validate_commands
 from bot.testing.discord.interactions import DiscordInteractions
 from bot.testing.discord.limits import Buckets, Injections
@@ -81,17 +83,42 @@ class DiscordRest(DiscordInteractions):
         record.route = f"{route.method} {route.template}"
         body, files = await read_body(request)
         record.json = body
-        if route.auth and request.headers.get("Authorization") != f"Bot {self.token}":
+        app = self._caller(request.headers.get("Authorization"), params)
+        if route.auth and app is None:
             raise DiscordError(401, "401: Unauthorized", 0)
+        with acting(app):  # the fake's "bot" is this application while the handler runs
+            return await self._perform(
+                route,
+                params,
+                record,
+                Call(route.method, record.path, params, record.query, body, files),
+            )
+
+    def _caller(self, authorization: str | None, params: dict[str, str]) -> BotApp | None:
+        """The application a request comes from: its ``Bot`` token's, else (the interaction
+        and webhook routes, authenticated by the interaction token) the interaction's."""
+        if authorization is not None and authorization.startswith("Bot "):
+            found = self._app_by_token(authorization.removeprefix("Bot "))
+            if found is not None:
+                return found
+        app_id = params.get("webhook_id")
+        raw = params.get("interaction_id", "")
+        interaction = self._interactions.get(int(raw)) if raw.isdigit() else None
+        if interaction is not None:
+            app_id = str(interaction.payload["application_id"])
+        return self._apps.get(int(app_id)) if app_id and app_id.isdigit() else None
+
+    async def _perform(
+        self, route: Route, params: dict[str, str], record: RecordedRequest, call: Call
+    ) -> web.StreamResponse:
         headers: dict[str, str] = {}
+        name = f"{route.method} {route.template}"
         try:
-            headers = self.buckets.take(record.route, route.major(params))
-            injected = self.injections.take(route.method, record.path, record.route, route.name)
+            headers = self.buckets.take(name, route.major(params))
+            injected = self.injections.take(route.method, record.path, name, route.name)
             if injected is not None:
                 raise injected.error(headers)
-            result = await route.handler(
-                Call(route.method, record.path, params, record.query, body, files)
-            )
+            result = await route.handler(call)
         except DiscordError as exc:
             exc.headers = {**headers, **exc.headers}
             raise
@@ -175,7 +202,10 @@ class DiscordRest(DiscordInteractions):
         if "guild_id" not in call.params:
             return None
         guild_id = call.id("guild_id")
-        if guild_id not in self._guilds:
+        if (
+            guild_id not in self._guilds
+            or self.application_id not in self._guilds[guild_id].members
+        ):
             raise DiscordError(*MISSING_ACCESS)
         return guild_id
 

@@ -12,11 +12,14 @@ import json
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from bot.testing.discord.wire import JSONDict
+
+if TYPE_CHECKING:
+    from bot.testing.discord.apps import BotApp
 
 __all__ = ["Close", "Connection", "Dispatched", "GatewaySession", "scrubbed", "shard_of"]
 
@@ -82,12 +85,13 @@ class Connection:
 @dataclass(slots=True)
 class GatewaySession:
     """An identified gateway session: its intents, shard (``(id, count)``, None when the
-    client identified without one), sequence, and the dispatch log replayed on RESUME.
+    client identified without one), application, sequence, and the dispatch log replayed on RESUME.
     ``connection`` is None while the client is away (events still accumulate)."""
 
     id: str
     intents: int
     shard: tuple[int, int] | None
+    app: BotApp  # the application whose token identified it
     seq: int = 0
     log: list[JSONDict] = field(default_factory=list)
     connection: Connection | None = None

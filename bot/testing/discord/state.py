@@ -14,6 +14,7 @@ import contextlib
 import copy
 from typing import Any
 
+from bot.testing.discord.apps import Applications, new_app
 from bot.testing.discord.cdn import CDN
 from bot.testing.discord.payloads import (
     dm_json,
@@ -41,7 +42,7 @@ from bot.testing.discord.wire import JSONDict, RecordedRequest, Snowflakes
 __all__ = ["PRIVILEGED", "DiscordState", "GuildState", "Intents", "Interaction"]
 
 
-class DiscordState:
+class DiscordState(Applications):
     """Data and world-building controls of ``FakeDiscord`` (see ``bot.testing.fake_discord``)."""
 
     def __init__(
@@ -52,18 +53,13 @@ class DiscordState:
         privileged_intents: bool | int = True,
         heartbeat_interval: float = 41.25,
     ) -> None:
-        self.token = token
-        self.application_id = app_id
-        self.bot_name = bot_name
-        # True: every privileged intent is enabled in the developer portal; an int: only those bits.
-        self.privileged_intents = privileged_intents
+        first = new_app(token, app_id, bot_name, privileged_intents)
+        self._apps = {app_id: first}  # every bot application, the first first
         self.heartbeat_interval = heartbeat_interval
         self.interaction_timeout = 3.0  # seconds to the initial callback (Discord: 3)
         self.interaction_token_ttl = 15 * 60.0  # followups and @original edits (Discord: 15 min)
-        self.bot_user: JSONDict = user_json(app_id, bot_name.lower(), bot_name, bot=True)
-        self.bot_user["verified"] = True
-        self.bot_user["mfa_enabled"] = False
-        self.users: dict[int, JSONDict] = {app_id: self.bot_user}
+        self.users: dict[int, JSONDict] = {app_id: first.user}
+        self._dm_owner: dict[int, int] = {}  # DM channel id -> the application it is with
         self.requests: list[RecordedRequest] = []
         self.callbacks: list[JSONDict] = []
         self.typing: list[tuple[int, float]] = []
@@ -76,7 +72,6 @@ class DiscordState:
         self._channels: dict[int, JSONDict] = {}
         self._messages: dict[int, JSONDict] = {}
         self._sent: list[JSONDict] = []
-        self._commands: dict[int | None, list[JSONDict]] = {None: []}
         self._interactions: dict[int, Interaction] = {}
         self._changed = asyncio.Event()
         self.cdn = CDN(on_change=self._bump)  # users' files (served once the fake listens)
@@ -160,6 +155,9 @@ class DiscordState:
         self._dispatch_world(
             event, lambda: {**member, "guild_id": str(state.id)}, Intents.GUILD_MEMBERS
         )
+        if known is None and user_id in self._apps and self._is_connected():  # a bot invited
+            build = copy.deepcopy(self.guild_create(state.id))
+            self._dispatch("GUILD_CREATE", build, Intents.GUILDS, to_app=user_id)
         return member
 
     def channel(
@@ -211,14 +209,20 @@ class DiscordState:
         return thread
 
     def dm(self, user: JSONDict, id: int | None = None) -> JSONDict:
-        """The DM channel between the bot and ``user`` (one per user, like Discord)."""
+        """The DM channel between the bot and ``user`` (one per user and bot, like Discord)."""
         user_id = int(user["id"])
         self.users.setdefault(user_id, user)
+        app_id = self.application_id
         for channel in self._channels.values():
-            if channel["type"] == 1 and int(channel["recipients"][0]["id"]) == user_id:
+            if (
+                channel["type"] == 1
+                and int(channel["recipients"][0]["id"]) == user_id
+                and self._dm_owner.get(int(channel["id"])) == app_id
+            ):
                 return channel
         channel = dm_json(id or self._ids.next(), self.users[user_id])
         self._channels[int(channel["id"])] = channel
+        self._dm_owner[int(channel["id"])] = app_id
         return channel
 
     def set_channel_overwrite(
@@ -252,8 +256,10 @@ class DiscordState:
         """Every message the bot created (channel sends, interaction responses, followups), in
         order, current state after edits; deferred "thinking" placeholders are left out until
         filled. Each has ``channel_id``, ``content``, ``flags``, ``allowed_mentions`` and
-        ``message_reference`` (None when absent), ``interaction_id`` for interaction ones."""
-        return [m for m in self._sent if not int(m["flags"]) & 128]
+        ``message_reference`` (None when absent), ``interaction_id`` for interaction ones.
+        With several bots: the acting bot's (``FakeBot.sent()``)."""
+        me = str(self.application_id)
+        return [m for m in self._sent if not int(m["flags"]) & 128 and m["author"]["id"] == me]
 
     def messages(self, channel_id: int) -> list[JSONDict]:
         """The bot's messages in a channel (ephemeral ones included, deleted ones not)."""
@@ -319,8 +325,17 @@ class DiscordState:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(changed.wait(), timeout)
 
-    def _dispatch(self, event: str, data: JSONDict, intent: int = 0, *, scrub: bool = False) -> int:
-        """Send a dispatch to every connected session; implemented by the gateway."""
+    def _dispatch(
+        self,
+        event: str,
+        data: JSONDict,
+        intent: int = 0,
+        *,
+        scrub: bool = False,
+        unscrubbed: frozenset[int] = frozenset(),
+        to_app: int | None = None,
+    ) -> int:
+        """Send a dispatch to every session that may see it; implemented by the gateway."""
         raise NotImplementedError
 
     def _is_connected(self) -> bool:
