@@ -99,6 +99,11 @@ class TelegramBot(_Section):
     api_server: str | None = Field(
         None, description="its Bot API server, if not telegram.api_server (a local one)"
     )
+    webhook: WebhookSettings | None = Field(
+        None,
+        description="webhook mode: its own webhook (url, and a listen_port or path of its"
+        " own); the rest of telegram.webhook's settings are not inherited",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -166,9 +171,7 @@ class TelegramSettings(_Section):
             if self.mode == "webhook" and self.webhook.url is None:
                 raise ValueError("mode is webhook but webhook.url is not set")
             if self.bots and self.mode == "webhook":
-                raise FixableValueError(
-                    "bots run in polling mode only", "set telegram.mode: polling, or drop bots"
-                )
+                self._check_webhooks()
             names = [b.name for b in self.bots]
             tokens = [self.bot_token, *(b.token.get_secret_value() for b in self.bots)]
             if len(set(names)) < len(names) or len(set(tokens)) < len(tokens):
@@ -187,10 +190,33 @@ class TelegramSettings(_Section):
         key = self.bot_token.encode()
         return hmac.new(key, b"parlour telegram webhook", hashlib.sha256).hexdigest()
 
+    def _check_webhooks(self) -> None:
+        """Webhook mode with several bots: each its own URL, and listener (a port, or a path
+        on the same port: each bot listens on its own port, so the ports must differ)."""
+        hooks = [self.webhook]
+        for index, bot in enumerate(self.bots):
+            if bot.webhook is None or bot.webhook.url is None:
+                raise FixableValueError(
+                    f"bots[{index}].webhook.url is not set (webhook mode)",
+                    "give each bot its own webhook: url and listen_port",
+                )
+            hooks.append(bot.webhook)
+        urls = [hook.url for hook in hooks]
+        ports = [(hook.listen_host, hook.listen_port) for hook in hooks if hook.listen_port]
+        if len(set(urls)) < len(urls) or len(set(ports)) < len(ports):
+            raise ValueError("bots: each webhook needs a url and a listen_port of its own")
+
     def for_bot(self, bot: TelegramBot) -> TelegramSettings:
-        """These settings for one of ``bots``: its token, everything else shared."""
-        server = bot.api_server or self.api_server
-        return self.model_copy(update={"token": bot.token, "api_server": server, "bots": ()})
+        """These settings for one of ``bots``: its token (and server, webhook), the rest
+        shared."""
+        update: dict[str, object] = {
+            "token": bot.token,
+            "api_server": bot.api_server or self.api_server,
+            "bots": (),
+        }
+        if bot.webhook is not None:
+            update["webhook"] = bot.webhook
+        return self.model_copy(update=update)
 
     @property
     def bot_token(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -65,7 +66,11 @@ def interpolate(value: Any, path: str = "", *, unset: list[UnsetVariable] | None
 
 
 def describe_errors(
-    error: ValidationError, prefix: tuple[str, ...] = (), *, top: str = "(top level)"
+    error: ValidationError,
+    prefix: tuple[str, ...] = (),
+    *,
+    top: str = "(top level)",
+    names: frozenset[str] = frozenset(),
 ) -> list[str]:
     """One line per problem, naming the field and never echoing what was given there.
 
@@ -82,8 +87,9 @@ def describe_errors(
         message, given = item["msg"], item.get("input")
         if item["type"] == "value_error":  # our validators' own words, without pydantic's tag
             message = message.removeprefix("Value error, ")
+        keys = _keys(given) | names  # a value that is also a key's name ("mode: webhook")
         for value in _scalars(given):
-            if len(value) >= 3 and value in message:  # whole words: "chat" stays in "chats.0"
+            if len(value) >= 3 and value in message and value not in keys:  # whole words:
                 message = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", "***", message)
         lines.append(f"{where}: {message}")
     return lines
@@ -93,6 +99,35 @@ def error_fixes(error: ValidationError) -> list[str]:
     """The fixes named by the validators that failed (``bot.config.FixableValueError``)."""
     found = (getattr(item.get("ctx", {}).get("error"), "fix", "") for item in error.errors())
     return list(dict.fromkeys(fix for fix in found if isinstance(fix, str) and fix))
+
+
+def field_names(model: type[BaseModel]) -> frozenset[str]:
+    """Every field name of ``model`` and of the models its fields hold: words of the schema,
+    never a secret, so an error may say them (``mode is webhook but webhook.url ...``)."""
+    found: set[str] = set()
+    pending: list[Any] = [model]
+    seen: set[Any] = set()
+    while pending:
+        kind = pending.pop()
+        if kind in seen:
+            continue
+        seen.add(kind)
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            for name, field in kind.model_fields.items():
+                found.add(name)
+                pending.append(field.annotation)
+        else:
+            pending.extend(typing.get_args(kind))
+    return frozenset(found)
+
+
+def _keys(value: Any) -> set[str]:
+    """The key names an error's input holds (its own field names, not what was given)."""
+    if isinstance(value, dict):
+        return {str(k) for k in value} | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list | tuple):
+        return {k for v in value for k in _keys(v)}
+    return set()
 
 
 def _scalars(value: Any) -> list[str]:
@@ -178,5 +213,5 @@ def platform_settings(
     try:
         return model.model_validate(section.model_dump())
     except ValidationError as exc:
-        problems = "; ".join(describe_errors(exc, (name,)))
+        problems = "; ".join(describe_errors(exc, (name,), names=field_names(model)))
         raise ConfigError(problems, fix="; ".join(error_fixes(exc))) from None

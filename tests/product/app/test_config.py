@@ -17,6 +17,7 @@ from bot.config import (
 )
 from bot.context import Scope
 from bot.errors import ConfigError
+from bot.testing.fake_llm import FakeLLM
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -134,3 +135,17 @@ def test_errors_name_fields_and_never_echo_values() -> None:
     assert "unknown key pets.pasword" in lines
     assert any(line.startswith("pets.pet: Input tag '***'") for line in lines), lines
     assert "hunter2" not in "\n".join(lines)
+
+
+def test_a_value_that_is_also_a_key_name_is_not_masked(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    """``mode: webhook`` beside a ``webhook:`` key: the message may say "webhook"; the token
+    in the same section is still never echoed."""
+    from adapters.telegram.settings import telegram_settings
+    from tests.conftest import make_settings
+
+    token = "123456:TEST-secret-never-shown"
+    section = {"enabled": True, "token": token, "mode": "webhook"}
+    with pytest.raises(ConfigError) as refused:
+        telegram_settings(make_settings(fake_llm, tmp_path, telegram=section))
+    assert "mode is webhook but webhook.url is not set" in str(refused.value)
+    assert "TEST-secret" not in str(refused.value)

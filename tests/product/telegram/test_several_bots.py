@@ -19,6 +19,7 @@ from bot.errors import ConfigError
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory
+from tests.telegram_harness import free_port
 
 HELPER_TOKEN = "654321:TEST-helper-token"
 
@@ -37,16 +38,24 @@ async def two_bots(
     main: FakeTelegram,
     helper: FakeTelegram,
     chats: list[dict[str, Any]] | None = None,
+    webhooks: tuple[dict[str, Any], dict[str, Any]] | None = None,
     **sections: Any,
 ) -> AsyncIterator[App]:
-    telegram = {
+    """The app running both bots: polling, or with ``webhooks`` (the main bot's, the
+    helper's) in webhook mode."""
+    bot: dict[str, Any] = {"name": "helper", "token": helper.token, "api_server": helper.api_server}
+    telegram: dict[str, Any] = {
         "enabled": True,
         "token": main.token,
         "api_server": main.api_server,
         "polling_timeout": 5,
         "stream": False,
-        "bots": [{"name": "helper", "token": helper.token, "api_server": helper.api_server}],
+        "bots": [bot],
     }
+    if webhooks is not None:
+        telegram.update(mode="webhook", webhook=webhooks[0])
+        bot["webhook"] = webhooks[1]
+    method = "getUpdates" if webhooks is None else "setWebhook"
     chats = chats or [
         {"match": "telegram.helper:*", "system_prompt": "You are Helper, a quiz master."},
         {"match": "telegram:*", "system_prompt": "You are Parlour, the house bot."},
@@ -59,7 +68,7 @@ async def two_bots(
             for fake in (main, helper):
 
                 def polling(f: FakeTelegram = fake) -> bool:
-                    return task.done() or any(c.method == "getUpdates" for c in f.calls)
+                    return task.done() or any(c.method == method for c in f.calls)
 
                 await fake.wait_until(polling, timeout=10)
             if task.done():
@@ -137,11 +146,21 @@ def test_bots_need_names_and_tokens_of_their_own(fake_llm: FakeLLM, tmp_path: An
     webhook = {
         **base,
         "mode": "webhook",
-        "webhook": {"url": "https://example.org/hook"},
+        "webhook": {"url": "https://example.org/hook"},  # the helper has none of its own
         "bots": [{"name": "a", "token": HELPER_TOKEN}],
     }
     bad_name = {**base, "bots": [{"name": "Has Space", "token": HELPER_TOKEN}]}
-    for section, words in ((same, "own"), (webhook, "polling"), (bad_name, "name")):
+    shared_port = {
+        **webhook,
+        "bots": [{"name": "a", "token": HELPER_TOKEN, "webhook": {"url": "https://example.org/a"}}],
+    }  # both listen on 8080
+    cases = (
+        (same, "own"),
+        (webhook, "bots[0].webhook.url"),
+        (shared_port, "listen_port of its own"),
+        (bad_name, "name"),
+    )
+    for section, words in cases:
         settings = make_settings(fake_llm, tmp_path, telegram=section)
         with pytest.raises(ConfigError) as refused:
             telegram_settings(settings)
@@ -171,3 +190,32 @@ async def test_a_bots_preset_gives_it_budgets_of_its_own(
     assert helper_texts[0] == "ok"
     assert "used today's budget" in helper_texts[1]  # the first spent its 100: the second refused
     assert main.messages(-100)[0]["text"] == "ok"  # the main bot's budget is its own
+
+
+async def test_two_bots_in_webhook_mode_each_on_its_own_listener(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    main = fake_telegram
+    async with FakeTelegram(HELPER_TOKEN, bot_username="helper_bot", bot_name="Helper") as helper:
+        ports = free_port(), free_port()
+        hooks = tuple(
+            {"url": f"http://127.0.0.1:{port}/hook", "path": "/hook", "listen_port": port,
+             "listen_host": "127.0.0.1"}
+            for port in ports
+        )  # fmt: skip
+        alice_main, alice_helper = main.user(7, "Alice"), helper.user(7, "Alice")
+        group_main = main.group(-100, "Team", supergroup=True)
+        group_helper = helper.group(-100, "Team", supergroup=True)
+        async with two_bots(make_app, main, helper, webhooks=(hooks[0], hooks[1])):
+            main.send(group_main, alice_main, "@parlour_bot hello main")
+            await main.wait_for_message(-100, timeout=10)
+            helper.send(group_helper, alice_helper, "@helper_bot hello helper")
+            await helper.wait_for_message(-100, timeout=10)
+    [set_main] = [c for c in main.calls if c.method == "setWebhook"]
+    [set_helper] = [c for c in helper.calls if c.method == "setWebhook"]
+    assert (set_main.params["url"], set_helper.params["url"]) == (hooks[0]["url"], hooks[1]["url"])
+    assert set_main.params["secret_token"] != set_helper.params["secret_token"]  # per token
+    assert [d.status for d in main.webhook_deliveries + helper.webhook_deliveries] == [200, 200]
+    [helper_request] = requests_with(fake_llm, "You are Helper")
+    assert users(helper_request)[-1] == "[Alice] hello helper"
+    assert "[Parlour] echo" in " ".join(users(helper_request))  # told across, as in polling
