@@ -81,15 +81,18 @@ class DiscordReplies:
             rollover=ROLLOVER,
             max_messages=self.platform.settings.limits.max_reply_messages,
         )
+        # A slash command asks for an answer of its own: it neither gathers a burst nor joins one.
+        burst = not isinstance(messages, InteractionReply)
         try:
             admitted = indicator.start if indicator is not None else None
             reply: Answered | None = None
             if self.config.stream:
-                reply = await self._stream(ctx, text, attachments, live, admitted)
+                reply = await self._stream(ctx, text, attachments, live, admitted, burst)
             if reply is None:
                 reply = await self.platform.conversation.chat(
-                    ctx, text, attachments=attachments, split=_messages, on_admitted=admitted
-                )
+                    ctx, text, attachments=attachments, split=_messages, on_admitted=admitted,
+                    burst=burst,
+                )  # fmt: skip
             if indicator is not None:
                 await indicator.stop()
             await deliver(messages, reply.shown, reply.rendered)
@@ -120,10 +123,12 @@ class DiscordReplies:
         attachments: Attachments,
         live: LivePreview,
         on_admitted: Callable[[], object] | None,
+        burst: bool,
     ) -> Answered:
         events = self.platform.conversation.stream(
-            ctx, text, attachments=attachments, split=_messages, on_admitted=on_admitted
-        )
+            ctx, text, attachments=attachments, split=_messages, on_admitted=on_admitted,
+            burst=burst,
+        )  # fmt: skip
         async with contextlib.aclosing(events) as events:
             async for event in events:
                 if isinstance(event, TextDelta):
