@@ -50,6 +50,8 @@ class Arrival:
     at: float = field(default_factory=time.monotonic)
     wall: float = field(default_factory=time.time)  # stored as the message's time
     taken: bool = False  # gathered into an earlier message's turn
+    # an unaddressed follow-up waiting to be gathered (True) or left (False): nobody answers it
+    joined: asyncio.Future[bool] | None = None
 
     def stored(self, text: str) -> BurstMessage:
         return BurstMessage(text, self.message_id, self.wall)
@@ -97,6 +99,20 @@ class Bursts:
             return False
         return len(self._behind(key, user_id, leader)) + 1 < self.max_messages
 
+    async def join(self, key: str, ctx: ChatContext, text: str) -> bool:
+        """An unaddressed group message from someone whose burst is being gathered ("hey @bot"
+        / "can you" / "summarise this"): it waits until it is in that turn on its way to the
+        store (True), or is left (False: the burst was full, or its leader failed; the caller
+        overhears it as usual)."""
+        if not self.joins(key, ctx.user_id, alone=False):
+            return False
+        arrival = self.arrive(key, ctx.user_id, text, ctx.message_id, alone=False)
+        arrival.joined = asyncio.get_running_loop().create_future()
+        try:
+            return await arrival.joined
+        finally:
+            self.leave(key, ctx.user_id, arrival)
+
     @contextlib.asynccontextmanager
     async def in_line(
         self,
@@ -132,6 +148,8 @@ class Bursts:
             return [leader]
         line = (key, user_id)
         self._gathering[line] = leader
+        behind: list[Arrival] = []
+        gathered = False
         try:
             while True:
                 behind = self._behind(key, user_id, leader)
@@ -140,9 +158,13 @@ class Bursts:
                 if left <= 0 or len(behind) + 1 >= self.max_messages:
                     break
                 await asyncio.sleep(left)
+            gathered = True
         finally:
             if self._gathering.get(line) is leader:
                 del self._gathering[line]
+            for waiting in self._lines.get(line, []):  # follow-ups left out: overheard
+                if not (gathered and waiting in behind):
+                    _settle(waiting, False)
         for arrival in behind:
             arrival.taken = True
         for arrival in behind:  # answered by this turn: they wait for nothing any more
@@ -152,9 +174,17 @@ class Bursts:
     @staticmethod
     def untake(burst: list[Arrival]) -> None:
         """The leader failed before its turn was stored: the others are answered on their
-        own (each in turn, as if there had been no burst)."""
+        own (each in turn, as if there had been no burst); unaddressed follow-ups are
+        overheard."""
         for arrival in burst[1:]:
             arrival.taken = False
+            _settle(arrival, False)
+
+    @staticmethod
+    def settle(burst: list[Arrival]) -> None:
+        """The leader's turn, with the whole burst, is on its way to the store."""
+        for arrival in burst[1:]:
+            _settle(arrival, True)
 
     def _behind(self, key: str, user_id: str, leader: Arrival) -> list[Arrival]:
         """The sender's messages right behind ``leader`` that may join it: text only, within
@@ -172,6 +202,11 @@ class Bursts:
                 break
             behind.append(arrival)
         return behind
+
+
+def _settle(arrival: Arrival, taken: bool) -> None:
+    if arrival.joined is not None and not arrival.joined.done():
+        arrival.joined.set_result(taken)
 
 
 def burst_turn(

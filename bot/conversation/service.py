@@ -59,6 +59,7 @@ from bot.storage.coordination import SharedLimits
 from bot.storage.directory import ChatDirectory
 from bot.storage.overheard import OverheardStore
 from bot.storage.prompt_windows import PromptWindows
+from bot.text import clean_text
 from bot.values import AuditAction, ClearResult, Overheard
 
 __all__ = [
@@ -350,6 +351,7 @@ class ChatService:
             turn = PendingTurn(
                 self.store, self.budgets, ctx, key, said.stored, overheard, burst=tuple(earlier)
             )
+            self.bursts.settle(burst)  # its follow-ups are stored with it
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
             try:
@@ -419,10 +421,14 @@ class ChatService:
     async def overhear(self, ctx: ChatContext, text: str) -> bool:
         """Keep an unaddressed group message as context for the next answer (bounded); False
         when nothing was kept (private chat, feature off, empty or huge text)."""
+        key = self.conversation_key(ctx)
+        if self.bursts.joins(key, ctx.user_id, alone=False) and self.access.allows(ctx):
+            said = clean_text(text.strip())  # a follow-up of a burst being gathered: its turn's
+            if said and await self.bursts.join(key, ctx, said):
+                return True
         kept = self.overheard.worth_keeping(ctx, text)
         if kept is None or not self.access.allows(ctx):
             return False
-        key = self.conversation_key(ctx)
         await self.admission.arrive(key)  # in arrival order with the conversation's turns
         async with self._locks.hold(key):
             await self.overheard.record(ctx, key, kept)

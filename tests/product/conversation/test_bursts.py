@@ -243,3 +243,46 @@ async def test_when_the_leader_fails_before_its_turn_the_others_are_answered_on_
     assert not isinstance(answered, BaseException)
     assert answered.text == "echo: [Alice] summarise it"  # not lost, not folded
     assert [t.messages[0]["content"] for t in window] == ["summarise it"]
+
+
+async def test_unaddressed_follow_ups_join_the_burst_in_a_group(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    """ "hey @bot" / "can you" / "summarise this": the follow-ups need no @ to be part of the
+    turn; someone else's chatter meanwhile stays chatter, and so does the sender's own once
+    the answer is on its way."""
+    tg = fake_telegram
+    tg.privacy_mode = False  # the bot reads the whole group
+    alice, bob = tg.user(7, "Alice"), tg.user(8, "Bob")
+    team = tg.group(-100, "Team", supergroup=True)
+    fake_llm.latency = 0.5
+    async with running_bot(make_app, tg, chat={"burst_window": 0.8}, limits=NO_RATE) as (
+        app,
+        _adapter,
+    ):
+        tg.send(team, alice, "hey @parlour_bot")
+        await asyncio.sleep(0.2)
+        tg.send(team, alice, "can you")
+        await asyncio.sleep(0.1)
+        tg.send(team, bob, "lunch anyone?")
+        await asyncio.sleep(0.1)
+        tg.send(team, alice, "summarise this thing")
+        await tg.wait_until(lambda: len(fake_llm.chat_requests) == 1, timeout=10)
+        tg.send(team, alice, "thanks in advance")  # the model is answering: chatter
+        await tg.wait_for_message(-100, timeout=10)
+        await tg.wait_idle(quiet=1.0)
+        window = await app.store.load_window(KEY, 10)
+        waiting = await app.store.load_overheard(KEY, 0)
+    [request] = fake_llm.chat_requests
+    users = user_contents(request)
+    assert users[-3:] == ["[Alice] hey", "[Alice] can you", "[Alice] summarise this thing"]
+    assert "[Bob] lunch anyone?" not in users  # said while the turn was read: the next one's
+    [answer] = tg.messages(-100)
+    assert "summarise this thing" in answer["text"]
+    stored = [(t.user_name, t.status, t.messages[0]["content"]) for t in window]
+    assert stored[-3:] == [
+        ("Alice", TurnStatus.CONTEXT, "hey"),
+        ("Alice", TurnStatus.CONTEXT, "can you"),
+        ("Alice", TurnStatus.ANSWERED, "summarise this thing"),
+    ]
+    assert [o.text for o in waiting] == ["lunch anyone?", "thanks in advance"]
