@@ -186,8 +186,13 @@ class TelegramAdapter:
                 self.me = await self.bot.me()  # cached: aiogram's polling asks for it again
                 self.replies.me = self.me
             except TelegramUnauthorizedError:
+                which = (  # telegram.bots: the entry whose token it is
+                    "telegram.token"
+                    if self.name == PLATFORM
+                    else f"the token of telegram.bots {self.name.partition('.')[2]!r}"
+                )
                 raise ConfigError(
-                    "telegram.token was rejected by Telegram (401 Unauthorized): "
+                    f"{which} was rejected by Telegram (401 Unauthorized): "
                     "check the token BotFather gave you"
                 ) from None
             except AiogramError as exc:

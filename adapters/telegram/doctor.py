@@ -60,8 +60,8 @@ async def _diagnose_bot(
                 fail(
                     f"{label} token",
                     "the bot token was rejected by Telegram (401 Unauthorized)",
-                    "set TELEGRAM_BOT_TOKEN (or telegram.token; telegram.bots: its token) to"
-                    " the token BotFather gave you (BotFather: /mybots -> the bot -> API Token)",
+                    f"set {_token_key(label)} to the token BotFather gave you"
+                    " (BotFather: /mybots -> the bot -> API Token)",
                 )
             ]
         except _ERRORS as exc:
@@ -198,3 +198,10 @@ def _ago(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.0f} min ago"
     return f"{seconds / 3600:.0f} h ago"
+
+
+def _token_key(label: str) -> str:
+    """Where the rejected token is set: the main bot's, or one of ``telegram.bots``."""
+    if label == "telegram":
+        return "TELEGRAM_BOT_TOKEN (or telegram.token)"
+    return f"the token of telegram.bots {label.partition('.')[2]!r}"

@@ -219,3 +219,25 @@ async def test_two_bots_in_webhook_mode_each_on_its_own_listener(
     [helper_request] = requests_with(fake_llm, "You are Helper")
     assert users(helper_request)[-1] == "[Alice] hello helper"
     assert "[Parlour] echo" in " ".join(users(helper_request))  # told across, as in polling
+
+
+async def test_a_rejected_token_of_a_further_bot_is_named_at_start(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    main = fake_telegram
+    async with FakeTelegram(HELPER_TOKEN, bot_username="helper_bot") as helper:
+        telegram = {
+            "enabled": True,
+            "token": main.token,
+            "api_server": main.api_server,
+            "bots": [
+                {"name": "helper", "token": "999:TEST-revoked", "api_server": helper.api_server}
+            ],
+        }
+        async with make_app(telegram=telegram) as app:
+            adapter = create_adapter(app.platform)
+            with pytest.raises(BaseException) as stopped:
+                await asyncio.wait_for(adapter.run(), 15)
+    text = str(stopped.value)
+    assert "telegram.bots 'helper'" in text and "telegram.token" not in text
+    assert "TEST-revoked" not in text

@@ -97,6 +97,7 @@ async def test_each_of_several_bots_has_its_token_checked(
     assert rows["telegram.helper token"].detail == "@helper_bot (id 654321)"
     assert rows["telegram.gone token"].status == "FAIL"  # the fake knows only its own token
     assert "TEST-revoked" not in rows["telegram.gone token"].detail
+    assert "the token of telegram.bots 'gone'" in rows["telegram.gone token"].fix
 
 
 async def test_privacy_mode_on_is_a_warning_with_the_botfather_fix(
