@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 
 import aiohttp
@@ -73,8 +74,9 @@ async def _diagnose_bot(
                 )
             ]
         token_row = passed(f"{label} token", f"@{me.username} (id {me.id})")
-        if chats is None:
-            return [token_row]
+        if chats is None:  # one of telegram.bots: its token, and whether it reads the groups
+            privacy = _privacy(me, config)
+            return [token_row, replace(privacy, name=f"{label} privacy mode")]
         return [token_row, *await platform_checks(bot, me, config, chats)]
     finally:
         await bot.session.close()

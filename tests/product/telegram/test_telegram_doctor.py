@@ -95,6 +95,7 @@ async def test_each_of_several_bots_has_its_token_checked(
         rows = await rows_for(fake_llm, tg, tmp_path, bots=bots)
     assert rows["telegram token"].status == "ok"
     assert rows["telegram.helper token"].detail == "@helper_bot (id 654321)"
+    assert rows["telegram.helper privacy mode"].status == "warn"  # on: a new BotFather bot
     assert rows["telegram.gone token"].status == "FAIL"  # the fake knows only its own token
     assert "TEST-revoked" not in rows["telegram.gone token"].detail
     assert "the token of telegram.bots 'gone'" in rows["telegram.gone token"].fix
