@@ -172,10 +172,7 @@ class TelegramSettings(_Section):
                 raise ValueError("mode is webhook but webhook.url is not set")
             if self.bots and self.mode == "webhook":
                 self._check_webhooks()
-            names = [b.name for b in self.bots]
-            tokens = [self.bot_token, *(b.token.get_secret_value() for b in self.bots)]
-            if len(set(names)) < len(names) or len(set(tokens)) < len(tokens):
-                raise ValueError("bots: each needs a name and a token of its own")
+            self._check_unique()
         if not self.api_server.startswith(("https://", "http://")):
             raise ValueError("api_server must be an http(s) URL")
         return self
@@ -189,6 +186,19 @@ class TelegramSettings(_Section):
             return self.webhook.secret_token.get_secret_value()
         key = self.bot_token.encode()
         return hmac.new(key, b"parlour telegram webhook", hashlib.sha256).hexdigest()
+
+    def _check_unique(self) -> None:
+        """Each bot its own name and token; the error names the entries, never the values."""
+        names: dict[str, int] = {}
+        tokens = {self.bot_token: "telegram.token"}
+        for index, bot in enumerate(self.bots):
+            if bot.name in names:
+                raise ValueError(f"bots[{index}].name is the same as bots[{names[bot.name]}]'s")
+            names[bot.name] = index
+            token = bot.token.get_secret_value()
+            if token in tokens:
+                raise ValueError(f"bots[{index}].token is the same as {tokens[token]}")
+            tokens[token] = f"bots[{index}].token"
 
     def _check_webhooks(self) -> None:
         """Webhook mode with several bots: each its own URL, and listener (a port, or a path

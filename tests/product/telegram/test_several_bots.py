@@ -150,12 +150,17 @@ def test_bots_need_names_and_tokens_of_their_own(fake_llm: FakeLLM, tmp_path: An
         "bots": [{"name": "a", "token": HELPER_TOKEN}],
     }
     bad_name = {**base, "bots": [{"name": "Has Space", "token": HELPER_TOKEN}]}
+    twice = {
+        **base,
+        "bots": [{"name": "quiz", "token": HELPER_TOKEN}, {"name": "quiz", "token": "7:TEST-x"}],
+    }
     shared_port = {
         **webhook,
         "bots": [{"name": "a", "token": HELPER_TOKEN, "webhook": {"url": "https://example.org/a"}}],
     }  # both listen on 8080
     cases = (
-        (same, "own"),
+        (same, "bots[0].token is the same as telegram.token"),
+        (twice, "bots[1].name is the same as bots[0]'s"),
         (webhook, "bots[0].webhook.url"),
         (shared_port, "listen_port of its own"),
         (bad_name, "name"),
