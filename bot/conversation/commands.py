@@ -124,7 +124,10 @@ class Commands:
             return CommandResult(
                 f"/{info.name} is not enabled in this chat.", ok=False, private=True
             )
-        if info and info.admin_only and handler not in self._own_rules and not self.is_admin(ctx):
+        # a group-only command in a private chat says so itself, whoever asks
+        private_note = info is not None and info.groups_only and ctx.is_private
+        own_rule = handler in self._own_rules or private_note
+        if info and info.admin_only and not own_rule and not self.is_admin(ctx):
             # Platform menus only hide admin commands (and server admins can unhide them).
             return CommandResult(
                 f"Only this chat's admins can use /{info.name}.", ok=False, private=True

@@ -31,7 +31,9 @@ SCHEDULE_COMMAND = CommandInfo(
     "schedule",
     "Post here on a schedule (/schedule every monday 09:00 | prompt; list; cancel N)",
     admin_only=True,
+    groups_only=True,
 )
+PRIVATE = "Scheduled posts are for group chats; in a private chat, ask me for a reminder."
 USAGE = (
     "/schedule WHEN | PROMPT - run PROMPT at those times and post the answer here\n"
     f"  WHEN: {EXAMPLES.replace(', ', '; ')}\n"
@@ -69,6 +71,8 @@ class ScheduleCommand:
         self.posts = posts
 
     async def handle(self, ctx: ChatContext, args: str) -> CommandResult:
+        if ctx.is_private:  # whoever asks, whatever the verb: nothing to schedule here
+            return CommandResult(PRIVATE, ok=False, private=True)
         if not self.posts.may_schedule(ctx):
             return CommandResult(
                 "Only the bot's admins can schedule posts.", ok=False, private=True

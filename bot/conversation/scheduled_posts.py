@@ -135,7 +135,7 @@ class ScheduledPosts:
                 f"I can only answer on {target.platform}, never post there unasked."
             )
         if target.chat_type is ChatType.PRIVATE:
-            raise ScheduleError(
+            raise ScheduleError(  # the admin API's and dashboard's words (the command's: same)
                 "Scheduled posts are for group chats; in a private chat, ask me for a reminder."
             )
         text = clean_text(prompt).strip()

@@ -24,6 +24,7 @@ class CommandInfo:
     description: str
     admin_only: bool = False  # only the chat's admins may run it
     admin_aware: bool = False  # anyone may; admins get more (see another's data, chat totals)
+    groups_only: bool = False  # means nothing in a private chat: the handler says so there
     plugin: str | None = None  # the plugin module that added it (None: built in)
 
     @property

@@ -231,6 +231,12 @@ async def test_the_limits_who_and_where(make_app: AppFactory, fake_telegram: Fak
         assert (
             "Scheduled posts are for group chats" in (await fed.replies(direct["id"]))[-1]["text"]
         )
+        member = tg.user(10, "Member")  # not an admin: told the same, not "only admins"
+        private = tg.private_chat(member)
+        for args in ("list", "daily 08:00 | hi"):
+            tg.send(private, member, f"/schedule {args}")
+        answers = [m["text"] for m in await fed.replies(private["id"], 2)]
+        assert all(a.startswith("Scheduled posts are for group chats") for a in answers)
         assert pending(fed.app) == ["schedules:1"]
     async with fed_bot(make_app, tg, schedules={"who": "bot_admins"}, **SETUP) as fed:
         tg.send(chat, admin, "/schedule cancel 1")  # a chat admin, not a bot admin
