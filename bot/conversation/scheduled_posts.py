@@ -236,8 +236,9 @@ class ScheduledPosts:
 
 
 def framed(post: ScheduledPost) -> str:
-    """The run's message: what it is, so the model answers the chat rather than a person."""
+    """The run's message: what it is, so the model answers the chat rather than a person
+    (the speaker tag already says which post: ``[Scheduled post #N]``)."""
     return (
-        f"[Scheduled post #{post.id}, {post.recurrence.describe()}, set by"
-        f" {post.created_by_name}: your answer is posted to the chat as it is.]\n{post.prompt}"
+        f"[Set by {post.created_by_name} to run {post.recurrence.describe()}: your answer is"
+        f" posted to the chat as it is.]\n{post.prompt}"
     )

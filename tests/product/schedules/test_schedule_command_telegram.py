@@ -91,7 +91,7 @@ async def test_a_weekly_post_runs_with_the_chats_history_and_tools_and_reaches_t
         assert any("we ship the release on Friday" in text for text in said)  # the history
         assert any("Noted: Friday." in text for text in said)
         assert "summarise last week's discussion" in said[-1]
-        assert "[Scheduled post #1, every " in said[-1]
+        assert "[Scheduled post #1] [Set by " in said[-1] and " to run every " in said[-1]
         assert [t["function"]["name"] for t in first.json["tools"]] == ["current_time"]
         tool_answers = [m for m in second.json["messages"] if m["role"] == "tool"]
         assert len(tool_answers) == 1  # the chat's tool ran

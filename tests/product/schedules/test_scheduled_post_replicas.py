@@ -89,7 +89,7 @@ async def test_a_weekly_post_fires_once_across_two_replicas_and_survives_a_resta
             return [m.get("text", "") for m in tg.messages(group)]
 
         def runs_of(post: int) -> int:
-            marker = f"[Scheduled post #{post}, every "
+            marker = f"[Scheduled post #{post}] [Set by "
             return sum(
                 marker in str(r.json["messages"][-1].get("content")) for r in fake_llm.chat_requests
             )
