@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from bot.config.base import Section
 
@@ -39,6 +39,13 @@ class CatchupSettings(Section):
         description="the model catch-ups ask (a smaller, cheaper one will do); default: the"
         " chat's model",
     )
+
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("name a model, or leave catchup.model out to use the chat's")
+        return value.strip() if value is not None else None
 
     @model_validator(mode="after")
     def _chunks_fit(self) -> CatchupSettings:

@@ -105,3 +105,13 @@ def test_chunks_hold_their_size_in_order() -> None:
         [("d", 20)],  # alone over the size: a group of its own
         [("e", 1)],
     ]
+
+
+def test_an_empty_catchup_model_is_a_config_error() -> None:
+    from bot.config import settings_from_mapping
+    from bot.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        settings_from_mapping({"catchup": {"model": "  "}})
+    assert "catchup.model" in str(refused.value)
+    assert settings_from_mapping({"catchup": {"model": " mini "}}).catchup.model == "mini"
