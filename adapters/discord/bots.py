@@ -23,23 +23,16 @@ from adapters.discord.adapter import DiscordAdapter
 from adapters.discord.normalise import PLATFORM
 from adapters.discord.settings import DiscordSettings
 from bot.platform.seam import Platform
-from bot.platform.siblings import SiblingAdapters
+from bot.platform.siblings import SiblingAdapters, accounts
 
 __all__ = ["DiscordBots", "adapters_for"]
 
 
 def adapters_for(platform: Platform, config: DiscordSettings) -> list[DiscordAdapter]:
     """One adapter per bot application: ``discord.token``'s, then each of ``discord.bots``."""
-    names = (PLATFORM, *(bot.platform for bot in config.bots))
-    settings = (config, *(config.for_bot(bot) for bot in config.bots))
     return [
-        DiscordAdapter(
-            platform,
-            settings=own,
-            name=name,
-            siblings=tuple(n for n in names if n != name),
-        )
-        for name, own in zip(names, settings, strict=True)
+        DiscordAdapter(platform, settings=one.settings, name=one.name, siblings=one.siblings)
+        for one in accounts(PLATFORM, config, config.bots, config.for_bot)
     ]
 
 

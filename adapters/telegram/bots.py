@@ -22,23 +22,16 @@ from adapters.telegram.adapter import TelegramAdapter
 from adapters.telegram.normalise import PLATFORM
 from adapters.telegram.settings import TelegramSettings
 from bot.platform.seam import Platform
-from bot.platform.siblings import SiblingAdapters
+from bot.platform.siblings import SiblingAdapters, accounts
 
 __all__ = ["TelegramBots", "adapters_for"]
 
 
 def adapters_for(platform: Platform, config: TelegramSettings) -> list[TelegramAdapter]:
     """One adapter per bot account: ``telegram.token``'s, then each of ``telegram.bots``."""
-    names = (PLATFORM, *(bot.platform for bot in config.bots))
-    settings = (config, *(config.for_bot(bot) for bot in config.bots))
     return [
-        TelegramAdapter(
-            platform,
-            settings=own,
-            name=name,
-            siblings=tuple(n for n in names if n != name),
-        )
-        for name, own in zip(names, settings, strict=True)
+        TelegramAdapter(platform, settings=one.settings, name=one.name, siblings=one.siblings)
+        for one in accounts(PLATFORM, config, config.bots, config.for_bot)
     ]
 
 

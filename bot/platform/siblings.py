@@ -14,19 +14,53 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from typing import Generic, TypeVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from bot.context import ChatContext
 from bot.errors import ConfigError
 from bot.platform.adapter import Adapter
 from bot.platform.seam import Conversation
 
-__all__ = ["SiblingAdapters", "Siblings"]
+__all__ = ["Account", "SiblingAdapters", "Siblings", "accounts"]
 
 A = TypeVar("A", bound=Adapter)
+C = TypeVar("C")
 
 log = logging.getLogger(__name__)
+
+
+class FurtherBot(Protocol):
+    """An entry of ``telegram.bots`` / ``discord.bots``."""
+
+    @property
+    def platform(self) -> str: ...
+
+
+B = TypeVar("B", bound=FurtherBot)
+
+
+@dataclass(frozen=True, slots=True)
+class Account(Generic[C]):
+    """One bot account to run: its platform name, its settings, the others' names."""
+
+    name: str
+    settings: C
+    siblings: tuple[str, ...]
+
+
+def accounts(
+    family: str, config: C, bots: Sequence[B], for_bot: Callable[[B], C]
+) -> list[Account[C]]:
+    """The main bot's account (``family``: ``telegram``), then each further bot's, each
+    knowing the others it tells its answers to."""
+    names = (family, *(bot.platform for bot in bots))
+    settings = (config, *map(for_bot, bots))
+    return [
+        Account(name, own, tuple(n for n in names if n != name))
+        for name, own in zip(names, settings, strict=True)
+    ]
 
 
 class Siblings:
