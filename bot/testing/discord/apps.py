@@ -13,16 +13,46 @@ app_id, bot_name)`` was built with, so a single-bot test never notices any of th
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from bot.testing.discord.payloads import user_json
 from bot.testing.discord.wire import JSONDict
 
-if TYPE_CHECKING:
-    from bot.testing.discord.server import FakeDiscord
+
+class HostingFake(Protocol):
+    """What a :class:`FakeBot` asks of the fake that hosts it (``FakeDiscord``: named here
+    by what it does, so this module imports none of the fake's)."""
+
+    sessions: Mapping[str, Any]  # gateway sessions: .app, .ready, .connection
+
+    @property
+    def sent(self) -> list[JSONDict]: ...
+
+    def member(
+        self,
+        guild: JSONDict,
+        user: JSONDict,
+        *,
+        nick: str | None = None,
+        roles: list[int] | None = None,
+        permissions: int | None = None,
+    ) -> JSONDict: ...
+
+    def messages(self, channel_id: int) -> list[JSONDict]: ...
+
+    def commands(self, guild_id: int | None = None) -> list[JSONDict]: ...
+
+    async def wait_until(
+        self,
+        predicate: Callable[[], bool],
+        timeout: float = 5.0,  # noqa: ASYNC109
+        *,
+        what: str = "condition",
+    ) -> None: ...
+
 
 __all__ = ["ACTING", "Applications", "BotApp", "FakeBot", "acting", "new_app"]
 
@@ -68,7 +98,7 @@ class FakeBot:
     """A test's handle on one bot application of a :class:`FakeDiscord`
     (``fake.add_bot(...)``, ``fake.bots``): what the fake says "as the bot", for this one."""
 
-    def __init__(self, fake: FakeDiscord, app: BotApp) -> None:
+    def __init__(self, fake: HostingFake, app: BotApp) -> None:
         self.fake = fake
         self.app = app
 
@@ -149,12 +179,12 @@ class Applications:
             raise ValueError("that token belongs to another application")
         app = self._apps[app_id] = new_app(token, app_id, name, privileged_intents)
         self.users[app_id] = app.user
-        return FakeBot(cast("FakeDiscord", self), app)  # a FakeDiscord's base
+        return FakeBot(cast(HostingFake, self), app)  # a FakeDiscord's base
 
     @property
     def bots(self) -> list[FakeBot]:
         """Every bot application, the first (``FakeDiscord(token, ...)``'s) first."""
-        return [FakeBot(cast("FakeDiscord", self), app) for app in self._apps.values()]
+        return [FakeBot(cast(HostingFake, self), app) for app in self._apps.values()]
 
     @property
     def _app(self) -> BotApp:
