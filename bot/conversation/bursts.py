@@ -28,12 +28,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.context import ChatContext
-from bot.conversation.edits import Waiting
-from bot.errors import MessageFolded
+from bot.conversation.edits import Edits, Waiting
+from bot.errors import MessageFolded, UserFacingError
 from bot.guardrails.rate_limit import Place
 from bot.values import BurstMessage
 
-__all__ = ["Arrival", "Bursts", "MessageFolded", "burst_query", "burst_turn"]
+__all__ = ["Arrival", "Bursts", "MessageFolded", "burst_query", "burst_turn", "waited_text"]
 
 log = logging.getLogger(__name__)
 
@@ -221,6 +221,19 @@ def burst_turn(
     earlier = [a.stored(t) for a, t in zip(burst[:-1], texts, strict=False)]
     log.info("burst answered as one turn conv=%s messages=%d", key, len(burst))
     return dataclasses.replace(ctx, message_id=burst[-1].message_id), texts[-1], earlier
+
+
+def waited_text(edits: Edits, key: str) -> Callable[[Arrival], str]:
+    """A gathered message's text: an edit made while it waited counts (one edited to
+    nothing or too much keeps the text it arrived with)."""
+
+    def text(arrival: Arrival) -> str:
+        try:
+            return edits.start(key, arrival.message_id, arrival.waiting, arrival.text)
+        except UserFacingError:
+            return arrival.text
+
+    return text
 
 
 def burst_query(earlier: Sequence[BurstMessage], query: str) -> str:

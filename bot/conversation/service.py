@@ -20,13 +20,13 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Protocol
 
 from bot.config import Settings
-from bot.context import ChatContext, Scope
+from bot.context import ChatContext
 from bot.conversation.admission import Admission, LLMSlots
 from bot.conversation.ambient import Ambient
 from bot.conversation.ambient_classifier import classifier_for
 from bot.conversation.billing import Bill, Meter
-from bot.conversation.bursts import Arrival, Bursts, MessageFolded, burst_query, burst_turn
-from bot.conversation.changes import persona_change, scope_change
+from bot.conversation.bursts import Bursts, MessageFolded, burst_query, burst_turn, waited_text
+from bot.conversation.chat_setup import ChatSetup
 from bot.conversation.directory_notes import DirectoryNotes
 from bot.conversation.edits import EditOutcome, Edits
 from bot.conversation.events import ChatEvent, Done, HistoryInfo, Reply, ToolFinished, ToolStarted
@@ -36,7 +36,7 @@ from bot.conversation.media_input import MediaInput
 from bot.conversation.overheard import Overhearing
 from bot.conversation.pending_turn import PendingTurn
 from bot.conversation.preferences import Preferences
-from bot.conversation.presets import ChatPresets, Persona
+from bot.conversation.presets import ChatPresets
 from bot.conversation.prompt_sources import PromptBuilder
 from bot.conversation.queues import Queues
 from bot.conversation.reply_cap import SplitReply
@@ -44,7 +44,6 @@ from bot.conversation.store import HistoryStore
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
 from bot.conversation.turn_reads import read_for_turn
-from bot.errors import UserFacingError
 from bot.guardrails.admins import AdminPolicy
 from bot.llm.client import LLMClient, TextDelta
 from bot.llm.tokens import TokenCounter, get_counter
@@ -60,7 +59,7 @@ from bot.storage.directory import ChatDirectory
 from bot.storage.overheard import OverheardStore
 from bot.storage.prompt_windows import PromptWindows
 from bot.text import clean_text
-from bot.values import AuditAction, ClearResult, Overheard
+from bot.values import ClearResult, Overheard
 
 __all__ = [
     "ChatEvent",
@@ -91,7 +90,7 @@ class Store(
     knowledge bases' documents and bindings."""
 
 
-class ChatService:
+class ChatService(ChatSetup):
     def __init__(
         self,
         settings: Settings,
@@ -123,7 +122,7 @@ class ChatService:
         self.access = self.admission.access
         self.budgets = self.admission.budgets
         self._locks = KeyedLocks()
-        self.prefs = Preferences(store, settings.chat)
+        ChatSetup.__init__(self, Preferences(store, settings.chat), self.presets, store)
         self.directory = DirectoryNotes(store)  # chats' titles for the admin dashboard
         self.knowledge = Knowledge(settings, store, self.presets, self.admins, self.counter)
         catchup = settings.catchup  # /catchup reads chatter the prompts no longer show
@@ -164,42 +163,6 @@ class ChatService:
         await self.prefs.load()
         if self.settings.limits.daily_tokens_total is not None:
             await self.budgets.total_today()
-
-    # -- whose conversation, and its settings ------------------------------------------------
-
-    def scope_for(self, ctx: ChatContext) -> Scope:
-        return self.prefs.scope_override(ctx.chat_key) or self.presets.scope(ctx)
-
-    def conversation_key(self, ctx: ChatContext) -> str:
-        return ctx.conversation_key(self.scope_for(ctx))
-
-    def persona(self, ctx: ChatContext) -> Persona:
-        """The chat's system prompt and where it comes from (/persona, a preset, the default)."""
-        return self.presets.persona(ctx, self.prefs.system_prompt_override(ctx.chat_key))
-
-    def system_prompt(self, ctx: ChatContext) -> str:
-        return self.persona(ctx).text
-
-    async def set_scope(self, ctx: ChatContext, scope: Scope) -> None:
-        """Change the chat's scope; a change of the scope in effect (a preset's included) is
-        written to the audit trail with who made it."""
-        old = self.scope_for(ctx)
-        await self.prefs.set_scope(ctx.chat_key, scope)
-        if scope is not old:
-            await self.store.record_change(
-                ctx.chat_key,
-                ctx.user_id,
-                ctx.user_name,
-                AuditAction.SCOPE,
-                scope_change(old, scope),
-            )
-
-    async def set_system_prompt(self, ctx: ChatContext, prompt: str | None) -> None:
-        """Set the chat's system prompt (None or empty: back to the default), audited."""
-        await self.prefs.set_system_prompt(ctx.chat_key, prompt)
-        await self.store.record_change(
-            ctx.chat_key, ctx.user_id, ctx.user_name, AuditAction.PERSONA, persona_change(prompt)
-        )
 
     # -- chatting ------------------------------------------------------------------------------
 
@@ -330,7 +293,7 @@ class ChatService:
                 asyncio.get_running_loop().call_soon(on_admitted)
             burst = await self.bursts.gather(key, ctx.user_id, arrival)
             try:  # until the turn is on its way to the store, a failure frees the others
-                ctx, text, earlier = burst_turn(ctx, key, burst, self._waited_text(key))
+                ctx, text, earlier = burst_turn(ctx, key, burst, waited_text(self.edits, key))
                 said = await self.media.read(text, attachments)  # caps; voice transcribed
                 if earlier:  # recall and knowledge look for what the whole burst asks
                     said = dataclasses.replace(said, query=burst_query(earlier, said.query))
@@ -383,18 +346,6 @@ class ChatService:
             reply = Reply(final.text, turn_id, key, bill.total, final.model, final.finish_reason,
                           rendered=answer.rendered)  # fmt: skip
         yield Done(reply)  # after the lock is released: a consumer may stop here
-
-    def _waited_text(self, key: str) -> Callable[[Arrival], str]:
-        """A gathered message's text: an edit made while it waited counts (one edited to
-        nothing or too much keeps the text it arrived with)."""
-
-        def text(arrival: Arrival) -> str:
-            try:
-                return self.edits.start(key, arrival.message_id, arrival.waiting, arrival.text)
-            except UserFacingError:
-                return arrival.text
-
-        return text
 
     def _count_turn(self, ctx: ChatContext, exc: BaseException | None) -> None:
         if self.metrics is not None:
