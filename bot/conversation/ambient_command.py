@@ -64,15 +64,16 @@ def add_ambient_command(commands: Commands) -> None:
             return CommandResult(_USAGE, ok=False, private=True)
         await ambient.set(ctx, None if word == "reset" else word == "on")
         status = ambient.status(ctx)
+        head = f"Ambient mode is {'on' if status.on else 'off'}"
+        if word == "reset":  # back to what the preset or the default says
+            head += f" ({_SOURCES[status.source]})"
         if status.on:
             text = (
-                "Ambient mode is on: I answer messages clearly meant for me without an @ (at"
-                f" most {status.max_per_hour} an hour). Tell me to stop and I keep quiet."
+                f"{head}: I answer messages clearly meant for me without an @ (at most"
+                f" {status.max_per_hour} an hour). Tell me to stop and I keep quiet."
             )
         else:
-            text = "Ambient mode is off: I answer only when addressed."
-        if word == "reset":
-            text += f" ({_SOURCES[status.source]})"
+            text = f"{head}: I answer only when addressed."
         return CommandResult(text)
 
     commands.register(AMBIENT_COMMAND, handle)

@@ -62,7 +62,7 @@ async def test_an_admins_choice_overrides_the_preset_and_outlives_a_restart(
         tg.send(group, alice, "/ambient reset")
         text = (await fed.replies(GROUP, count=2))[-1]["text"]
         assert text.startswith("Ambient mode is on")
-        assert text.endswith("(this chat's configured preset)")
+        assert text.startswith("Ambient mode is on (this chat's configured preset): ")
         tg.send(group, bob, "Parlour, what time is it?")
         await fed.replies(GROUP, count=3)
         audit = await fed.app.store.audit(f"telegram:{GROUP}")
