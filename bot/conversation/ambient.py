@@ -25,6 +25,7 @@ decision, reason; never the text) and counted in ``parlour_ambient_decisions_tot
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Sequence
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from bot.config import Settings
 from bot.context import ChatContext
 from bot.conversation.ambient_classifier import Classifier
-from bot.conversation.ambient_limits import AmbientLimits, Clock, LimitsStatus
+from bot.conversation.ambient_limits import HOUR, AmbientLimits, Clock, LimitsStatus
 from bot.conversation.ambient_rules import (
     Reason,
     called_by_name,
@@ -47,6 +48,8 @@ from bot.guardrails.access import AccessPolicy
 from bot.guardrails.budgets import Budgets, BudgetSpentError
 from bot.metrics import Metrics
 from bot.storage.audit import AuditTrail
+from bot.storage.coordination import SharedLimits
+from bot.storage.owners import new_owner
 from bot.values import AuditAction
 
 __all__ = ["Ambient", "AmbientStatus"]
@@ -83,8 +86,14 @@ class Ambient:
         classifier: Classifier | None = None,
         metrics: Metrics | None = None,
         clock: Clock | None = None,
+        shared: SharedLimits | None = None,
     ) -> None:
+        """``shared``: the database's limits when replicas share it: the hourly cap then
+        holds across them (:meth:`_an_hours_place`)."""
         config = self.config = settings.ambient
+        self.shared = shared
+        self._owner = new_owner()
+        self._claims = itertools.count(1)
         self.presets = presets
         self.prefs = prefs
         self.audit = audit
@@ -164,9 +173,23 @@ class Ambient:
             refused = self.limits.refusal(chat)  # others may have spent it while we asked
             if refused is not None:
                 return self._silent(ctx, refused, reason)
+        if self.shared is not None and not await self._an_hours_place(chat):
+            return self._silent(ctx, Reason.HOURLY_CAP, reason)  # the other replicas spent it
         self.limits.spend(chat, ctx.message_id)
         self._log(ctx, ANSWER, reason)
         return True
+
+    async def _an_hours_place(self, chat_key: str) -> bool:
+        """One of the chat's ``max_per_hour`` places, each held for an hour once taken, in
+        the shared database: at most that many unprompted answers in any hour, whichever
+        replicas give them (a row per place; a few round trips, only for a candidate)."""
+        shared, owner = self.shared, f"{self._owner}#{next(self._claims)}"
+        assert shared is not None, "asked only with replicas"
+        for place in range(self.config.max_per_hour):
+            claimed, _ = await shared.claim_flight(f"ambient:{chat_key}#{place}", owner, HOUR)
+            if claimed:
+                return True
+        return False
 
     def addressed(self, ctx: ChatContext, text: str) -> None:
         """A message addressed to the bot (an @mention, a reply, ``/ask``): a stop in it

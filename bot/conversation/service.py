@@ -135,6 +135,7 @@ class ChatService(ChatSetup):
         self.ambient_mode = Ambient(  # unaddressed messages clearly meant for the bot
             settings, self.presets, self.prefs, store, self.access, self.budgets,
             classifier=classifier_for(settings.ambient, llm, store, self.budgets), metrics=metrics,
+            shared=shared_limits,
         )  # fmt: skip
         self.edits = Edits(store, self.overheard, self.admission, self._locks)
         self.media = MediaInput(settings.llm, llm, self.admission.message_text)

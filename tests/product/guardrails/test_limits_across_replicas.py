@@ -175,3 +175,19 @@ async def test_a_closed_breaker_reads_the_shared_state_once_a_second(
             await b.service.chat(group("4", chat="-400"), "hello?")
         assert len(reads) == 2
         assert len(fake_llm.chat_requests) == 3 + 4  # B's three answers, A's retries
+
+
+async def test_ambient_modes_hourly_cap_holds_across_replicas(replicas: Replicas) -> None:
+    """Two replicas answer a chat's unaddressed messages (Telegram webhook mode spreads a
+    chat's updates over them): ``ambient.max_per_hour`` counts both."""
+    chats = [{"match": "telegram:-100", "ambient": True}]
+    async with replicas(chats=chats, ambient={"max_per_hour": 2}) as (a, b):
+        asked = "Parlour, what time is it?"
+        names = ("Parlour",)
+        assert await a.service.ambient(group("1", "Alice"), asked, names=names)
+        assert await b.service.ambient(group("2", "Bob"), asked, names=names)
+        assert not await a.service.ambient(group("3", "Cy"), "nice weather", names=names)
+        # A's own count is 1 of 2 and the last message was not answered: only the shared
+        # places say the hour is spent
+        assert not await a.service.ambient(group("3", "Cy"), asked, names=names)
+        assert a.service.ambient_mode.status(group()).limits.answers_this_hour == 1
