@@ -3,9 +3,10 @@ row), a cool-down after a stop, and whom it just answered (the follow-up and rep
 
 In memory, per process: it is seconds-to-an-hour of state that a restart may forget (the cap
 then starts afresh). Replicas keep their own; the hourly cap also takes a place in the shared
-database there, so it holds across them (:class:`bot.conversation.ambient.Ambient`). At most :data:`MAX_CHATS` chats are
-held, the least recently seen dropped first; each chat holds at most ``max_per_hour``
-answer times, :data:`MAX_PEOPLE` people and :data:`MAX_MESSAGES` message ids.
+database there, so it holds across them (``bot.conversation.ambient.Ambient``). At most
+:data:`MAX_CHATS` chats are held, the least recently seen dropped first; each chat holds at
+most ``max_per_hour`` answer times, :data:`MAX_PEOPLE` people and :data:`MAX_MESSAGES`
+message ids.
 """
 
 from __future__ import annotations
