@@ -18,6 +18,7 @@ from aiogram.exceptions import AiogramError
 from aiogram.types import Message, User
 
 from adapters.telegram.flood import FloodRetry
+from adapters.telegram.held import RUNNING, InboxFollowers
 from adapters.telegram.normalise import Incoming
 from adapters.telegram.output import Outbox, Target, Undeliverable, render_chunks
 from adapters.telegram.recovery import ReplyRecord
@@ -57,9 +58,6 @@ class TelegramReplies:
         self.me: User | None = None  # set once getMe answered: the speaker siblings see
         self.bot = bot
         self.config = config
-        # Webhook mode runs a chat's updates one at a time (the inbox's lanes): the next
-        # message of a burst is not handled before this answer is done, so none is waited for.
-        self._bursts = config.mode == "polling"
         self.retry = retry
         self.throttle = throttle
         self.deliveries = deliveries
@@ -92,9 +90,10 @@ class TelegramReplies:
             max_messages=self.platform.settings.limits.max_reply_messages,
         )
         settled = False  # the record can go: delivered, told, or nothing left to repair
+        held = self._held(incoming.ctx)  # webhook mode: a burst's next messages, in the inbox
         try:
             if self.config.stream:
-                reply = await self._stream(incoming.ctx, text, attachments, streaming)
+                reply = await self._stream(incoming.ctx, text, attachments, streaming, held)
                 await record.answered(reply.turn_id)
                 with self.retry.window():
                     await streaming.finish(reply.shown, reply.rendered)
@@ -106,7 +105,7 @@ class TelegramReplies:
                     attachments=attachments,
                     split=reply_messages,
                     on_admitted=indicator.start,
-                    burst=self._bursts,
+                    more=held,
                 )
                 await record.answered(reply.turn_id)
                 await indicator.stop()
@@ -139,8 +138,18 @@ class TelegramReplies:
             await record.undelivered(exc)
         finally:
             await indicator.stop()
+            if held is not None:  # the ones its turn took are finished before this one is
+                await held.finished()
             if settled:
                 await record.done()
+
+    def _held(self, ctx: ChatContext) -> InboxFollowers | None:
+        """Webhook mode runs a chat's updates one at a time from the inbox: the later messages
+        of a burst wait there, offered to this turn (:mod:`adapters.telegram.held`)."""
+        item = RUNNING.get()
+        if item is None or self.me is None:
+            return None
+        return InboxFollowers(self.platform.store, self.bot, self.me, ctx.platform, item, ctx)
 
     async def _tell_siblings(self, ctx: ChatContext, text: str) -> None:
         """The deployment's other bots in this group keep the answer as context."""
@@ -150,7 +159,12 @@ class TelegramReplies:
             await self.siblings.tell(ctx, str(me.id), speaker, text)
 
     async def _stream(
-        self, ctx: ChatContext, text: str, attachments: Attachments, streaming: StreamingReply
+        self,
+        ctx: ChatContext,
+        text: str,
+        attachments: Attachments,
+        streaming: StreamingReply,
+        held: InboxFollowers | None,
     ) -> Answered:
         async with contextlib.aclosing(
             self.platform.conversation.stream(
@@ -159,7 +173,7 @@ class TelegramReplies:
                 attachments=attachments,
                 split=reply_messages,
                 on_admitted=streaming.typing.start,
-                burst=self._bursts,
+                more=held,
             )
         ) as events:
             async for event in events:

@@ -18,6 +18,7 @@ from aiogram import Bot, Dispatcher
 from aiogram.types import Update
 
 from adapters.telegram.edits import ALLOWED_UPDATES, store_update
+from adapters.telegram.held import RUNNING
 from adapters.telegram.replicas import ensure_webhook
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.webhook import WebhookServer
@@ -113,4 +114,8 @@ class WebhookMode:
         except ValueError as exc:
             log.error("telegram webhook: update %s does not parse: %s", item.update_id, exc)
             return
-        await self.dispatcher.feed_update(self.bot, update)
+        running = RUNNING.set(item)  # a burst's later messages wait behind it: held.py
+        try:
+            await self.dispatcher.feed_update(self.bot, update)
+        finally:
+            RUNNING.reset(running)

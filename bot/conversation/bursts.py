@@ -31,9 +31,22 @@ from bot.context import ChatContext
 from bot.conversation.edits import Edits, Waiting
 from bot.errors import MessageFolded, UserFacingError
 from bot.guardrails.rate_limit import Place
+from bot.platform.held_messages import Later, MoreMessages
 from bot.values import BurstMessage
 
-__all__ = ["Arrival", "Bursts", "MessageFolded", "burst_query", "burst_turn", "waited_text"]
+__all__ = [
+    "Arrival",
+    "Bursts",
+    "Later",
+    "MessageFolded",
+    "MoreMessages",
+    "burst_query",
+    "burst_turn",
+    "waited_text",
+]
+
+_POLL = 0.25  # seconds between looks for later messages an adapter holds (``more``)
+
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +154,9 @@ class Bursts:
         if not line:
             del self._lines[(key, user_id)]
 
-    async def gather(self, key: str, user_id: str, leader: Arrival) -> list[Arrival]:
+    async def gather(
+        self, key: str, user_id: str, leader: Arrival, more: MoreMessages | None = None
+    ) -> list[Arrival]:
         """The leader's burst, oldest first (the leader alone when off or alone): waits until
         ``window`` passed since the sender's last message behind it, then takes those."""
         if self.window <= 0 or leader.alone:
@@ -152,12 +167,15 @@ class Bursts:
         gathered = False
         try:
             while True:
+                if more is not None:  # messages the adapter holds back: in line now
+                    for later in await more():
+                        self._adopt(key, user_id, later)
                 behind = self._behind(key, user_id, leader)
                 newest = behind[-1].at if behind else leader.at
                 left = newest + self.window - time.monotonic()
                 if left <= 0 or len(behind) + 1 >= self.max_messages:
                     break
-                await asyncio.sleep(left)
+                await asyncio.sleep(min(left, _POLL) if more is not None else left)
             gathered = True
         finally:
             if self._gathering.get(line) is leader:
@@ -171,6 +189,17 @@ class Bursts:
             await arrival.place.release()
         return [leader, *behind]
 
+    def _adopt(self, key: str, user_id: str, later: Later) -> None:
+        """``later`` in line behind the leader, told once whether its turn took it."""
+        arrival = self.arrive(key, user_id, later.text, later.message_id, alone=False)
+        joined = arrival.joined = asyncio.get_running_loop().create_future()
+
+        def told(done: asyncio.Future[bool]) -> None:
+            self.leave(key, user_id, arrival)
+            later.taken(not done.cancelled() and done.result())
+
+        joined.add_done_callback(told)
+
     @staticmethod
     def untake(burst: list[Arrival]) -> None:
         """The leader failed before its turn was stored: the others are answered on their
@@ -181,10 +210,11 @@ class Bursts:
             _settle(arrival, False)
 
     @staticmethod
-    def settle(burst: list[Arrival]) -> None:
-        """The leader's turn, with the whole burst, is on its way to the store."""
+    def settle(burst: list[Arrival], stored: bool = True) -> None:
+        """The leader's turn, with the whole burst, is stored (``stored``), or its write
+        failed: the follow-ups nobody else answers are told which."""
         for arrival in burst[1:]:
-            _settle(arrival, True)
+            _settle(arrival, stored)
 
     def _behind(self, key: str, user_id: str, leader: Arrival) -> list[Arrival]:
         """The sender's messages right behind ``leader`` that may join it: text only, within

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from bot.context import ChatContext
@@ -49,6 +49,16 @@ class PendingTurn:
             key, ctx.chat_key, ctx.user_id, ctx.user_name, text, ctx.message_id, ids, burst
         )
         self._begin = asyncio.ensure_future(_after_a_step(store.begin_turn(turn)))
+
+    def when_stored(self, told: Callable[[bool], object]) -> None:
+        """``told(True)`` once the user's message (and the burst before it) is stored,
+        ``told(False)`` if that write failed: what waits on it (a held message the inbox
+        may finish) waits for the database, not for the write's start."""
+
+        def done(begin: asyncio.Future[int]) -> None:
+            told(not begin.cancelled() and begin.exception() is None)
+
+        self._begin.add_done_callback(done)
 
     async def complete(self, answer: list[dict[str, Any]], usage: Usage, model: str) -> int:
         """Store the answer with the turn's usage; returns the turn's id."""

@@ -25,7 +25,14 @@ from bot.conversation.admission import Admission, LLMSlots
 from bot.conversation.ambient import Ambient
 from bot.conversation.ambient_classifier import classifier_for
 from bot.conversation.billing import Bill, Meter
-from bot.conversation.bursts import Bursts, MessageFolded, burst_query, burst_turn, waited_text
+from bot.conversation.bursts import (
+    Bursts,
+    MessageFolded,
+    MoreMessages,
+    burst_query,
+    burst_turn,
+    waited_text,
+)
 from bot.conversation.chat_setup import ChatSetup
 from bot.conversation.directory_notes import DirectoryNotes
 from bot.conversation.edits import EditOutcome, Edits
@@ -176,6 +183,7 @@ class ChatService(ChatSetup):
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
         burst: bool = True,
+        more: MoreMessages | None = None,
     ) -> Reply:
         """Answer ``text`` without streaming.
 
@@ -189,10 +197,12 @@ class ChatService(ChatSetup):
         ``burst``: the sender's quick messages may be answered as one turn
         (``chat.burst_window``); the later ones then raise :class:`MessageFolded`, a quiet
         refusal. False for a caller that needs an answer to each request (an HTTP API).
+        ``more``: later messages of the sender the adapter holds back (Telegram webhook
+        mode's inbox), offered to the burst while it gathers.
         """
         turn = self._turn(
             ctx, text, attachments, streaming=False, split=split, on_admitted=on_admitted,
-            burst=burst,
+            burst=burst, more=more,
         )  # fmt: skip
         async with contextlib.aclosing(turn) as events:
             async for event in events:
@@ -209,6 +219,7 @@ class ChatService(ChatSetup):
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
         burst: bool = True,
+        more: MoreMessages | None = None,
     ) -> AsyncGenerator[ChatEvent, None]:
         """Answer ``text``, yielding text deltas and tool events, then :class:`Done`.
 
@@ -219,7 +230,7 @@ class ChatService(ChatSetup):
         """
         return self._turn(
             ctx, text, attachments, streaming=True, split=split, on_admitted=on_admitted,
-            burst=burst,
+            burst=burst, more=more,
         )  # fmt: skip
 
     async def admit_command(self, ctx: ChatContext) -> None:
@@ -237,12 +248,13 @@ class ChatService(ChatSetup):
         split: SplitReply | None,
         on_admitted: Callable[[], object] | None,
         burst: bool,
+        more: MoreMessages | None,
     ) -> AsyncGenerator[ChatEvent, None]:
         key = self.conversation_key(ctx)  # no await before admission: arrival order holds
         self.ambient_mode.addressed(ctx, text)  # "@bot stop": ambient mode cools down
         answer = self._answer(
             ctx, key, text, attachments, streaming=streaming, split=split, on_admitted=on_admitted,
-            alone=bool(attachments) or not burst,
+            alone=bool(attachments) or not burst, more=more,
         )  # fmt: skip
         done = False
         try:
@@ -269,6 +281,7 @@ class ChatService(ChatSetup):
         split: SplitReply | None,
         on_admitted: Callable[[], object] | None,
         alone: bool,
+        more: MoreMessages | None,
     ) -> AsyncGenerator[ChatEvent, None]:
         # access, rate, text, one in flight: checked before anything is stored; the lock is
         # entered right after, so messages queue for it in the order they arrived
@@ -292,7 +305,7 @@ class ChatService(ChatSetup):
             )  # fmt: skip
             if on_admitted is not None:  # one loop step on: after the model request's task
                 asyncio.get_running_loop().call_soon(on_admitted)
-            burst = await self.bursts.gather(key, ctx.user_id, arrival)
+            burst = await self.bursts.gather(key, ctx.user_id, arrival, more)
             try:  # until the turn is on its way to the store, a failure frees the others
                 ctx, text, earlier = burst_turn(ctx, key, burst, waited_text(self.edits, key))
                 said = await self.media.read(text, attachments)  # caps; voice transcribed
@@ -315,7 +328,7 @@ class ChatService(ChatSetup):
             turn = PendingTurn(
                 self.store, self.budgets, ctx, key, said.stored, overheard, burst=tuple(earlier)
             )
-            self.bursts.settle(burst)  # its follow-ups are stored with it
+            turn.when_stored(lambda stored: self.bursts.settle(burst, stored))  # with it
             bill = Bill()  # every model call's tokens, booked even when the turn fails later
             answer = Answer()
             try:

@@ -19,6 +19,7 @@ from bot.config import Settings
 from bot.context import ChatContext
 from bot.platform.commands import CommandInfo, CommandResult
 from bot.platform.delivery import Outbound
+from bot.platform.held_messages import MoreMessages
 from bot.platform.media import Attachments
 from bot.platform.operator import Operator
 from bot.storage import Storage
@@ -69,6 +70,7 @@ class Conversation(Protocol):
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
         burst: bool = True,
+        more: MoreMessages | None = None,
     ) -> Answered:
         """Answer one message (rate, access and budget refusals raise UserFacingError).
 
@@ -76,7 +78,9 @@ class Conversation(Protocol):
         ``limits.max_reply_messages`` of them, and the last ones come back as ``rendered``.
         ``burst``: the sender's quick messages may be answered as one turn
         (``chat.burst_window``): the later ones raise ``MessageFolded``, a quiet refusal;
-        False where each message needs its own answer or cannot arrive meanwhile."""
+        False where each message needs its own answer or cannot arrive meanwhile. ``more``:
+        the sender's later messages the adapter holds back, offered while a burst gathers
+        (``bot.conversation.bursts.Later``)."""
         ...
 
     def stream(
@@ -88,6 +92,7 @@ class Conversation(Protocol):
         split: SplitReply | None = None,
         on_admitted: Callable[[], object] | None = None,
         burst: bool = True,
+        more: MoreMessages | None = None,
     ) -> AsyncGenerator[object, None]:
         """The same turn as events (``bot.conversation.events``), ending with ``Done``."""
         ...

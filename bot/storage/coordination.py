@@ -103,6 +103,19 @@ class Inbox(Protocol):
         """Items of ``source`` not done yet (leased or not)."""
         ...
 
+    async def inbox_following(
+        self, source: str, lane: str, after_update_id: int, limit: int
+    ) -> list[InboxItem]:
+        """Up to ``limit`` unfinished items of ``lane`` after ``after_update_id``, in lane
+        order, nobody holds: what waits behind the head its owner runs (a burst's later
+        messages, ``bot.conversation.bursts``)."""
+        ...
+
+    async def inbox_fold(self, item_id: int, into: int) -> bool:
+        """Finish item ``item_id``, which nobody holds, as answered with item ``into`` (its
+        lane's head, whose owner took it into that turn). False if it is held or done."""
+        ...
+
     async def inbox_prune(self, older_than_seconds: float) -> int:
         """Delete finished items done more than ``older_than_seconds`` ago; returns how many."""
         ...

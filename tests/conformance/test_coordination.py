@@ -425,3 +425,26 @@ async def test_prune_limits_forgets_refilled_buckets_and_expired_claims(
     assert await b.prune_limits() == 0
     assert not (await a.take_token("slow", per_minute=0.01, burst=1)).allowed  # kept
     assert await b.claim_flight("live", "o2", LONG) == (False, True)  # kept
+
+
+async def test_the_head_owner_may_fold_what_waits_behind_it(pair: tuple[Storage, Storage]) -> None:
+    """A burst's later messages wait behind the head its owner runs: that owner reads them
+    (``inbox_following``) and finishes them as answered with the head (``inbox_fold``); the
+    others then never run, the rest of the lane does, in order."""
+    a, b = pair
+    for update_id, lane in ((1, "c"), (2, "c"), (3, "other"), (4, "c"), (5, "c")):
+        assert await put(a, update_id, lane)
+    (head, other) = await a.inbox_claim("telegram", "a", LONG, 10)
+    assert (head.update_id, other.update_id) == (1, 3)
+    behind = await b.inbox_following("telegram", "c", head.update_id, 10)
+    assert [item.update_id for item in behind] == [2, 4, 5]
+    assert [item.update_id for item in await a.inbox_following("telegram", "c", 2, 1)] == [4]
+    assert await a.inbox_fold(behind[0].id, head.id)
+    assert await a.inbox_fold(behind[1].id, head.id)
+    assert not await b.inbox_fold(behind[0].id, head.id)  # done already
+    assert not await a.inbox_fold(head.id, head.id)  # held: its owner finishes it
+    assert await a.inbox_done(head.id, "a")
+    (after,) = [i for i in await b.inbox_claim("telegram", "b", LONG, 10) if i.lane == "c"]
+    assert after.update_id == 5  # 2 and 4 were answered with 1
+    assert await a.inbox_following("telegram", "c", 0, 10) == []  # 5 is held now
+    assert await a.inbox_pending("telegram") == 2  # 3 and 5

@@ -60,6 +60,7 @@ def replica_config(home: Path, database: str, tg: FakeTelegram, webhook: str = "
         database
         + f"  jobs_path: {home / 'jobs.sqlite'}\n"
         + "limits:\n  messages_per_minute: null\n  one_in_flight: false\n"
+        + "chat:\n  burst_window: 0\n"  # each message its own answer: the drill counts them
         + "memory:\n  enabled: false\n"
         + f"telegram:\n  enabled: true\n  api_server: {tg.api_server}\n  polling_timeout: 2\n"
         + webhook

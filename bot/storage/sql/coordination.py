@@ -99,6 +99,33 @@ class CoordinationRows:
         sql = "SELECT count(*) FROM inbox WHERE source = $1 AND done_at IS NULL"
         return int(await fetchval(self.db, sql, source))
 
+    async def inbox_following(
+        self, source: str, lane: str, after_update_id: int, limit: int
+    ) -> list[InboxItem]:
+        rows = await self.db.fetch(
+            "SELECT id, source, update_id, lane, payload, attempts FROM inbox"
+            " WHERE source = $1 AND lane = $2 AND update_id > $3 AND done_at IS NULL"
+            " AND lease_until IS NULL ORDER BY update_id LIMIT $4",
+            source,
+            lane,
+            after_update_id,
+            max(int(limit), 0),
+        )
+        return [
+            InboxItem(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), int(r[5]))
+            for r in rows
+        ]
+
+    async def inbox_fold(self, item_id: int, into: int) -> bool:
+        return bool(
+            await self.db.execute(
+                f"UPDATE inbox SET done_at = {self.now}, error = $2"
+                " WHERE id = $1 AND done_at IS NULL AND lease_until IS NULL",
+                item_id,
+                f"answered with inbox item {into}",
+            )
+        )
+
     async def inbox_prune(self, older_than_seconds: float) -> int:
         return await self.db.execute(
             f"DELETE FROM inbox WHERE done_at IS NOT NULL AND done_at < {self.now} - $1",

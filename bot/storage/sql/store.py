@@ -216,6 +216,8 @@ class SQLStore:
     inbox_done = via("coordination", Coordination.inbox_done)
     inbox_release = via("coordination", Coordination.inbox_release)
     inbox_pending = via("coordination", Coordination.inbox_pending)
+    inbox_following = via("coordination", Coordination.inbox_following)
+    inbox_fold = via("coordination", Coordination.inbox_fold)
     inbox_prune = via("coordination", Coordination.inbox_prune)
     acquire_lease = via("coordination", Coordination.acquire_lease)
     release_lease = via("coordination", Coordination.release_lease)

@@ -15,7 +15,7 @@ from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_telegram import FakeTelegram
 from bot.values import TurnStatus
 from tests.conftest import AppFactory, group
-from tests.telegram_harness import running_bot
+from tests.telegram_harness import free_port, running_bot
 
 KEY = "telegram:-100"
 NO_RATE = {"messages_per_minute": None, "one_in_flight": True}
@@ -286,3 +286,49 @@ async def test_unaddressed_follow_ups_join_the_burst_in_a_group(
         ("Alice", TurnStatus.ANSWERED, "summarise this thing"),
     ]
     assert [o.text for o in waiting] == ["lunch anyone?", "thanks in advance"]
+
+
+async def test_webhook_mode_answers_a_burst_waiting_in_the_inbox_once(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram
+) -> None:
+    """Webhook mode runs a chat's updates one at a time: the burst's later messages wait in
+    the inbox while the first is answered; its turn takes them (and the inbox finishes them),
+    someone else's message there is answered on its own, after."""
+    tg = fake_telegram
+    tg.privacy_mode = False  # the unaddressed follow-up reaches the bot too
+    alice, bob = tg.user(7, "Alice"), tg.user(8, "Bob")
+    team = tg.group(-100, "Team", supergroup=True)
+    port = free_port()
+    webhook = {
+        "url": f"http://127.0.0.1:{port}/hook",
+        "path": "/hook",
+        "listen_host": "127.0.0.1",
+        "listen_port": port,
+    }
+    telegram = {"mode": "webhook", "webhook": webhook, "stream": False}
+    async with running_bot(
+        make_app, tg, telegram=telegram, chat={"burst_window": 1.0}, limits=NO_RATE
+    ) as (app, _adapter):
+        for text in ("hey @parlour_bot", "@parlour_bot can you", "summarise this thing"):
+            tg.send(team, alice, text)
+            await asyncio.sleep(0.3)
+        tg.send(team, bob, "@parlour_bot and me?")
+        await tg.wait_for_message(-100, count=2, timeout=15)
+        await tg.wait_idle(quiet=1.0)
+        window = await app.store.load_window(KEY, 10)
+        pending = await app.store.inbox_pending("telegram:123456")
+    first, second = fake_llm.chat_requests
+    assert user_contents(first)[-3:] == [
+        "[Alice] hey",
+        "[Alice] can you",
+        "[Alice] summarise this thing",
+    ]
+    assert user_contents(second)[-1] == "[Bob] and me?"
+    texts = [m["text"] for m in tg.messages(-100)]
+    assert texts == ["echo: [Alice] summarise this thing", "echo: [Bob] and me?"]
+    assert [t.messages[0]["content"] for t in window if t.user_name == "Alice"] == [
+        "hey",
+        "can you",
+        "summarise this thing",
+    ]
+    assert pending == 0  # the folded updates are finished, never run again
