@@ -62,7 +62,7 @@ async def test_a_burst_cut_by_kill_9_is_answered_once_by_the_next_process(
     assert said[-2:] == ["first part", "second part"]
     assert echoes(tg, chat["id"]) == ["echo: second part"]  # once, for both
     # (the delivery record the killed turn left is repaired at start with an "interrupted"
-    # notice, as for any turn a kill cuts: docs/operations.md)
+    # notice, as for any turn a kill cuts: docs/security.md)
 
 
 def echoes(tg: FakeTelegram, chat_id: int) -> list[str]:
