@@ -91,7 +91,31 @@ def config_report(settings: Settings) -> ConfigReport:
         report.errors.append(Problem.of(exc))
     if (crowded := _recall_crowds_history(settings)) is not None:
         report.warnings.append(crowded)
+    report.warnings += _presets_for_no_platform(settings, owned)
     return report
+
+
+def _presets_for_no_platform(settings: Settings, owned: dict[str, Any]) -> list[Problem]:
+    """A ``chats:`` pattern whose platform part names no adapter or bot of this config
+    (``telgram:-100``, ``telegram.quizz:*``) matches nothing, silently: said here."""
+    known = set(settings.adapters)
+    for family in ("telegram", "discord"):
+        bots = owned.get(family, {}).get("bots") or []
+        known |= {f"{family}.{bot['name']}" for bot in bots if isinstance(bot, dict)}
+    problems = []
+    for index, preset in enumerate(settings.chats):
+        for position, pattern in enumerate(preset.match):
+            platform = pattern.partition(":")[0]
+            if ":" not in pattern or any(c in platform for c in "*?[") or platform in known:
+                continue
+            problems.append(
+                Problem(
+                    f"chats.{index}.match.{position} names no platform or bot of this config"
+                    f" ({platform!r}): the preset never applies there",
+                    f"use one of {', '.join(sorted(known))} before the ':'",
+                )
+            )
+    return problems
 
 
 def _recall_crowds_history(settings: Settings) -> Problem | None:

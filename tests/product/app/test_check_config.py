@@ -109,3 +109,20 @@ async def test_http_tokens_are_masked_and_the_section_shown_as_validated(tmp_pat
     code, output = await check_config(tmp_path, text, OPENAI_API_KEY=SECRET)
     assert code == 2 and "shorter than 16 characters" in output
     assert "tiny-tok-9" not in output
+
+
+async def test_a_preset_for_a_platform_or_bot_nobody_runs_is_a_warning(tmp_path: Path) -> None:
+    text = (
+        f"telegram:\n  enabled: true\n  token: '{TELEGRAM}'\n"
+        "  bots:\n    - name: quiz\n      token: '123456789:AAquizquizquizquizquizquizquiz'\n"
+        "chats:\n"
+        "  - match: ['telegram.quiz:*', 'telegram.quizz:*']\n"
+        "  - match: 'telgram:-100'\n"
+        "  - match: ['*:private', 'telegram:-100', 'discord:guild:1']\n"
+    )
+    code, output = await check_config(tmp_path, text, OPENAI_API_KEY=SECRET)
+    assert code == 0, output
+    assert "chats.0.match.1 names no platform or bot of this config ('telegram.quizz')" in output
+    assert "chats.1.match.0 names no platform or bot of this config ('telgram')" in output
+    assert "chats.2" not in output.split("config OK")[-1]  # known ones: no warning
+    assert TELEGRAM.split(":")[1] not in output
