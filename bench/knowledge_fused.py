@@ -40,10 +40,9 @@ from bench.knowledge_quality import (
     BASE,
     BUDGETS,
     PLAIN,
-    Gold,
-    PlainBM25,
     QualityFigures,
     Tally,
+    baseline,
     block_tokens,
     ingest,
     prepare_run,
@@ -194,16 +193,7 @@ async def measure_fused(
                 [BASE], embedder.model, len(probe), MAX_VECTOR_CANDIDATES
             )
             dense = Dense(stored)
-            plain = PlainBM25(chunks)
-            golds = [Gold.of(q, dataset.articles[q.article]) for q in asked]
-            by_source: dict[str, list[FoundChunk]] = {}
-            for chunk in chunks:
-                by_source.setdefault(chunk.source, []).append(chunk)
-            ceilings = [g.judge(by_source.get(g.source, [])) for g in golds]
-            quality = QualityFigures(
-                dataset, len(asked), len(chunks), sum(c.tokens for c in chunks) / len(chunks),
-                ingest_s, 0.0, sum(h for h, _ in ceilings), sum(s for _, s in ceilings),
-            )  # fmt: skip
+            plain, golds, quality = baseline(dataset, asked, chunks, ingest_s)
             figures = FusedFigures(
                 quality, embedder.model, floor, load_s, count_filled, fill_s, fill_cpu_s
             )

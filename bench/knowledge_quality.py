@@ -227,6 +227,23 @@ async def ingest(
     return chunks
 
 
+def baseline(
+    dataset: Dataset, asked: Sequence[Question], chunks: Sequence[FoundChunk], ingest_s: float
+) -> tuple[PlainBM25, list[Gold], QualityFigures]:
+    """What every run measures beside Parlour on the same chunks: plain BM25, each question's
+    gold, and the figures' frame with the ceiling (the answer's passage is in some chunk)."""
+    golds = [Gold.of(q, dataset.articles[q.article]) for q in asked]
+    by_source: dict[str, list[FoundChunk]] = {}
+    for chunk in chunks:
+        by_source.setdefault(chunk.source, []).append(chunk)
+    ceilings = [g.judge(by_source.get(g.source, [])) for g in golds]
+    figures = QualityFigures(
+        dataset, len(asked), len(chunks), sum(c.tokens for c in chunks) / len(chunks),
+        ingest_s, 0.0, sum(h for h, _ in ceilings), sum(s for _, s in ceilings),
+    )  # fmt: skip
+    return PlainBM25(chunks), golds, figures
+
+
 async def measure_quality(
     dataset: Dataset,
     root: Path,
@@ -248,16 +265,7 @@ async def measure_quality(
         started = time.perf_counter()
         chunks = await ingest(store, settings, dataset.articles, count)
         ingest_s = time.perf_counter() - started
-        plain = PlainBM25(chunks)
-        golds = [Gold.of(q, dataset.articles[q.article]) for q in asked]
-        by_source: dict[str, list[FoundChunk]] = {}
-        for chunk in chunks:
-            by_source.setdefault(chunk.source, []).append(chunk)
-        ceilings = [g.judge(by_source.get(g.source, [])) for g in golds]
-        figures = QualityFigures(
-            dataset, len(asked), len(chunks), sum(c.tokens for c in chunks) / len(chunks),
-            ingest_s, 0.0, sum(h for h, _ in ceilings), sum(s for _, s in ceilings),
-        )  # fmt: skip
+        plain, golds, figures = baseline(dataset, asked, chunks, ingest_s)
         tallies = figures.tallies
         started = time.perf_counter()
         for n, (question, gold) in enumerate(zip(asked, golds, strict=True), 1):
