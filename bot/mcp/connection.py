@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, ClassVar
 
+import anyio
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.session import IncomingMessage
@@ -69,15 +71,20 @@ class ServerConnection:
         self._lost = asyncio.Event()  # a caller saw the connection close
         self._relist = asyncio.Event()  # notifications/tools/list_changed (older protocol)
         self._task: asyncio.Task[None] | None = None
+        self._scope: anyio.CancelScope | None = None
         self._closing = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"mcp:{self.name}")
 
     async def aclose(self) -> None:
+        """Stop the owner task through its anyio scope, not ``Task.cancel()``: the SDK stops a
+        stdio child in a shielded scope that a native cancel cuts short, and then waits for the
+        child's stdout to end, i.e. as long as a hung server lives."""
         self._closing = True
+        if self._scope is not None:
+            self._scope.cancel()
         if self._task is not None:
-            self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         self._set(ServerState.STOPPED)
@@ -112,6 +119,10 @@ class ServerConnection:
     # -- the owner task ----------------------------------------------------------------------
 
     async def _run(self) -> None:
+        with anyio.CancelScope() as self._scope:
+            await self._retry_forever()
+
+    async def _retry_forever(self) -> None:
         backoff = FIRST_BACKOFF
         while not self._closing:
             began = time.monotonic()
@@ -145,27 +156,35 @@ class ServerConnection:
             self.restarts += 1
 
     async def _connection(self) -> None:
-        async with AsyncExitStack() as stack:
-            async with asyncio.timeout(self.settings.connect_timeout) as deadline:
+        # anyio's deadline, not asyncio.timeout (see aclose); it encloses the client's scopes
+        with anyio.CancelScope(deadline=anyio.current_time() + self.settings.connect_timeout) as (
+            deadline
+        ):
+            async with AsyncExitStack() as stack:
                 client = await stack.enter_async_context(self._client_for(stack))
                 tools = await self._list(client)
-                deadline.reschedule(None)  # connected: no deadline from here on
-            self._lost.clear()
-            self._client = client
-            self._on_tools(tools)
-            self.error, self.retry_at = "", None
-            self.ready.set()
-            self._set(ServerState.READY)
-            log.info(
-                "mcp server %s ready: %d tools (protocol %s)",
-                self.name,
-                len(tools),
-                client.protocol_version,
-            )
-            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                await self._listen(client)
-            else:
-                await self._probe(client)
+                deadline.deadline = math.inf  # connected: no deadline from here on
+                await self._serve(client, tools)
+        if deadline.cancelled_caught:
+            raise TimeoutError
+
+    async def _serve(self, client: Client, tools: list[types.Tool]) -> None:
+        self._lost.clear()
+        self._client = client
+        self._on_tools(tools)
+        self.error, self.retry_at = "", None
+        self.ready.set()
+        self._set(ServerState.READY)
+        log.info(
+            "mcp server %s ready: %d tools (protocol %s)",
+            self.name,
+            len(tools),
+            client.protocol_version,
+        )
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await self._listen(client)
+        else:
+            await self._probe(client)
 
     def _client_for(self, stack: AsyncExitStack) -> Client:
         settings = self.settings

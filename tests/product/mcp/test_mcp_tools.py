@@ -3,11 +3,13 @@ streamable HTTP, the real registry and tool loop, the fake LLM on the wire, the 
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,6 +152,29 @@ async def test_servers_stop_with_the_bot_and_output_is_capped(
             break
         await _tick()
     assert not _alive(int(pid))
+
+
+async def test_a_server_that_never_answers_is_stopped_with_the_bot_not_waited_for(
+    make_app: AppFactory, fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    """A hung stdio server (never answers, ignores its closed stdin) is killed when the bot
+    stops, also one started again after a timed-out attempt: stopping used to wait for such
+    a child to end on its own (120 s here)."""
+    pids = tmp_path / "pids"
+    hung = "import os, sys, time; print(os.getpid(), file=open(sys.argv[1], 'a'), flush=True)"
+    command = [sys.executable, "-c", hung + "; time.sleep(120)", str(pids)]
+    servers = {"hung": {"command": command, "connect_timeout": 1}}
+    async with asyncio.timeout(60):  # far below the child's own 120 s
+        async with make_app(plugins=[], mcp={"servers": servers}) as app:
+            while not pids.exists() or len(pids.read_text().split()) < 2:
+                await _tick()  # the first attempt timed out; the second is connecting
+            assert app.mcp is not None and app.mcp.statuses()[0].restarts >= 1
+    started = [int(pid) for pid in pids.read_text().split()]
+    for _ in range(100):
+        if not any(_alive(pid) for pid in started):
+            break
+        await _tick()
+    assert not [pid for pid in started if _alive(pid)]
 
 
 async def test_a_crashed_server_is_restarted_and_its_tools_return(
@@ -367,8 +392,6 @@ def _alive(pid: int) -> bool:
 
 
 async def _tick() -> None:
-    import asyncio
-
     await asyncio.sleep(0.05)
 
 

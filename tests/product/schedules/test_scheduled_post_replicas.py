@@ -23,7 +23,7 @@ from bot.config.storage_url import parse_storage_url
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.drills.test_drills import TOKEN, free_port
-from tests.drills.test_replica_drills import bot_run, serving, webhook_lines
+from tests.drills.test_replica_drills import BotProcess, bot_run, serving, webhook_lines
 from tests.postgres_support import HOW_TO_RUN, fresh_pg_url, pg_base_url
 from tests.product.app.test_cli import SECRET
 from tests.product.schedules.test_schedule_command_telegram import soon
@@ -65,11 +65,13 @@ def scheduled_jobs(url: str) -> dict[str, datetime]:
         return {str(i): datetime.fromtimestamp(float(t), UTC) for i, t in rows}
 
 
-async def until(predicate: Any, what: str, timeout: float) -> None:  # noqa: ASYNC109
+async def until(predicate: Any, what: str, timeout: float, *show: BotProcess) -> None:  # noqa: ASYNC109
+    """Poll ``predicate``; on a timeout the failure quotes the end of each ``show`` log."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            logs = "".join(f"\n--- replica {i}:\n{p.output[-4000:]}" for i, p in enumerate(show))
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}{logs}")
         await asyncio.sleep(0.1)
 
 
@@ -98,14 +100,18 @@ async def test_a_weekly_post_fires_once_across_two_replicas_and_survives_a_resta
         for i, home in enumerate(homes):
             replica_config(home, url, tg, webhook_lines(lb, ports[i]))
         async with bot_run(homes[0], tg, fake_llm) as a, bot_run(homes[1], tg, fake_llm) as b:
-            await until(lambda: serving(a) and serving(b), "both replicas to serve", STARTUP)
+            await until(lambda: serving(a) and serving(b), "both replicas to serve", STARTUP, a, b)
             fake_llm.script(reply("Last week: the release was agreed for Friday."))
             tg.send(chat, admin, f"/schedule {soon(AHEAD)} | summarise last week's discussion")
-            await until(lambda: any("Scheduled post #1" in t for t in texts()), "#1 set", TURN)
+            await until(
+                lambda: any("Scheduled post #1" in t for t in texts()), "#1 set", TURN, a, b
+            )
             await until(
                 lambda: "Last week: the release was agreed for Friday." in texts(),
                 "the weekly post",
                 AHEAD + TURN,
+                a,
+                b,
             )
             await asyncio.sleep(SETTLE)
             assert texts().count("Last week: the release was agreed for Friday.") == 1
@@ -116,7 +122,9 @@ async def test_a_weekly_post_fires_once_across_two_replicas_and_survives_a_resta
             # a second weekly post, due while both replicas are down
             tg.send(chat, admin, f"/schedule {soon(AHEAD)} | ask the question of the week")
             due = time.monotonic() + AHEAD
-            await until(lambda: any("Scheduled post #2" in t for t in texts()), "#2 set", TURN)
+            await until(
+                lambda: any("Scheduled post #2" in t for t in texts()), "#2 set", TURN, a, b
+            )
             await asyncio.gather(a.terminate(), b.terminate())
             assert time.monotonic() < due, "the replicas took too long to stop"
             assert "scheduled post 2 posted" not in a.output + b.output
@@ -131,6 +139,8 @@ async def test_a_weekly_post_fires_once_across_two_replicas_and_survives_a_resta
                 lambda: "Question of the week: what should we build next?" in texts(),
                 "the post missed while down",
                 STARTUP + TURN,
+                a,
+                b,
             )
             await asyncio.sleep(SETTLE)
             assert texts().count("Question of the week: what should we build next?") == 1
@@ -142,5 +152,7 @@ async def test_a_weekly_post_fires_once_across_two_replicas_and_survives_a_resta
             assert all(next_run > week_on for next_run in jobs.values()), jobs
 
             tg.send(chat, admin, "/schedule list")
-            await until(lambda: texts()[-1].startswith("Scheduled posts here (2)"), "list", TURN)
+            await until(
+                lambda: texts()[-1].startswith("Scheduled posts here (2)"), "list", TURN, a, b
+            )
             assert "#1 every " in texts()[-1] and "#2 every " in texts()[-1]
