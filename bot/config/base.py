@@ -21,6 +21,11 @@ class FixableValueError(ValueError):
         self.fix = fix
 
 
+class ShownValueError(ValueError):
+    """A validator's complaint about a value that is never a secret (a time zone's name): the
+    error may quote it, where other complaints have what was given masked."""
+
+
 def env_secret(name: str) -> SecretStr | None:
     value = os.environ.get(name)
     return SecretStr(value) if value else None

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from bot.config.base import UnsetVariable
+from bot.config.base import ShownValueError, UnsetVariable
 from bot.config.settings import PlatformSettings, Settings
 from bot.errors import ConfigError
 
@@ -76,7 +76,8 @@ def describe_errors(
 
     A mistyped key is named, without its value (``unknown key telegram.tokn``): that value may
     be the secret meant for the right key. A message that quotes its input (a validator's
-    ``unknown time zone '...'``) has the input masked.
+    ``must match '...'``) has the input masked, unless the validator said it is never a secret
+    (:class:`~bot.config.base.ShownValueError`: ``unknown time zone 'Europe/Berlinn'``).
     """
     lines = []
     for item in error.errors(include_url=False):
@@ -87,6 +88,9 @@ def describe_errors(
         message, given = item["msg"], item.get("input")
         if item["type"] == "value_error":  # our validators' own words, without pydantic's tag
             message = message.removeprefix("Value error, ")
+        if isinstance(item.get("ctx", {}).get("error"), ShownValueError):
+            lines.append(f"{where}: {message}")
+            continue
         keys = _keys(given) | names  # a value that is also a key's name ("mode: webhook")
         for value in _scalars(given):
             if len(value) >= 3 and value in message and value not in keys:  # whole words:

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator
 
-from bot.config.base import Section
+from bot.config.base import Section, ShownValueError
 
 __all__ = ["ScheduleSettings"]
 
@@ -37,5 +37,7 @@ class ScheduleSettings(Section):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError, OSError):
-            raise ValueError(f"unknown time zone {value!r} (an IANA name: Europe/Berlin)") from None
+            raise ShownValueError(
+                f"unknown time zone {value!r} (an IANA name: Europe/Berlin)"
+            ) from None
         return value

@@ -149,3 +149,10 @@ def test_a_value_that_is_also_a_key_name_is_not_masked(fake_llm: FakeLLM, tmp_pa
         telegram_settings(make_settings(fake_llm, tmp_path, telegram=section))
     assert "mode is webhook but webhook.url is not set" in str(refused.value)
     assert "TEST-secret" not in str(refused.value)
+
+
+def test_a_mistyped_time_zone_is_quoted_so_the_typo_shows() -> None:
+    """A zone's name is never a secret: its validator says so, and the error quotes it."""
+    with pytest.raises(ConfigError) as refused:
+        settings_from_mapping({"schedules": {"timezone": "Europe/Berlinn"}})
+    assert "schedules.timezone: unknown time zone 'Europe/Berlinn'" in str(refused.value)
