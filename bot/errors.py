@@ -41,6 +41,8 @@ OpenAI's error shape; the HTTP adapter turns it into the response). The admin AP
 the turn and is answered with nothing.
 ``bot.config.base.FixableValueError`` is a ``ValueError`` a config validator raises inside
 pydantic; it reaches the caller as a :class:`ConfigError` whose ``fix`` it gave.
+``bot.config.base.ShownValueError`` is one whose message may quote the value given (a time
+zone's name, never a secret); others have it masked.
 ``tests/product/app/test_errors.py`` checks
 that every ``ParlourError`` subclass is drawn here under its real parent.
 
