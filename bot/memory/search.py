@@ -124,9 +124,11 @@ def without_names(query: str, names: Collection[str]) -> str:
     Caroline research?" finds messages addressed to Caroline first, and fused with full text
     the vectors cost recall instead of adding it.
     """
-    words = {w.lower() for name in names for w in re.findall(r"\w+", name) if len(w) > 1}
+    # Word by word, compared case-folded: a regex's IGNORECASE folds one character at a time,
+    # so "Aİ" never matched its own lower case "ai̇" (three characters).
+    words = {w.casefold() for name in names for w in re.findall(r"\w+", name) if len(w) > 1}
     if not words:
         return query
-    pattern = r"\b(?:" + "|".join(re.escape(w) for w in sorted(words, key=len)[::-1]) + r")\b"
-    stripped = " ".join(re.sub(pattern, " ", query, flags=re.IGNORECASE).split())
+    kept = re.sub(r"\w+", lambda m: " " if m.group().casefold() in words else m.group(), query)
+    stripped = " ".join(kept.split())
     return stripped if re.search(r"\w\w", stripped) else query

@@ -12,7 +12,7 @@ from typing import Any
 
 import openai
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bot.config import ConfigError, EmbeddingSettings, LLMSettings, settings_from_mapping
@@ -169,6 +169,8 @@ _NAME = st.text(st.characters(categories=["L"]), min_size=2, max_size=8)
 
 
 @given(st.lists(_NAME, max_size=4), st.lists(st.one_of(_NAME, st.sampled_from(["?", "'s", "!"]))))
+@example(names=["AA", "Aİ"], words=["AA", "Aİ"])  # "İ" lower-cases to two characters
+@settings(max_examples=1000)
 def test_without_names_leaves_no_name_unless_nothing_else_would_be_left(
     names: list[str], words: list[str]
 ) -> None:
