@@ -15,8 +15,8 @@ Arrival order: discord.py dispatches each event as a task; a message reaches ``C
 without awaiting anything first, so its conversation lock is queued for in arrival order.
 
 This module routes each event; one answer (a message's or ``/ask``'s) is written by
-``reply.py``, the slash command tree is built by ``commands.py``, documents for knowledge
-bases are added by ``uploads.py``.
+``reply.py``, the slash command tree is built by ``commands.py`` and its commands run by
+``interactions.py``, documents for knowledge bases are added by ``uploads.py``.
 """
 
 from __future__ import annotations
@@ -29,32 +29,15 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from adapters.discord.catchup import answer_catchup
 from adapters.discord.client import make_client
 from adapters.discord.commands import build_tree
 from adapters.discord.doctor import configured_guilds, platform_checks
 from adapters.discord.endpoints import use_endpoints
+from adapters.discord.interactions import Interactions
 from adapters.discord.media import MediaPolicy, fetch_media, media_source, with_references
-from adapters.discord.normalise import (
-    PLATFORM,
-    Incoming,
-    bot_names,
-    channel_title,
-    context_for,
-    decide,
-    is_chat_admin,
-    normalise,
-)
-from adapters.discord.output import (
-    LIMIT,
-    NO_PINGS,
-    ChannelReply,
-    InteractionReply,
-    ReplyMessages,
-    deliver,
-    typing_indicator,
-)
-from adapters.discord.reply import FAILED, DiscordReplies
+from adapters.discord.normalise import PLATFORM, Incoming, bot_names, decide, normalise
+from adapters.discord.output import ChannelReply, ReplyMessages, deliver, typing_indicator
+from adapters.discord.reply import DiscordReplies
 from adapters.discord.settings import DiscordSettings, discord_settings
 from adapters.discord.sharding import (
     IdentifyPacer,
@@ -65,13 +48,11 @@ from adapters.discord.sharding import (
 )
 from adapters.discord.uploads import DiscordUploads
 from bot.context import ChatContext
-from bot.conversation.catchup import CATCHUP_COMMAND
 from bot.conversation.preview import EditThrottle, Repeating
 from bot.conversation.triggers import Action, with_quote
 from bot.errors import ConfigError
 from bot.platform.media import Attachments
 from bot.platform.seam import Platform
-from bot.text import clean_text
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +104,14 @@ class DiscordAdapter:
         self._stopping = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
         self._diagnosed = False
+        self.interactions = Interactions(  # what each slash command does: interactions.py
+            platform,
+            name=name,
+            answer=self.answer,
+            uploads=self.uploads,
+            stopping=self._stopping,
+            tracked=self._tracked,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -207,9 +196,10 @@ class DiscordAdapter:
         intents.message_content = self.message_content
         client = make_client(self, intents, self.plan, self._pacer)
         self.client = client
-        upload = self.upload if self.uploads is not None else None  # /knowledge's file
+        slash = self.interactions
+        upload = slash.upload if self.uploads is not None else None  # /knowledge's file
         infos = self.platform.commands.infos
-        self.tree = build_tree(client, infos, ask=self.ask, run=self.command, upload=upload)
+        self.tree = build_tree(client, infos, ask=slash.ask, run=slash.command, upload=upload)
         return client
 
     async def on_setup(self) -> None:
@@ -363,60 +353,7 @@ class DiscordAdapter:
         (:mod:`adapters.discord.reply`)."""
         await self.replies.answer(ctx, text, messages, indicator, channel_id, attachments)
 
-    # -- slash commands (commands.py calls these) ---------------------------------------------
-
-    async def ask(self, interaction: discord.Interaction, prompt: str) -> None:
-        if not await self._accepting(interaction):
-            return
-        await self._tracked(self._ask(interaction, prompt))
-
-    async def _ask(self, interaction: discord.Interaction, prompt: str) -> None:
-        await interaction.response.defer(thinking=True)
-        ctx = self.interaction_context(interaction)
-        channel_id = interaction.channel_id or interaction.user.id
-        prompt = clean_text(prompt)
-        await self.answer(ctx, prompt, InteractionReply(interaction), None, channel_id)
-
-    async def command(self, interaction: discord.Interaction, name: str, args: str = "") -> None:
-        """Built-in and plugin commands. Their answers are only for the caller (ephemeral)."""
-        if not await self._accepting(interaction):
-            return
-        if name == CATCHUP_COMMAND.name:  # public, pinging its asker only: catchup.py
-            ctx = self.interaction_context(interaction)
-            commands = self.platform.commands
-            await self._tracked(answer_catchup(interaction, commands, ctx, clean_text(args)))
-            return
-        await self._tracked(self._command(interaction, name, args))
-
-    async def _command(self, interaction: discord.Interaction, name: str, args: str) -> None:
-        ctx = self.interaction_context(interaction)
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        try:
-            result = await self.platform.commands.handle(ctx, name, clean_text(args))
-            text = result.text.strip() or "Done."
-        except Exception:
-            log.exception("%s: /%s failed channel=%s", self.name, name, interaction.channel_id)
-            text = FAILED
-        if len(text) > LIMIT:
-            text = text[: LIMIT - 1] + "…"
-        await interaction.edit_original_response(content=text, allowed_mentions=NO_PINGS)
-
-    async def upload(
-        self, interaction: discord.Interaction, args: str, file: discord.Attachment | None
-    ) -> None:
-        """``/knowledge text: add NAME file:`` (uploads.py), the caller's rights Discord's."""
-        if self.uploads is None or not await self._accepting(interaction):
-            return
-        ctx = self.interaction_context(interaction)
-        await self._tracked(self.uploads.slash(interaction, ctx, clean_text(args), file))
-
-    async def _accepting(self, interaction: discord.Interaction) -> bool:
-        if not self._stopping.is_set():
-            return True
-        await interaction.response.send_message(
-            "I'm restarting; please try again in a minute.", ephemeral=True
-        )
-        return False
+    # -- slash commands (interactions.py answers them) ---------------------------------------
 
     async def _tracked(self, work: Any) -> None:
         """Run an interaction's work as a tracked task, so shutdown waits for it."""
@@ -424,21 +361,3 @@ class DiscordAdapter:
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
         await asyncio.shield(task)
-
-    def interaction_context(self, interaction: discord.Interaction) -> ChatContext:
-        admin = interaction.guild_id is not None and is_chat_admin(interaction.permissions)
-        return context_for(
-            interaction.channel_id or interaction.user.id,
-            interaction.guild_id is None,
-            interaction.user,
-            message_id=interaction.id,
-            is_admin=admin,
-            guild_id=interaction.guild_id,
-            parent_id=(
-                interaction.channel.parent_id
-                if isinstance(interaction.channel, discord.Thread)
-                else None
-            ),
-            title=channel_title(interaction.guild, interaction.channel),
-            platform=self.name,
-        )

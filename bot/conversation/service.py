@@ -4,7 +4,7 @@ Per message: admission (``admission``: access, rate, one in flight, budgets) -> 
 (``prompt_sources`` over ``bot.prompt``: system prompt, summary, the history window,
 overheard chatter, recalled memories, the user's message) -> the model, with tools
 (``tool_loop``; streamed through ``stream_buffer``) -> the turn is stored and its tokens booked
-(``billing``).
+(``billing``). Outside a turn (resets, clears, ``/history``'s figures): ``chat_ops``.
 Messages of one conversation run strictly in arrival order; different conversations run
 concurrently. If the model fails for good, the user's message stays stored as *unanswered* and the
 error (with its chat-safe text) reaches the adapter.
@@ -33,7 +33,7 @@ from bot.conversation.bursts import (
     burst_turn,
     waited_text,
 )
-from bot.conversation.chat_setup import ChatSetup
+from bot.conversation.chat_ops import ChatOps, ChatOpsStore
 from bot.conversation.directory_notes import DirectoryNotes
 from bot.conversation.edits import EditOutcome, Edits
 from bot.conversation.events import ChatEvent, Done, HistoryInfo, Reply, ToolFinished, ToolStarted
@@ -47,7 +47,6 @@ from bot.conversation.presets import ChatPresets
 from bot.conversation.prompt_sources import PromptBuilder
 from bot.conversation.queues import Queues
 from bot.conversation.reply_cap import SplitReply
-from bot.conversation.store import HistoryStore
 from bot.conversation.tool_loop import Answer, ToolLoop
 from bot.conversation.tool_runner import ToolRunner
 from bot.conversation.turn_reads import read_for_turn
@@ -62,11 +61,10 @@ from bot.prompt.safety import stored_recall
 from bot.storage.audit import AuditTrail
 from bot.storage.chat_settings import ChatSettingsStore
 from bot.storage.coordination import SharedLimits
-from bot.storage.directory import ChatDirectory
 from bot.storage.overheard import OverheardStore
 from bot.storage.prompt_windows import PromptWindows
 from bot.text import clean_text
-from bot.values import ClearResult, Overheard
+from bot.values import Overheard
 
 __all__ = [
     "ChatEvent",
@@ -83,12 +81,11 @@ log = logging.getLogger(__name__)
 
 
 class Store(
-    HistoryStore,
+    ChatOpsStore,
     OverheardStore,
     ChatSettingsStore,
     PromptWindows,
     AuditTrail,
-    ChatDirectory,
     KnowledgeStore,
     Protocol,
 ):
@@ -97,7 +94,7 @@ class Store(
     knowledge bases' documents and bindings."""
 
 
-class ChatService(ChatSetup):
+class ChatService(ChatOps):
     def __init__(
         self,
         settings: Settings,
@@ -115,7 +112,7 @@ class ChatService(ChatSetup):
     ) -> None:
         self.settings = settings
         self.metrics = metrics  # turns by outcome, queue waits (bot.metrics)
-        self.store = store
+        self.store: Store = store  # more than ChatOps asks of it (chat_ops.py)
         self.llm = llm
         self.memory: MemoryProvider = memory or NoMemory()
         self.tools = tools
@@ -129,7 +126,7 @@ class ChatService(ChatSetup):
         self.access = self.admission.access
         self.budgets = self.admission.budgets
         self._locks = KeyedLocks()
-        ChatSetup.__init__(self, Preferences(store, settings.chat), self.presets, store)
+        super().__init__(Preferences(store, settings.chat), self.presets, store)  # chat_setup.py
         self.directory = DirectoryNotes(store)  # chats' titles for the admin dashboard
         self.knowledge = Knowledge(settings, store, self.presets, self.admins, self.counter)
         catchup = settings.catchup  # /catchup reads chatter the prompts no longer show
@@ -232,11 +229,6 @@ class ChatService(ChatSetup):
             ctx, text, attachments, streaming=True, split=split, on_admitted=on_admitted,
             burst=burst, more=more,
         )  # fmt: skip
-
-    async def admit_command(self, ctx: ChatContext) -> None:
-        """A command meets the same access check and message rate as a message (each costs
-        a reply); raises ``AccessDeniedError`` or ``RateLimitedError``."""
-        await self.admission.admit(ctx)
 
     async def _turn(
         self,
@@ -365,16 +357,6 @@ class ChatService(ChatSetup):
         if self.metrics is not None:
             self.metrics.turn(ctx.platform, turn_outcome(exc))
 
-    # -- spending --------------------------------------------------------------------------------
-
-    async def usage_today(self, ctx: ChatContext) -> tuple[int, int]:
-        """Tokens used today (UTC) by this user (every chat of the platform) and this chat."""
-        return await self.budgets.usage_today(ctx)
-
-    async def usage_total_today(self, *, fresh: bool = False) -> int:
-        """Tokens the whole bot used today (UTC)."""
-        return await self.budgets.total_today(fresh=fresh)
-
     # -- group chatter ---------------------------------------------------------------------------
 
     async def ambient(self, ctx: ChatContext, text: str, *, names: Sequence[str] = ()) -> bool:
@@ -405,45 +387,3 @@ class ChatService(ChatSetup):
         (:mod:`bot.conversation.edits`)."""
         key = self.conversation_key(ctx)
         return await self.edits.apply(ctx, key, text, self.access.allows, context=context)
-
-    async def migrate_chat(self, old_chat_key: str, new_chat_key: str) -> int:
-        """A chat changed its id (Telegram group -> supergroup): history and settings follow."""
-        moved = await self.store.migrate_chat(old_chat_key, new_chat_key)
-        self.prefs.moved(old_chat_key, new_chat_key)
-        return moved
-
-    # -- commands' backing -----------------------------------------------------------------------
-
-    async def reset(self, ctx: ChatContext) -> None:
-        key = self.conversation_key(ctx)
-        async with self._locks.hold(key):
-            await self.store.reset(key, ctx.chat_key, ctx.user_id, ctx.user_name)
-
-    async def reset_chat(self, chat_key: str, by_user: str, by_name: str) -> list[str]:
-        """Soft-reset every conversation of a chat (the admin API), each under its lock, each
-        one audited; returns the conversations reset."""
-        keys = await self.store.chat_conversations(chat_key)
-        for key in keys:
-            async with self._locks.hold(key):
-                await self.store.reset(key, chat_key, by_user, by_name)
-        return keys
-
-    async def clear(self, ctx: ChatContext) -> ClearResult:
-        return await self.store.clear_chat(ctx.chat_key, ctx.user_id, ctx.user_name)
-
-    async def history_info(self, ctx: ChatContext) -> HistoryInfo:
-        key = self.conversation_key(ctx)
-        stats = await self.store.stats(key)
-        runner = (await self.knowledge.turn(ctx, self.tools)).runner  # search_knowledge too
-        tools = runner.definitions(ctx) if runner else []
-        window_tokens, budget = await self.prompts.figures(ctx, key, tools)
-        return HistoryInfo(
-            conversation_key=key,
-            scope=self.scope_for(ctx),
-            turns_in_context=stats.turns_in_context,
-            turns_stored=stats.turns_stored,
-            unanswered=stats.unanswered,
-            window_tokens=window_tokens,
-            budget=budget,
-            undelivered=stats.undelivered,
-        )

@@ -1,6 +1,8 @@
 """Jobs and work fired later or elsewhere; plugins get the scheduler from :mod:`bot.plugins`.
 
 * :mod:`.scheduler` -- the scheduler plugins schedule jobs on (reminders and the like);
+* :mod:`.stored_jobs` -- what a stored job is: a call by name with plain data, routed to the
+  live scheduler;
 * :mod:`.inbox` -- one replica's share of the platform inbox: claim lane heads, run them,
   keep the leases;
 * :mod:`.jobstore` -- where jobs live (their own SQLite file, or the bot's PostgreSQL database)

@@ -33,7 +33,6 @@ import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any, Self
@@ -51,6 +50,8 @@ from bot.scheduling.jobstore import open_job_store
 from bot.scheduling.kinds import REMINDERS_KIND as REMINDERS_KIND  # its old home: still works
 from bot.scheduling.leader import DEFAULT_LEASE_SECONDS, Leadership
 from bot.scheduling.runner import Runner
+from bot.scheduling.stored_jobs import FIRE, OLD_FIRE, OURS, fire, live, pending_job
+from bot.scheduling.stored_jobs import ScheduledJob as ScheduledJob  # listed: importable here too
 from bot.scheduling.wall_clock import WallClockTrigger
 from bot.storage.coordination import Leases
 from bot.storage.owners import new_owner
@@ -64,33 +65,9 @@ CancelHook = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 DEFAULT_PATH = Path("data/jobs.sqlite")
 DEFAULT_POLL_SECONDS = 1.0
-_FIRE = "bot.scheduling.scheduler:_fire"  # what every stored job calls: keep it importable
-# Jobs stored before this module moved here call "bot.scheduler:_fire" (its old home, pickled in
-# apscheduler's rows): that name keeps resolving and counts as ours, so old stores load and fire
-# without a migration.
-_OLD_FIRE = "bot.scheduler:_fire"
-_OURS = frozenset({_FIRE, _OLD_FIRE})
-sys.modules.setdefault(_OLD_FIRE.partition(":")[0], sys.modules[__name__])
-_live: dict[str, Scheduler] = {}  # started schedulers by name, for _fire
-
-
-@dataclass(frozen=True)
-class ScheduledJob:
-    job_id: str
-    kind: str
-    next_run: datetime  # timezone-aware
-    payload: dict[str, Any]
-
-
-def _fire(scheduler_name: str, kind: str, job_id: str, payload: dict[str, Any]) -> None:
-    """The callable of every stored job: hand the run to the live scheduler of that name."""
-    scheduler = _live.get(scheduler_name)
-    if scheduler is None:
-        log.warning(
-            "job %s (%s): no scheduler %r is running; dropped", job_id, kind, scheduler_name
-        )
-        return
-    scheduler.dispatch(kind, job_id, payload)
+_fire = fire  # what every stored job calls, by this name (FIRE): keep it importable
+# Jobs stored before this module moved here call OLD_FIRE: its old name stays this module.
+sys.modules.setdefault(OLD_FIRE.partition(":")[0], sys.modules[__name__])
 
 
 class Scheduler:
@@ -155,10 +132,10 @@ class Scheduler:
         """Open the store if need be and start firing (the leader); due jobs run promptly."""
         if self._started or self._closed:
             raise RuntimeError("a scheduler starts once")
-        if self.name in _live:
+        if self.name in live:
             raise RuntimeError(f"a scheduler named {self.name!r} is already running")
         aps = self._open()
-        _live[self.name] = self
+        live[self.name] = self
         self._started = True
         if self.leadership is None:
             aps.resume()  # due jobs run on the next turn of the loop
@@ -177,8 +154,8 @@ class Scheduler:
             return
         self._closed = True
         aps, self._aps = self._aps, None
-        if _live.get(self.name) is self:
-            del _live[self.name]
+        if live.get(self.name) is self:
+            del live[self.name]
         try:
             if aps is not None:
                 aps.shutdown(wait=False)  # also disposes the store's engine
@@ -280,25 +257,16 @@ class Scheduler:
 
     def pending(self, kind: str | None = None) -> list[ScheduledJob]:
         """Scheduled jobs (of ``kind``), soonest first."""
-        jobs = []
         with self._store_errors():
             stored = self._open().get_jobs()
-        for job in stored:
-            if job.func_ref not in _OURS or job.next_run_time is None:
-                continue
-            _, job_kind, job_id, payload = job.args
-            if kind is None or job_kind == kind:
-                jobs.append(ScheduledJob(job_id, job_kind, job.next_run_time, payload))
-        return jobs
+        jobs = [pending_job(job) for job in stored]
+        return [job for job in jobs if job is not None and (kind is None or job.kind == kind)]
 
     def job(self, job_id: str) -> ScheduledJob | None:
         """The pending job ``job_id`` (None: no such job, or not one of ours)."""
         with self._store_errors():
             stored = self._open().get_job(job_id)
-        if stored is None or stored.func_ref not in _OURS or stored.next_run_time is None:
-            return None
-        _, kind, _, payload = stored.args
-        return ScheduledJob(job_id, kind, stored.next_run_time, payload)
+        return None if stored is None else pending_job(stored)
 
     async def withdraw(self, job_id: str, *, kind: str | None = None) -> ScheduledJob | None:
         """Cancel ``job_id`` for good: its kind's ``on_cancel`` hook first (an exception there
@@ -376,7 +344,7 @@ class Scheduler:
         keep = {} if next_run is None else {"next_run_time": next_run}  # None would mean paused
         with self._store_errors():
             self._open().add_job(
-                _FIRE,
+                FIRE,
                 trigger,
                 args=(self.name, kind, job_id, data),
                 id=job_id,
@@ -387,14 +355,14 @@ class Scheduler:
 
     def _dispatch_run(self, job: Any, run_times: list[datetime]) -> None:
         """A claimed run, whichever replica scheduled it: start its handler here."""
-        if job.func_ref not in _OURS or len(job.args) != 4:
+        if job.func_ref not in OURS or len(job.args) != 4:
             log.warning("job %s: not one of ours (%s); dropped", job.id, job.func_ref)
             return
         _, kind, job_id, payload = job.args
         self.dispatch(kind, job_id, payload)
 
     def dispatch(self, kind: str, job_id: str, payload: dict[str, Any]) -> None:
-        """Start ``kind``'s handler for a run this scheduler claimed (or ``_fire`` routed here)."""
+        """Start ``kind``'s handler for a run this scheduler claimed (or ``fire`` routed here)."""
         handler = self._handlers.get(kind)
         if handler is None:
             log.warning(

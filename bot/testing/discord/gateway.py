@@ -21,6 +21,7 @@ not ``0 <= id < count`` closes 4010 "Invalid shard."; a session that would hold 
 ``guilds_per_shard`` guilds (Discord: 2500) closes 4011 "Sharding required.". ``GET
 /gateway/bot`` answers ``recommended_shards`` and ``max_concurrency``; each IDENTIFY uses one
 of ``session_starts_remaining``. ``dispatched`` records which session got which event.
+READY and GUILD_MEMBERS_CHUNK, the payloads it writes itself, are ``gateway_payloads.py``'s.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import aiohttp
 from aiohttp import web
 
 from bot.testing.discord.apps import BotApp, acting
+from bot.testing.discord.gateway_payloads import application_flags, members_chunk, ready_payload
 from bot.testing.discord.messages import DiscordMessages
 from bot.testing.discord.sessions import Close, Connection, Dispatched, GatewaySession, scrubbed
 from bot.testing.discord.state import PRIVILEGED, Intents
@@ -292,24 +294,14 @@ class DiscordGateway(DiscordMessages):
         self.session_starts_remaining = max(0, self.session_starts_remaining - 1)
         connection.session = session
         self.sessions[session.id] = session
-        ready: JSONDict = {
-            "v": 10,
-            "user": self.bot_user,
-            "user_settings": {},
-            "guilds": [{"id": str(g), "unavailable": True} for g in guild_ids],
-            "private_channels": [],
-            "relationships": [],
-            "presences": [],
-            "geo_ordered_rtc_regions": ["fake"],
-            "guild_join_requests": [],
-            "session_id": session.id,
-            "session_type": "normal",
-            "resume_gateway_url": self.gateway_url,
-            "application": {"id": str(self.application_id), "flags": self._application_flags()},
-            "_trace": ["fake-discord"],
-        }
-        if parsed is not None:
-            ready["shard"] = list(parsed)
+        ready = ready_payload(
+            session,
+            self.bot_user,
+            guild_ids,
+            resume_url=self.gateway_url,
+            application_id=self.application_id,
+            flags=self._application_flags(),
+        )
         self._send_dispatch(session, "READY", ready)
         for guild_id in guild_ids:
             self._send_dispatch(session, "GUILD_CREATE", self.guild_create(guild_id))
@@ -349,42 +341,10 @@ class DiscordGateway(DiscordMessages):
             state = self._guilds[int(data["guild_id"])]
         except (KeyError, TypeError, ValueError):
             return
-        members = list(state.members.values())
-        not_found: list[str] = []
-        if data.get("user_ids"):
-            wanted = [int(u) for u in data["user_ids"]]
-            members = [state.members[u] for u in wanted if u in state.members]
-            not_found = [str(u) for u in wanted if u not in state.members]
-        elif data.get("query"):
-            query = str(data["query"]).lower()
-            members = [m for m in members if str(m["user"]["username"]).lower().startswith(query)]
-        limit = int(data.get("limit") or 0)
-        if limit:
-            members = members[:limit]
-        chunk: JSONDict = {
-            "guild_id": str(state.id),
-            "members": members,
-            "chunk_index": 0,
-            "chunk_count": 1,
-            "not_found": not_found,
-        }
-        if data.get("nonce") is not None:
-            chunk["nonce"] = data["nonce"]
-        if data.get("presences"):
-            chunk["presences"] = []
-        self._send_dispatch(session, "GUILD_MEMBERS_CHUNK", chunk)
+        self._send_dispatch(session, "GUILD_MEMBERS_CHUNK", members_chunk(state, data))
 
     def _application_flags(self) -> int:
-        # The "_LIMITED" flags are what the portal toggles set for a bot in < 100 guilds.
-        allowed = self.allowed_intents
-        flags = 1 << 23  # APPLICATION_COMMAND_BADGE
-        if allowed & Intents.GUILD_PRESENCES:
-            flags |= 1 << 13
-        if allowed & Intents.GUILD_MEMBERS:
-            flags |= 1 << 15
-        if allowed & Intents.MESSAGE_CONTENT:
-            flags |= 1 << 19
-        return flags
+        return application_flags(self.allowed_intents)
 
     async def _close_gateway(self) -> None:
         """Close every socket (1001 going away) when the server stops."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.scheduling import scheduler as scheduler_module
+from bot.scheduling import stored_jobs
 from bot.scheduling.scheduler import ScheduledJob, Scheduler, _fire
 
 Call = tuple[str, dict[str, Any]]
@@ -270,7 +270,7 @@ async def test_shutdown_cancels_handlers_and_leaves_nothing_running(
     assert cancelled.is_set()
     assert asyncio.all_tasks() == {asyncio.current_task()}
     assert set(threading.enumerate()) == threads_before
-    assert "parlour" not in scheduler_module._live
+    assert "parlour" not in stored_jobs.live
     _fire("parlour", "forever", "forever:3", {})  # a stray fire after shutdown is dropped
     assert "no scheduler 'parlour' is running" in caplog.text
 
