@@ -155,7 +155,19 @@ class App:
             has_admin_tools=lambda: tools.has_admin_tools,
             operator=operator,
             knowledge=self.knowledge_desk,
+            chat_moved=self._chat_moved,
         )
+
+    async def _chat_moved(self, old_chat_key: str, new_chat_key: str) -> None:
+        """After a chat's history and settings moved to its new id (``Platform.migrate_chat``):
+        its scheduled posts, and the records of plugins that asked (reminders), follow."""
+        if self.schedules is not None:
+            try:
+                await self.schedules.moved(old_chat_key, new_chat_key)
+            except Exception:  # the plugins' records still move
+                log.exception("scheduled posts of %s not moved to %s", old_chat_key, new_chat_key)
+        if self.plugins is not None:
+            await self.plugins.chat_moved(old_chat_key, new_chat_key)
 
     async def __aenter__(self) -> App:
         check_llm_settings(self.settings)

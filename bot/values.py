@@ -223,6 +223,7 @@ class AuditAction(StrEnum):
     SCOPE = "scope"  # the chat's conversation scope changed
     FORGET = "forget"  # an operator deleted one memory of the chat (its id, never its text)
     AMBIENT = "ambient"  # ambient mode turned on or off in the chat (/ambient)
+    SCHEDULE = "schedule"  # a scheduled post set or cancelled (/schedule, the admin API)
 
 
 @dataclass(frozen=True, slots=True)

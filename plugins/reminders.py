@@ -4,7 +4,8 @@ The model turns the user's words into an ISO 8601 time or a delay; the tool stor
 in the plugin's own store (the source of truth) and schedules a job that refers to it by id. At
 the time, the bot posts in the same chat and thread, addressing the user by name. Reminders
 survive restarts: at start every stored reminder is scheduled again, and one that fell due
-while the bot was down fires at once. Users list and cancel their own reminders.
+while the bot was down fires at once. Users list and cancel their own reminders. A Telegram
+group's reminders follow it when it becomes a supergroup (``plugin.on_chat_moved``).
 
 With replicas, a reminder being sent is marked (``firing_since``) until it is done: a replica that
 starts meanwhile schedules it again (it reads every stored reminder), and that second run must
@@ -205,7 +206,22 @@ async def setup(plugin: Plugin) -> None:
         """Cancelled from outside (the admin API): forget it, or the next start sends it."""
         await store.delete(_key(int(payload["id"])))
 
+    async def chat_moved(old_chat_key: str, new_chat_key: str) -> None:
+        """A group became a supergroup (a new chat id): its reminders are listed and sent
+        there. One being sent keeps its mark, so it is not sent twice."""
+        for reminder in await _all(store):
+            prefix = f"{reminder.platform}:"
+            if prefix + reminder.chat_id != old_chat_key or not new_chat_key.startswith(prefix):
+                continue
+            current = await _load(store, reminder.id)
+            if current is None:
+                continue  # sent or cancelled meanwhile
+            moved = current.model_copy(update={"chat_id": new_chat_key.removeprefix(prefix)})
+            await _save_and_schedule(store, scheduler, moved)
+            log.info("reminder %d moved to %s", reminder.id, new_chat_key)
+
     plugin.on_job(JOB_KIND, fire, on_cancel=withdrawn)
+    plugin.on_chat_moved(chat_moved)
     for tool_func in (set_reminder, list_reminders, cancel_reminder):
         plugin.add_tool(tool_func)
     # Our store is the source of truth: schedule every stored reminder again (a lost or stale

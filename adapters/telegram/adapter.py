@@ -377,12 +377,13 @@ class TelegramAdapter:
         await self.replies.answer(message, incoming, text, self.media.source(message))
 
     async def _migrate(self, old_id: int, new_id: int) -> None:
-        """Move history and settings; the new chat's messages wait until it is done.
+        """Move history, settings, scheduled posts and reminders; the new chat's messages wait
+        until it is done.
 
         Telegram sends two service messages for one migration: the second moves nothing.
         """
         async with self.barriers.hold(new_id):
-            moved = await self.platform.conversation.migrate_chat(
+            moved = await self.platform.migrate_chat(  # scheduled posts and reminders too
                 chat_key(old_id, self.name), chat_key(new_id, self.name)
             )
             self.admins.forget_chat(old_id)

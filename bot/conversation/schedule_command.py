@@ -98,7 +98,7 @@ class ScheduleCommand:
         post_id = post_id_of(text)
         if post_id is None:
             return CommandResult("Usage: /schedule cancel N", ok=False, private=True)
-        post = await self.posts.cancel(post_id, ctx.chat_key)
+        post = await self.posts.cancel(post_id, ctx.chat_key, by=ctx.user_id, by_name=ctx.user_name)
         if post is None:
             return CommandResult(
                 f"There is no scheduled post #{post_id} here (/schedule list shows them).",

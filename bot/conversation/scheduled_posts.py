@@ -18,6 +18,11 @@ repeated. A run due at start-up waits up to ``ADAPTER_WAIT`` for its platform's 
 start; a one-off whose platform has no running adapter in the process that fired it even then
 (a console session beside the bot) is put off by ``RETRY_DELAY``, up to ``MAX_ATTEMPTS`` times;
 a weekly run is skipped then, with a warning.
+
+Setting and cancelling a post are audited (action ``schedule``, :func:`~bot.conversation.
+changes.schedule_change`) with who did it: the chat's admin, or the operator's token
+(``http:ops``). When a chat changes its id (a Telegram group that became a supergroup), its
+posts follow it (:meth:`ScheduledPosts.moved`): same numbers, same times, the new chat.
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.config import Settings
 from bot.context import ChatContext, ChatType
+from bot.conversation.changes import schedule_change
 from bot.conversation.service import ChatService
 from bot.errors import UserFacingError
 from bot.platform.delivery import Outbound
@@ -39,6 +46,7 @@ from bot.scheduling.recurrence import ScheduleError, parse_recurrence
 from bot.scheduling.scheduler import Scheduler
 from bot.storage.kv import KeyValueStore
 from bot.text import clean_text
+from bot.values import AuditAction
 
 __all__ = ["ScheduledPosts"]
 
@@ -95,7 +103,9 @@ class ScheduledPosts:
         """A post in the caller's chat (and thread); :class:`ScheduleError` says what is wrong."""
         target = PostTarget(ctx.platform, ctx.chat_id, ctx.thread_id, ctx.chat_type, ctx.chat_title)
         by_name = ctx.user_name or ctx.user_id
-        return await self._create(target, when, prompt, f"{ctx.platform}:{ctx.user_id}", by_name)
+        post = await self._create(target, when, prompt, f"{ctx.platform}:{ctx.user_id}", by_name)
+        await self._audit(post, "set", ctx.user_id, ctx.user_name)
+        return post
 
     async def schedule_in(
         self, chat_key: str, thread_id: str | None, when: str, prompt: str, *, by: str
@@ -109,17 +119,54 @@ class ScheduledPosts:
         known = {t.value for t in ChatType}
         chat_type = ChatType(summary.chat_type) if summary.chat_type in known else ChatType.GROUP
         target = PostTarget(summary.platform, summary.chat_id, thread_id, chat_type, summary.title)
-        return await self._create(target, when, prompt, by, by)
+        post = await self._create(target, when, prompt, by, by)
+        await self._audit(post, "set", by, by)
+        return post
 
-    async def cancel(self, post_id: int, chat_key: str | None = None) -> ScheduledPost | None:
-        """Cancel for good (None: no such pending post, or not in ``chat_key``)."""
+    async def cancel(
+        self,
+        post_id: int,
+        chat_key: str | None = None,
+        *,
+        by: str,
+        by_name: str | None = None,
+    ) -> ScheduledPost | None:
+        """Cancel for good (None: no such pending post, or not in ``chat_key``), audited as
+        ``by`` (a person's id on the chat's platform, or an operator's ``http:<token>``) named
+        ``by_name`` (default: ``by``)."""
         post = self._pending(post_id)
         if post is None or (chat_key is not None and post.target.chat_key != chat_key):
             return None
         if await self.scheduler.withdraw(post.job_id, kind=SCHEDULED_POSTS_KIND) is None:
             return None  # fired (a one-off) or cancelled meanwhile
-        log.info("scheduled post %d cancelled chat=%s", post.id, post.target.chat_key)
+        log.info("scheduled post %d cancelled chat=%s by=%s", post.id, post.target.chat_key, by)
+        await self._audit(post, "cancelled", by, by if by_name is None else by_name)
         return post
+
+    async def moved(self, old_chat_key: str, new_chat_key: str) -> int:
+        """The chat ``old_chat_key`` is now ``new_chat_key`` (a Telegram group became a
+        supergroup): its pending posts go on there, with their numbers and next runs. Returns
+        how many moved; none the second time (Telegram tells a migration twice)."""
+        count = 0
+        for job in self.scheduler.pending(SCHEDULED_POSTS_KIND):
+            post = ScheduledPost.from_payload(job.payload, job.next_run)
+            target = post.target
+            prefix = f"{target.platform}:"
+            if target.chat_key != old_chat_key or not new_chat_key.startswith(prefix):
+                continue
+            there = replace(post, target=replace(target, chat_id=new_chat_key[len(prefix) :]))
+            if post.recurrence.once:
+                if not self.scheduler.cancel(post.job_id):
+                    continue  # it fired meanwhile: nothing left to move
+                self._schedule(there, at=job.next_run)
+            else:
+                self._schedule(there)  # the same rule again keeps its next run
+            count += 1
+        if count:
+            log.info(
+                "scheduled posts moved old=%s new=%s posts=%d", old_chat_key, new_chat_key, count
+            )
+        return count
 
     def _pending(self, post_id: int) -> ScheduledPost | None:
         job = self.scheduler.job(job_id(post_id))
@@ -164,6 +211,13 @@ class ScheduledPosts:
             post.id, target.chat_key, target.thread_id, by, recurrence.rule(),
         )  # fmt: skip
         return ScheduledPost.from_payload(post.payload(), None if job is None else job.next_run)
+
+    async def _audit(self, post: ScheduledPost, verb: str, actor_id: str, actor_name: str) -> None:
+        recurrence, target = post.recurrence, post.target
+        detail = schedule_change(verb, post.id, recurrence.rule(), post.prompt, target.thread_id)
+        await self.service.store.record_change(
+            target.chat_key, actor_id, actor_name, AuditAction.SCHEDULE, detail
+        )
 
     def _schedule(self, post: ScheduledPost, at: datetime | None = None) -> None:
         recurrence = post.recurrence

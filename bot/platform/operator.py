@@ -141,13 +141,15 @@ class ScheduleBoard(Protocol):
     ScheduledPosts``, the same object ``/schedule`` uses). :meth:`schedule_in` raises
     ``bot.scheduling.recurrence.ScheduleError`` (its ``chat_text`` the reason a person can act
     on: a bad time zone, time or date, a past date, an unknown or private chat, the chat's
-    limit) and schedules nothing then."""
+    limit) and schedules nothing then. Both a set and a cancel are audited as ``by``."""
 
     def listed(self, chat_key: str | None = None) -> list[ScheduledPost]: ...
     async def schedule_in(
         self, chat_key: str, thread_id: str | None, when: str, prompt: str, *, by: str
     ) -> ScheduledPost: ...
-    async def cancel(self, post_id: int, chat_key: str | None = None) -> ScheduledPost | None: ...
+    async def cancel(
+        self, post_id: int, chat_key: str | None = None, *, by: str, by_name: str | None = None
+    ) -> ScheduledPost | None: ...
 
 
 class CatchupDigest(Protocol):

@@ -28,6 +28,7 @@ from bot.values import Usage
 __all__ = [
     "Answered",
     "ChatCommands",
+    "ChatMoved",
     "Conversation",
     "HelpNote",
     "KnowledgeUploads",
@@ -36,6 +37,7 @@ __all__ = [
 ]
 
 SplitReply = Callable[[str], Awaitable[Sequence[str]]]  # a reply as shown -> its messages
+ChatMoved = Callable[[str, str], Awaitable[None]]  # (old chat key, new chat key)
 HelpNote = Callable[[ChatContext, bool], str | None]  # (ctx, is admin) -> a line for /help
 
 
@@ -113,7 +115,9 @@ class Conversation(Protocol):
         ...
 
     async def migrate_chat(self, old_chat_key: str, new_chat_key: str) -> int:
-        """The platform moved a chat to a new id (a Telegram group became a supergroup)."""
+        """The platform moved a chat to a new id (a Telegram group became a supergroup): its
+        history and settings. An adapter calls :meth:`Platform.migrate_chat`, which moves
+        scheduled posts and reminders too."""
         ...
 
 
@@ -173,3 +177,15 @@ class Platform:
     has_admin_tools: Callable[[], bool]  # look up a sender's admin rights before a turn?
     operator: Operator  # the operator's view of the whole bot (an admin API, a dashboard)
     knowledge: KnowledgeUploads | None = None  # documents sent to a chat (None: no bases)
+    # what else follows a chat to its new id: scheduled posts, plugins' records (reminders)
+    chat_moved: ChatMoved | None = None
+
+    async def migrate_chat(self, old_chat_key: str, new_chat_key: str) -> int:
+        """The platform moved a chat to a new id (a Telegram group became a supergroup): its
+        history and settings (``conversation.migrate_chat``), then what the bot keeps by chat
+        key elsewhere (``chat_moved``: scheduled posts, reminders). Returns the turns moved;
+        a second call for the same move moves nothing."""
+        moved = await self.conversation.migrate_chat(old_chat_key, new_chat_key)
+        if self.chat_moved is not None:
+            await self.chat_moved(old_chat_key, new_chat_key)
+        return moved

@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+ChatMovedHook = Callable[[str, str], Awaitable[None]]
+"""``on_chat_moved(old_chat_key, new_chat_key)``: a chat changed its id; move its records."""
+
 ENTRY_POINT_GROUP = "parlour.plugins"
 BUILTIN_PACKAGE = "plugins"
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / BUILTIN_PACKAGE  # installed beside ``bot``
@@ -73,6 +76,7 @@ class Plugin:
     tools: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     job_kinds: list[str] = field(default_factory=list)
+    chat_moved_hooks: list[ChatMovedHook] = field(default_factory=list)
     module: str = ""  # as named in config plugins: (what a chats: preset's plugins list names)
 
     def add_tool(self, func: ToolFunc) -> ToolSpec:
@@ -123,6 +127,13 @@ class Plugin:
         self.scheduler.register(kind, handler, on_cancel=on_cancel)
         self.job_kinds.append(kind)
 
+    def on_chat_moved(self, hook: ChatMovedHook) -> None:
+        """Run ``hook(old_chat_key, new_chat_key)`` when a chat changes its id (a Telegram
+        group that became a supergroup), after its history and settings moved: a plugin that
+        keeps records by chat (the reminders plugin) moves them. It may run twice for one move
+        (Telegram tells it twice): the second time there is nothing left to move."""
+        self.chat_moved_hooks.append(hook)
+
     def conversation_key(self, ctx: ChatContext) -> str:
         """The conversation ``ctx`` belongs to under its chat's scope (what a memory is
         kept in, what ``/reset`` resets); without a chat service, the chat's shared one."""
@@ -152,6 +163,7 @@ class Plugin:
         if self.scheduler is not None:
             for kind in self.job_kinds:
                 self.scheduler.unregister(kind)
+        self.chat_moved_hooks.clear()
 
 
 @dataclass
@@ -227,6 +239,19 @@ class PluginManager:
             ",".join(plugin.commands) or "-",
         )
         return plugin
+
+    async def chat_moved(self, old_chat_key: str, new_chat_key: str) -> None:
+        """Tell every loaded plugin that asked (:meth:`Plugin.on_chat_moved`); one that fails
+        is logged, and the others are still told."""
+        for loaded in list(self.loaded):
+            for hook in loaded.plugin.chat_moved_hooks:
+                try:
+                    await hook(old_chat_key, new_chat_key)
+                except Exception:
+                    log.exception(
+                        "plugin %s failed to move chat %s to %s",
+                        loaded.plugin.name, old_chat_key, new_chat_key,
+                    )  # fmt: skip
 
     async def teardown_all(self) -> None:
         for loaded in reversed(self.loaded):

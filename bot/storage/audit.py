@@ -11,7 +11,13 @@ __all__ = ["CHANGES", "AuditTrail", "check_change", "clear_detail", "forget_deta
 
 # The actions record_change takes; clears and resets are written by clear_chat and reset.
 CHANGES = frozenset(
-    {AuditAction.PERSONA, AuditAction.SCOPE, AuditAction.FORGET, AuditAction.AMBIENT}
+    {
+        AuditAction.PERSONA,
+        AuditAction.SCOPE,
+        AuditAction.FORGET,
+        AuditAction.AMBIENT,
+        AuditAction.SCHEDULE,
+    }
 )
 
 
@@ -33,13 +39,13 @@ def forget_detail(memory_id: int) -> str:
 
 class AuditTrail(Protocol):
     """Changes an operator may be asked about later: clears, resets, persona, scope and
-    ambient mode, and an operator's deletion of a memory.
+    ambient mode, scheduled posts set and cancelled, and an operator's deletion of a memory.
 
     A backend must provide:
 
-    - :meth:`record_change` stores one persona, scope or ambient change or memory deletion
-      (``action`` one of :data:`CHANGES`, anything else is a ``ValueError`` and stores
-      nothing) with who made it.
+    - :meth:`record_change` stores one persona, scope, ambient or schedule change or memory
+      deletion (``action`` one of :data:`CHANGES`, anything else is a ``ValueError`` and
+      stores nothing) with who made it.
     - Every :meth:`~bot.storage.resets.Resets.reset` is an entry too (action ``reset``, its
       conversation key), each one, not only the latest; every clear (the clear audit's rows,
       detail :func:`clear_detail`).
@@ -52,7 +58,7 @@ class AuditTrail(Protocol):
     async def record_change(
         self, chat_key: str, actor_id: str, actor_name: str, action: AuditAction, detail: str
     ) -> None:
-        """Store one persona or scope change, or memory deletion, of ``chat_key``."""
+        """Store one change (:data:`CHANGES`) of ``chat_key``."""
         ...
 
     async def audit(self, chat_key: str | None = None) -> list[AuditEntry]:

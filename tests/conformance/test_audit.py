@@ -1,5 +1,5 @@
-"""The audit trail (bot.storage.audit): clears, resets, persona and scope changes, and an
-operator's memory deletions."""
+"""The audit trail (bot.storage.audit): clears, resets, persona, scope, ambient and
+scheduled-post changes, and an operator's memory deletions."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from bot.storage import Storage
 from bot.storage.audit import clear_detail, forget_detail
 from bot.values import AuditAction, AuditEntry
 from tests.conformance.conftest import answered
+
+SCHEDULED = 'set #4 in thread 9: every monday 09:00 Europe/Berlin: "summarise the week…"'
 
 
 def rows(entries: list[AuditEntry]) -> list[tuple[str, str, str, str, str]]:
@@ -28,6 +30,8 @@ async def test_the_audit_lists_every_kind_oldest_first(storage: Storage) -> None
     await storage.record_change(
         "tg:1", "http:ops", "http:ops", AuditAction.FORGET, forget_detail(3)
     )
+    await storage.record_change("tg:1", "7", "Ann", AuditAction.AMBIENT, "off -> on")
+    await storage.record_change("tg:1", "7", "Ann", AuditAction.SCHEDULE, SCHEDULED)
     await storage.clear_chat("tg:1", "7", "Ann")
     entries = await storage.audit("tg:1")
     assert rows(entries) == [
@@ -35,13 +39,15 @@ async def test_the_audit_lists_every_kind_oldest_first(storage: Storage) -> None
         ("reset", "8", "Bo", "", "tg:1:u:8"),
         ("scope", "7", "Ann", "chat -> user", ""),
         ("forget", "http:ops", "http:ops", "deleted memory #3", ""),
+        ("ambient", "7", "Ann", "off -> on", ""),
+        ("schedule", "7", "Ann", SCHEDULED, ""),
         ("clear", "7", "Ann", clear_detail(1, 2), ""),
     ]
     assert {e.chat_key for e in entries} == {"tg:1"}
     times = [e.at for e in entries]
     assert times == sorted(times) and times[0] > 0
     everything = await storage.audit()
-    assert [e.chat_key for e in everything].count("tg:2") == 1 and len(everything) == 6
+    assert [e.chat_key for e in everything].count("tg:2") == 1 and len(everything) == 8
     assert await storage.audit("tg:3") == []
 
 

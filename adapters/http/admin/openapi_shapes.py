@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from adapters.http.admin.openapi_parts import JSON
+from bot.values import AuditAction
 
 __all__ = ["SETTINGS_BODY", "SHAPES"]
 
@@ -58,7 +59,7 @@ SHAPES: dict[str, JSON] = {
     },
     "AuditEntry": {
         "at": _TIME,
-        "action": {"type": "string", "enum": ["clear", "reset", "persona", "scope", "forget"]},
+        "action": {"type": "string", "enum": [action.value for action in AuditAction]},
         "actor_id": {
             "type": "string",
             "description": "http:<token name> for a token; else the person's id on the chat's"

@@ -105,7 +105,8 @@ def listed(request: web.Request, chat: str | None = None) -> ScheduleList:
 async def create(
     request: web.Request, chat_key: str, thread_id: str | None, when: str, prompt: str
 ) -> ScheduleInfo:
-    """Schedule a post as the caller; raises ``ScheduleError`` (the reason) or SchedulesOff."""
+    """Schedule a post as the caller (audited in their name); raises ``ScheduleError`` (the
+    reason) or SchedulesOff."""
     caller = request[PRINCIPAL].audit_name
     post = await board(request).schedule_in(chat_key, thread_id, when, prompt, by=caller)
     log.info("scheduled post %d created chat=%s caller=%s", post.id, chat_key, caller)
@@ -113,14 +114,16 @@ async def create(
 
 
 async def cancel(request: web.Request, raw_id: str) -> bool:
-    """Cancel for good; False: no such pending post (or scheduled posts are off)."""
+    """Cancel for good, audited as the caller; False: no such pending post (or scheduled posts
+    are off)."""
     post_id = positive_id(raw_id)
     schedules = request.app[CONTEXT].platform.operator.schedules
     if post_id is None or schedules is None:
         return False
-    post = await schedules.cancel(post_id)
+    caller = request[PRINCIPAL].audit_name
+    post = await schedules.cancel(post_id, by=caller)
     if post is not None:
-        log.info("scheduled post %d cancelled caller=%s", post_id, request[PRINCIPAL].audit_name)
+        log.info("scheduled post %d cancelled caller=%s", post_id, caller)
     return post is not None
 
 
