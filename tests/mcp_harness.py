@@ -42,3 +42,42 @@ async def http_demo(token: str = "") -> AsyncIterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextlib.asynccontextmanager
+async def recording_proxy(target: str) -> AsyncIterator[tuple[str, list[str]]]:
+    """A pass-through HTTP proxy in front of ``target`` (an MCP URL); yields its own URL and
+    the methods of the requests it forwarded, in order (streamed answers stream through)."""
+    from aiohttp import ClientSession, web
+
+    methods: list[str] = []
+    hop = {"host", "content-length", "transfer-encoding", "connection"}
+
+    async def forward(request: web.Request) -> web.StreamResponse:
+        methods.append(request.method)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in hop}
+        async with session.request(
+            request.method, target, headers=headers, data=await request.read()
+        ) as upstream:
+            answer = web.StreamResponse(
+                status=upstream.status,
+                headers={k: v for k, v in upstream.headers.items() if k.lower() not in hop},
+            )
+            await answer.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                await answer.write(chunk)
+            await answer.write_eof()
+            return answer
+
+    app = web.Application()
+    app.router.add_route("*", "/mcp", forward)
+    runner = web.AppRunner(app, access_log=None)
+    async with ClientSession() as session:
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            yield f"http://127.0.0.1:{port}/mcp", methods
+        finally:
+            await runner.cleanup()

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 FIRST_BACKOFF, MAX_BACKOFF = 1.0, 60.0
 STABLE_SECONDS = 60.0  # up this long: the next failure retries at FIRST_BACKOFF again
 PROBE_SECONDS = 15.0  # older protocol: how often an idle connection is pinged
+CLOSE_GRACE = 5.0  # seconds a connected server gets to end its session when the bot stops
 MAX_PAGES = 100  # tools/list pages followed (a paginator that never ends cannot hang us)
 
 OnTools = Callable[[Sequence[types.Tool]], None]
@@ -78,14 +79,22 @@ class ServerConnection:
         self._task = asyncio.create_task(self._run(), name=f"mcp:{self.name}")
 
     async def aclose(self) -> None:
-        """Stop the owner task through its anyio scope, not ``Task.cancel()``: the SDK stops a
-        stdio child in a shielded scope that a native cancel cuts short, and then waits for the
-        child's stdout to end, i.e. as long as a hung server lives."""
+        """Stop the owner task. A connected session ends as if it were lost, so its transport
+        closes normally (an HTTP session is deleted; a stdio child has its stdin closed, then
+        is killed); one still connecting, or not ending within :data:`CLOSE_GRACE`, is cut
+        through the task's anyio scope. Never ``Task.cancel()``: the SDK stops a stdio child
+        in a shielded scope that a native cancel cuts short, and then waits for the child's
+        stdout to end, i.e. as long as a hung server lives."""
         self._closing = True
-        if self._scope is not None:
-            self._scope.cancel()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
+        self._lost.set()
+        task = self._task
+        if task is not None:
+            if self._client is None and self._scope is not None:
+                self._scope.cancel()  # connecting or waiting to retry: nothing to end gently
+            done, _ = await asyncio.wait({task}, timeout=CLOSE_GRACE)
+            if not done and self._scope is not None:
+                self._scope.cancel()
+            await asyncio.wait({task})  # not gather: a cancelled caller must not cancel it
             self._task = None
         self._set(ServerState.STOPPED)
 
@@ -143,6 +152,8 @@ class ServerConnection:
                 self._client = None
                 self.ready.clear()
                 self._on_tools(())
+            if self._closing:
+                return
             if time.monotonic() - began >= STABLE_SECONDS:
                 backoff = FIRST_BACKOFF
             self.error = reason
@@ -169,6 +180,8 @@ class ServerConnection:
             raise TimeoutError
 
     async def _serve(self, client: Client, tools: list[types.Tool]) -> None:
+        if self._closing:
+            return  # closed while connecting: the stack ends the session
         self._lost.clear()
         self._client = client
         self._on_tools(tools)

@@ -20,7 +20,7 @@ from bot.mcp.connection import ServerConnection
 from bot.mcp.status import ServerState
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import AppFactory, group
-from tests.mcp_harness import http_demo, stdio_server
+from tests.mcp_harness import http_demo, recording_proxy, stdio_server
 
 READY = 30.0  # seconds a test waits for a server to start (a loaded CI machine is slow)
 
@@ -91,6 +91,24 @@ async def test_http_server_gets_its_headers_from_the_environment_and_never_logs_
     assert tool_results(fake_llm) == ["authorised"]
     assert [s.transport for s in statuses] == ["http"]
     assert secret not in caplog.text
+
+
+async def test_stopping_the_bot_ends_its_session_with_an_older_http_server(
+    make_app: AppFactory, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server on the older protocol keeps a session per client, which the SDK deletes when
+    its transport closes normally: stopping the bot lets it (a cut close would leave the
+    session for the server to expire). The newer protocol keeps none."""
+    monkeypatch.setattr(ServerConnection, "MODE", "legacy")
+    async with http_demo() as target, recording_proxy(target) as (url, methods):
+        async with make_app(plugins=[], mcp={"servers": {"web": {"url": url}}}) as app:
+            await ready(app)
+            assert "DELETE" not in methods
+        for _ in range(100):
+            if "DELETE" in methods:
+                break
+            await _tick()
+    assert methods[0] == "POST" and methods[-1] == "DELETE", methods
 
 
 async def test_an_erroring_and_a_hanging_tool_come_back_as_tool_errors_in_time(
