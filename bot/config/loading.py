@@ -65,6 +65,11 @@ def interpolate(value: Any, path: str = "", *, unset: list[UnsetVariable] | None
     return _LEFT_OUT
 
 
+# What a ShownValueError's value may look like to be quoted (a zone's name): anything else, a
+# token pasted on the wrong line say, is masked like any other value.
+_NAME_LIKE = re.compile(r"[A-Za-z0-9_+\-/]{1,64}")
+
+
 def describe_errors(
     error: ValidationError,
     prefix: tuple[str, ...] = (),
@@ -88,7 +93,8 @@ def describe_errors(
         message, given = item["msg"], item.get("input")
         if item["type"] == "value_error":  # our validators' own words, without pydantic's tag
             message = message.removeprefix("Value error, ")
-        if isinstance(item.get("ctx", {}).get("error"), ShownValueError):
+        shown = isinstance(item.get("ctx", {}).get("error"), ShownValueError)
+        if shown and isinstance(given, str) and _NAME_LIKE.fullmatch(given):
             lines.append(f"{where}: {message}")
             continue
         keys = _keys(given) | names  # a value that is also a key's name ("mode: webhook")

@@ -158,7 +158,11 @@ class ScheduledPosts:
             if post.recurrence.once:
                 if not self.scheduler.cancel(post.job_id):
                     continue  # it fired meanwhile: nothing left to move
-                self._schedule(there, at=job.next_run)
+                try:
+                    self._schedule(there, at=job.next_run)
+                except Exception:
+                    self._schedule(post, at=job.next_run)  # back where it was, not lost
+                    raise
             else:
                 self._schedule(there)  # the same rule again keeps its next run
             count += 1
@@ -215,9 +219,12 @@ class ScheduledPosts:
     async def _audit(self, post: ScheduledPost, verb: str, actor_id: str, actor_name: str) -> None:
         recurrence, target = post.recurrence, post.target
         detail = schedule_change(verb, post.id, recurrence.rule(), post.prompt, target.thread_id)
-        await self.service.store.record_change(
-            target.chat_key, actor_id, actor_name, AuditAction.SCHEDULE, detail
-        )
+        try:
+            await self.service.store.record_change(
+                target.chat_key, actor_id, actor_name, AuditAction.SCHEDULE, detail
+            )
+        except Exception:  # the post is set (or cancelled): an error now would invite a retry
+            log.exception("audit entry not written chat=%s: %s", target.chat_key, detail)
 
     def _schedule(self, post: ScheduledPost, at: datetime | None = None) -> None:
         recurrence = post.recurrence

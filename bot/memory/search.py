@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import re
+import unicodedata
 from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
@@ -124,11 +125,18 @@ def without_names(query: str, names: Collection[str]) -> str:
     Caroline research?" finds messages addressed to Caroline first, and fused with full text
     the vectors cost recall instead of adding it.
     """
-    # Word by word, compared case-folded: a regex's IGNORECASE folds one character at a time,
-    # so "Aİ" never matched its own lower case "ai̇" (three characters).
-    words = {w.casefold() for name in names for w in re.findall(r"\w+", name) if len(w) > 1}
+    # Word by word, compared folded (:func:`_folded`): a regex's IGNORECASE folds one character
+    # at a time, so "Aİ" never matched its own lower case "ai̇" (three characters).
+    words = {_folded(w) for name in names for w in re.findall(r"\w+", name) if len(w) > 1}
     if not words:
         return query
-    kept = re.sub(r"\w+", lambda m: " " if m.group().casefold() in words else m.group(), query)
+    kept = re.sub(r"\w+", lambda m: " " if _folded(m.group()) in words else m.group(), query)
     stripped = " ".join(kept.split())
     return stripped if re.search(r"\w\w", stripped) else query
+
+
+def _folded(word: str) -> str:
+    """``word`` case-folded without its accents: "İlker", "ilker" and "Ilker" are one name, as
+    are "José" and "Jose" (people type names either way)."""
+    decomposed = unicodedata.normalize("NFD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))

@@ -17,6 +17,7 @@ reached).
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import inspect
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 ChatMovedHook = Callable[[str, str], Awaitable[None]]
 """``on_chat_moved(old_chat_key, new_chat_key)``: a chat changed its id; move its records."""
 
+CHAT_MOVED_SECONDS = 30.0  # one plugin's on_chat_moved hook, at most
 ENTRY_POINT_GROUP = "parlour.plugins"
 BUILTIN_PACKAGE = "plugins"
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / BUILTIN_PACKAGE  # installed beside ``bot``
@@ -242,11 +244,13 @@ class PluginManager:
 
     async def chat_moved(self, old_chat_key: str, new_chat_key: str) -> None:
         """Tell every loaded plugin that asked (:meth:`Plugin.on_chat_moved`); one that fails
-        is logged, and the others are still told."""
+        is logged, and the others are still told. Each has :data:`CHAT_MOVED_SECONDS`: the new
+        chat's messages wait for the move."""
         for loaded in list(self.loaded):
             for hook in loaded.plugin.chat_moved_hooks:
                 try:
-                    await hook(old_chat_key, new_chat_key)
+                    async with asyncio.timeout(CHAT_MOVED_SECONDS):
+                        await hook(old_chat_key, new_chat_key)
                 except Exception:
                     log.exception(
                         "plugin %s failed to move chat %s to %s",

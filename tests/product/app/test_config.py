@@ -156,3 +156,11 @@ def test_a_mistyped_time_zone_is_quoted_so_the_typo_shows() -> None:
     with pytest.raises(ConfigError) as refused:
         settings_from_mapping({"schedules": {"timezone": "Europe/Berlinn"}})
     assert "schedules.timezone: unknown time zone 'Europe/Berlinn'" in str(refused.value)
+
+
+def test_a_time_zone_line_holding_something_else_is_still_masked() -> None:
+    """A token pasted on the zone's line is not quoted: only a value that looks like a name is."""
+    with pytest.raises(ConfigError) as refused:
+        settings_from_mapping({"schedules": {"timezone": "sk-live hunter2 SECRET"}})
+    assert "schedules.timezone: unknown time zone" in str(refused.value)
+    assert "hunter2" not in str(refused.value)

