@@ -183,17 +183,19 @@ async def setup(plugin: Plugin) -> None:
                 reminder.platform, reminder.chat_id, reminder.thread_id, text
             )
         except asyncio.CancelledError:  # shutdown: unmarked, the next start sends it at once
-            if await _load(store, reminder.id) is not None:
-                await store.set(_key(reminder.id), reminder.model_dump(mode="json"))
+            # as stored now: a chat move meanwhile (chat_moved) is kept
+            if (current := await _load(store, reminder.id)) is not None:
+                unmarked = current.model_copy(update={"firing_since": reminder.firing_since})
+                await store.set(_key(reminder.id), unmarked.model_dump(mode="json"))
             raise
         if sent or reminder.attempts + 1 >= MAX_ATTEMPTS:
             await store.delete(_key(reminder.id))
             if not sent:
                 log.error("reminder %d dropped: chat %s unreachable", reminder.id, reminder.chat_id)
             return
-        if await _load(store, reminder.id) is None:
+        if (current := await _load(store, reminder.id)) is None:
             return  # cancelled while we were trying
-        retry = reminder.model_copy(
+        retry = current.model_copy(  # as stored now: a chat move meanwhile is kept
             update={
                 "attempts": reminder.attempts + 1,
                 "due": datetime.now(UTC) + RETRY_DELAY,
