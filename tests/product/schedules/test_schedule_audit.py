@@ -7,8 +7,6 @@ the admin API or the dashboard's form (named by the token, read back with
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -36,15 +34,6 @@ LONG_PROMPT = (
     "summarise last week's discussion: the decisions, who owns what, and what is still open"
 )
 SHOWN = '"summarise last week\'s discussion: the decisions, who owns w…"'
-
-
-@pytest.fixture(autouse=True)
-def _root_logger() -> Iterator[None]:
-    """The CLI's ``main`` installs its own log handler: put the suite's back."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:], root.level = handlers, level
 
 
 async def test_an_admins_set_and_cancel_are_audited_and_history_audit_shows_them(

@@ -10,7 +10,6 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +28,6 @@ LLM = {"api_key": KEY}
 MEMORY = {"plugins": ["plugins.memory"]}
 
 
-@pytest.fixture(autouse=True)
-def _root_logger() -> Iterator[None]:
-    """``main`` installs its own log handler (an entry point's job): put the suite's back."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:], root.level = handlers, level
-
-
 def write_config(tmp_path: Path, fake_llm: FakeLLM) -> Path:
     storage = (
         {"url": postgres_support.schema_url_for(tmp_path)}
@@ -51,8 +41,15 @@ def write_config(tmp_path: Path, fake_llm: FakeLLM) -> Path:
 
 
 async def run(capsys: pytest.CaptureFixture[str], config: Path, *argv: str) -> tuple[int, str, str]:
+    """``python -m bot ARGS`` as ``main`` in this process; ``main`` installs its own log handler
+    (an entry point's job): the suite's are put back after it."""
     capsys.readouterr()
-    code = await asyncio.to_thread(cli.main, ["--config", str(config), *argv])
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        code = await asyncio.to_thread(cli.main, ["--config", str(config), *argv])
+    finally:
+        root.handlers[:], root.level = handlers, level
     out, err = capsys.readouterr()
     assert KEY not in out + err
     return code, out, err
