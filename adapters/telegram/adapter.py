@@ -57,7 +57,7 @@ from adapters.telegram.media import TelegramMedia
 from adapters.telegram.menu import ASK, register_menus
 from adapters.telegram.normalise import PLATFORM, Incoming, chat_key, normalise
 from adapters.telegram.output import Outbox, Target
-from adapters.telegram.recovery import recover
+from adapters.telegram.recovery import inbox_reruns, recover
 from adapters.telegram.replicas import PollerLease
 from adapters.telegram.reply import TelegramReplies
 from adapters.telegram.response_models import KeepResponseModels
@@ -211,7 +211,15 @@ class TelegramAdapter:
         # After the store closed the dead process's pending turns; before new messages.
         with self.retry.window():
             await recover(
-                self.bot, self.deliveries, self.config.delivery_deadline, platform=self.name
+                self.bot,
+                self.deliveries,
+                self.config.delivery_deadline,
+                platform=self.name,
+                runs_again=(  # webhook mode: a cut-off question still in the inbox runs again
+                    inbox_reruns(self.platform.store, self.inbox_source)
+                    if self.config.mode == "webhook"
+                    else None
+                ),
             )
         return True
 

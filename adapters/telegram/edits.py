@@ -62,7 +62,8 @@ async def drop_channel_post(message: Message, event_update: Update) -> None:
     log.debug("telegram update %s: a channel post, dropped", event_update.update_id)
 
 
-def _subject(message_id: object) -> str | None:
+def message_subject(message_id: object) -> str | None:
+    """What an inbox item of a message is about (``inbox_put``'s ``subject``)."""
     if isinstance(message_id, int) and not isinstance(message_id, bool):
         return f"message:{message_id}"
     return None
@@ -95,7 +96,7 @@ async def store_update(
         return True
     lane = update_lane(raw)
     edited = _body(raw, "edited_message")
-    if edited is not None and (subject := _subject(edited.get("message_id"))) is not None:
+    if edited is not None and (subject := message_subject(edited.get("message_id"))) is not None:
         # ASCII escapes: a lone surrogate ("\ud800" in the post) stays text the database
         # can encode, instead of failing the insert (a 500) on both backends.
         amended = json.dumps({"update_id": update_id, "message": edited})
@@ -104,7 +105,7 @@ async def store_update(
             return True
         return await inbox.inbox_put(source, update_id, lane, text)
     message = _body(raw, "message")
-    subject = _subject(message.get("message_id")) if message is not None else None
+    subject = message_subject(message.get("message_id")) if message is not None else None
     return await inbox.inbox_put(source, update_id, lane, text, subject=subject)
 
 

@@ -8,9 +8,11 @@ A row that outlives its process (kill -9, power loss, or Telegram refused even t
 "[interrupted]" mark) is repaired by :func:`recover` when the adapter next starts, after the
 store has closed the dead process's pending turns as interrupted: a preview is edited to its
 partial text plus :data:`PREVIEW_MARK`; a question that got no preview at all is answered with
-:data:`NOTICE`; an answer that was stored but not delivered is marked undelivered. Each row is
-tried once (through the retry layer), the whole repair is bounded in time, and nothing in it
-can fail the start.
+:data:`NOTICE`; an answer that was stored but not delivered is marked undelivered. In webhook
+mode a question whose update waits in the inbox to run again is answered anyway: its preview
+gets :data:`AGAIN_MARK` instead, and without a preview nothing is sent. Each row is tried once
+(through the retry layer), the whole repair is bounded in time, and nothing in it can fail the
+start.
 """
 
 from __future__ import annotations
@@ -19,21 +21,27 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from aiogram import Bot
 from aiogram.exceptions import AiogramError, TelegramBadRequest
 from aiogram.types import LinkPreviewOptions, Message, ReplyParameters
 
+from adapters.telegram.edits import message_subject
 from adapters.telegram.output import Target
 from bot.conversation.preview import CURSOR
 from bot.platform.delivery_log import DeliveryLog
+from bot.storage.coordination import INBOX_MAX_ATTEMPTS, Inbox
 from bot.values import Delivery
 
 log = logging.getLogger(__name__)
 
+RunsAgain = Callable[[Delivery], Awaitable[bool]]
+
 PLATFORM = "telegram"
 PREVIEW_MARK = "[interrupted: the bot restarted; please ask again]"
 NOTICE = "[interrupted: the bot restarted before answering this; please ask again]"
+AGAIN_MARK = "[interrupted: the bot restarted; answering again below]"
 MAX_AGE = 2 * 86400.0  # older rows are dropped unrepaired: nobody waits for those any more
 
 
@@ -117,19 +125,27 @@ class ReplyRecord:
 
 
 async def recover(
-    bot: Bot, deliveries: DeliveryLog, budget: float, *, platform: str = PLATFORM
+    bot: Bot,
+    deliveries: DeliveryLog,
+    budget: float,
+    *,
+    platform: str = PLATFORM,
+    runs_again: RunsAgain | None = None,
 ) -> int:
     """Repair what dead processes left in Telegram chats; returns how many rows were settled.
 
-    Never raises (start-up must go on); rows not reached within ``budget`` seconds wait for
-    the next start.
+    ``runs_again(record)``: whether the question will be answered anyway (webhook mode: its
+    update waits in the inbox to run again); then nobody is told to ask again: a preview gets
+    :data:`AGAIN_MARK`, a question without one gets nothing. Never raises (start-up must go
+    on); rows not reached within ``budget`` seconds wait for the next start.
     """
     settled = 0
     try:
         async with asyncio.timeout(budget):
             for record in await deliveries.orphans(platform):
                 try:
-                    await _repair(bot, deliveries, record)
+                    again = runs_again is not None and await _will_run(runs_again, record)
+                    await _repair(bot, deliveries, record, again)
                 finally:
                     await asyncio.shield(deliveries.done(record.delivery_id))
                 settled += 1
@@ -142,15 +158,40 @@ async def recover(
     return settled
 
 
-async def _repair(bot: Bot, deliveries: DeliveryLog, record: Delivery) -> None:
+def inbox_reruns(inbox: Inbox, source: str) -> RunsAgain:
+    """Webhook mode: a question runs again when its update waits unfinished in the inbox with
+    an attempt to spare (one given up after its last attempt is never answered)."""
+
+    async def runs_again(record: Delivery) -> bool:
+        subject = message_subject(int(record.reply_to)) if record.reply_to else None
+        if subject is None:
+            return False
+        attempts = await inbox.inbox_attempts(source, record.chat_id, subject)
+        return attempts is not None and attempts < INBOX_MAX_ATTEMPTS
+
+    return runs_again
+
+
+async def _will_run(runs_again: RunsAgain, record: Delivery) -> bool:
+    if record.turn_id is not None or record.reply_to is None:
+        return False  # an answer stored (marked undelivered below), or no question to run
+    try:
+        return await runs_again(record)
+    except Exception as exc:  # cannot tell: say what is always true
+        log.warning("telegram: does chat=%s's update run again? unknown: %s", record.chat_id, exc)
+        return False
+
+
+async def _repair(bot: Bot, deliveries: DeliveryLog, record: Delivery, again: bool) -> None:
     if record.turn_id is not None:  # the answer was stored; it never (fully) arrived
         await deliveries.undelivered(record.turn_id, "interrupted")
-    if time.time() - record.created_at > MAX_AGE:
-        return
+    if time.time() - record.created_at > MAX_AGE or (again and record.message_id is None):
+        return  # nobody waits for it any more; or its answer is on the way anyway
     chat_id = int(record.chat_id)
+    mark = AGAIN_MARK if again else PREVIEW_MARK
     try:
         if record.message_id is not None:
-            text = f"{record.shown.removesuffix(CURSOR).rstrip()} {PREVIEW_MARK}".lstrip()
+            text = f"{record.shown.removesuffix(CURSOR).rstrip()} {mark}".lstrip()
             await bot.edit_message_text(
                 text=text,
                 chat_id=chat_id,

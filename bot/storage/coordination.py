@@ -116,6 +116,12 @@ class Inbox(Protocol):
         lane's head, whose owner took it into that turn). False if it is held or done."""
         ...
 
+    async def inbox_attempts(self, source: str, lane: str, subject: str) -> int | None:
+        """How often the unfinished item of ``lane`` about ``subject`` was claimed (0: not yet);
+        None when none is unfinished. After a crash: whether the update a reply was cut off
+        in will run again (``adapters.telegram.recovery``), so its user need not ask again."""
+        ...
+
     async def inbox_prune(self, older_than_seconds: float) -> int:
         """Delete finished items done more than ``older_than_seconds`` ago; returns how many."""
         ...

@@ -448,3 +448,22 @@ async def test_the_head_owner_may_fold_what_waits_behind_it(pair: tuple[Storage,
     assert after.update_id == 5  # 2 and 4 were answered with 1
     assert await a.inbox_following("telegram", "c", 0, 10) == []  # 5 is held now
     assert await a.inbox_pending("telegram") == 2  # 3 and 5
+
+
+async def test_an_unfinished_items_attempts_are_read_by_its_subject(
+    pair: tuple[Storage, Storage],
+) -> None:
+    """After a crash the adapter asks whether the message a reply was cut off in waits to run
+    again, and how often it ran (``inbox_attempts``): by lane and subject, unfinished only."""
+    a, b = pair
+    assert await a.inbox_put("telegram", 1, "c", '{"update_id": 1}', subject="message:10")
+    assert await a.inbox_put("telegram", 2, "c", '{"update_id": 2}', subject="message:11")
+    assert await b.inbox_attempts("telegram", "c", "message:10") == 0
+    assert await b.inbox_attempts("telegram", "other", "message:10") is None  # another chat
+    assert await b.inbox_attempts("telegram.quiz", "c", "message:10") is None  # another bot
+    (head,) = await a.inbox_claim("telegram", "a", LONG, 10)
+    assert await b.inbox_attempts("telegram", "c", "message:10") == 1  # claimed once
+    assert await a.inbox_done(head.id, "a")
+    assert await b.inbox_attempts("telegram", "c", "message:10") is None  # finished
+    assert await b.inbox_attempts("telegram", "c", "message:11") == 0
+    assert await b.inbox_attempts("telegram", "c", "message:99") is None

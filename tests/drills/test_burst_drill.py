@@ -61,8 +61,9 @@ async def test_a_burst_cut_by_kill_9_is_answered_once_by_the_next_process(
     said = [m["content"] for m in request.json["messages"] if m["role"] == "user"]
     assert said[-2:] == ["first part", "second part"]
     assert echoes(tg, chat["id"]) == ["echo: second part"]  # once, for both
-    # (the delivery record the killed turn left is repaired at start with an "interrupted"
-    # notice, as for any turn a kill cuts: docs/security.md)
+    # The killed turn's delivery record is repaired at start, but its question waits in the
+    # inbox to run again: nobody is told to ask again (docs/security.md).
+    assert [m["text"] for m in tg.messages(chat["id"])] == ["echo: second part"]
 
 
 def echoes(tg: FakeTelegram, chat_id: int) -> list[str]:

@@ -126,6 +126,16 @@ class CoordinationRows:
             )
         )
 
+    async def inbox_attempts(self, source: str, lane: str, subject: str) -> int | None:
+        rows = await self.db.fetch(
+            "SELECT attempts FROM inbox WHERE source = $1 AND lane = $2 AND subject = $3"
+            " AND done_at IS NULL ORDER BY update_id LIMIT 1",
+            source,
+            lane,
+            subject,
+        )
+        return int(rows[0][0]) if rows else None
+
     async def inbox_prune(self, older_than_seconds: float) -> int:
         return await self.db.execute(
             f"DELETE FROM inbox WHERE done_at IS NOT NULL AND done_at < {self.now} - $1",

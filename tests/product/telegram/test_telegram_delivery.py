@@ -23,10 +23,11 @@ from aiogram.exceptions import AiogramError, TelegramServerError
 
 from adapters.telegram.flood import FloodRetry
 from adapters.telegram.output import Outbox, Target
-from adapters.telegram.recovery import NOTICE, PREVIEW_MARK
+from adapters.telegram.recovery import AGAIN_MARK, NOTICE, PREVIEW_MARK, inbox_reruns, recover
 from adapters.telegram.streaming import StreamingReply, typing_indicator
 from bot.conversation.preview import EditThrottle
 from bot.platform.delivery_log import DeliveryLog
+from bot.storage.coordination import INBOX_MAX_ATTEMPTS
 from bot.storage.sqlite import SQLiteStore
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
@@ -263,3 +264,31 @@ async def test_a_refused_message_writes_no_delivery_record(
         ).fetchall() == [(1,)]
         assert db.execute("SELECT count(*) FROM deliveries").fetchone() == (0,)
     assert len(stored_turns(tmp_path)) == 1
+
+
+@pytest.mark.parametrize(("claims", "again"), [(1, True), (INBOX_MAX_ATTEMPTS, False)])
+async def test_a_preview_whose_question_runs_again_says_so_not_ask_again(
+    fake_telegram: FakeTelegram, tmp_path: Path, claims: int, again: bool
+) -> None:
+    """Webhook mode: a question whose update waits in the inbox with an attempt to spare will
+    be answered anyway; one given up after its last attempt will not."""
+    tg = fake_telegram
+    alice = tg.user(7, "Alice")
+    group = tg.group(-100, "Team", supergroup=True)
+    asked = str(tg.send(group, alice, "a long question")["message_id"])
+    session = AiohttpSession(api=TelegramAPIServer.from_base(tg.api_server))
+    async with Bot(tg.token, session=session) as bot:
+        preview = await bot.send_message(group["id"], "The first half …")
+        async with SQLiteStore(tmp_path / "p.db") as store:  # a process that then died
+            log = DeliveryLog(store)
+            row = await log.begin("telegram", "telegram:-100", "-100", None, asked)
+            await log.showing(row, str(preview.message_id), "The first half …")
+            assert await store.inbox_put("src", 1, "-100", "{}", subject=f"message:{asked}")
+            for _ in range(claims):  # claimed and cut off this often
+                assert await store.inbox_claim("src", "dead", 60, 10)
+                await store.inbox_release("dead")
+        async with SQLiteStore(tmp_path / "p.db") as store:  # the next start
+            runs_again = inbox_reruns(store, "src")
+            assert await recover(bot, DeliveryLog(store), 10, runs_again=runs_again) == 1
+    [marked] = [m for m in tg.messages(group["id"]) if m["message_id"] == preview.message_id]
+    assert marked["text"] == f"The first half {AGAIN_MARK if again else PREVIEW_MARK}"
