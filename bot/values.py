@@ -358,6 +358,16 @@ class InboxItem:
 
 
 @dataclass(frozen=True, slots=True)
+class InboxProgress:
+    """How far an update got (``inbox_progress``): after a crash, whether its question will
+    still be answered, or was."""
+
+    attempts: int  # claims so far (0: none yet)
+    done: bool
+    answered: bool  # done, and answered: its handler finished, or a burst's turn took it
+
+
+@dataclass(frozen=True, slots=True)
 class RateDecision:
     allowed: bool
     retry_after: float  # seconds until one message is allowed again (0 when allowed)

@@ -9,10 +9,10 @@ A row that outlives its process (kill -9, power loss, or Telegram refused even t
 store has closed the dead process's pending turns as interrupted: a preview is edited to its
 partial text plus :data:`PREVIEW_MARK`; a question that got no preview at all is answered with
 :data:`NOTICE`; an answer that was stored but not delivered is marked undelivered. In webhook
-mode a question whose update waits in the inbox to run again is answered anyway: its preview
-gets :data:`AGAIN_MARK` instead, and without a preview nothing is sent. Each row is tried once
-(through the retry layer), the whole repair is bounded in time, and nothing in it can fail the
-start.
+mode a question whose update waits in the inbox to run again, or ran again and was answered,
+is answered anyway: its preview gets :data:`AGAIN_MARK` instead, and without a preview nothing
+is sent. Each row is tried once (through the retry layer), the whole repair is bounded in time,
+and nothing in it can fail the start.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ RunsAgain = Callable[[Delivery], Awaitable[bool]]
 PLATFORM = "telegram"
 PREVIEW_MARK = "[interrupted: the bot restarted; please ask again]"
 NOTICE = "[interrupted: the bot restarted before answering this; please ask again]"
-AGAIN_MARK = "[interrupted: the bot restarted; answering again below]"
+AGAIN_MARK = "[interrupted: the bot restarted; the answer follows below]"
 MAX_AGE = 2 * 86400.0  # older rows are dropped unrepaired: nobody waits for those any more
 
 
@@ -159,15 +159,18 @@ async def recover(
 
 
 def inbox_reruns(inbox: Inbox, source: str) -> RunsAgain:
-    """Webhook mode: a question runs again when its update waits unfinished in the inbox with
-    an attempt to spare (one given up after its last attempt is never answered)."""
+    """Webhook mode: a question is answered anyway when its update waits in the inbox with an
+    attempt to spare, or already ran again (another replica took it over) and was answered.
+    One given up after its last attempt never is."""
 
     async def runs_again(record: Delivery) -> bool:
         subject = message_subject(int(record.reply_to)) if record.reply_to else None
         if subject is None:
             return False
-        attempts = await inbox.inbox_attempts(source, record.chat_id, subject)
-        return attempts is not None and attempts < INBOX_MAX_ATTEMPTS
+        progress = await inbox.inbox_progress(source, record.chat_id, subject)
+        if progress is None:
+            return False
+        return progress.answered or (not progress.done and progress.attempts < INBOX_MAX_ATTEMPTS)
 
     return runs_again
 

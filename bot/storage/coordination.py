@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.values import BreakerState, InboxItem, RateDecision
+from bot.values import BreakerState, InboxItem, InboxProgress, RateDecision
 
 __all__ = [
+    "INBOX_FOLDED",
     "INBOX_MAX_ATTEMPTS",
     "Inbox",
     "Leases",
@@ -34,6 +35,9 @@ __all__ = [
 # An update claimed this many times without being finished is given up (logged, marked done with
 # an error) rather than blocking its lane forever.
 INBOX_MAX_ATTEMPTS = 5
+# The error ``inbox_fold`` finishes an item with (then the inbox item id it was answered with):
+# finished, and answered.
+INBOX_FOLDED = "answered with inbox item"
 
 
 class Inbox(Protocol):
@@ -116,10 +120,10 @@ class Inbox(Protocol):
         lane's head, whose owner took it into that turn). False if it is held or done."""
         ...
 
-    async def inbox_attempts(self, source: str, lane: str, subject: str) -> int | None:
-        """How often the unfinished item of ``lane`` about ``subject`` was claimed (0: not yet);
-        None when none is unfinished. After a crash: whether the update a reply was cut off
-        in will run again (``adapters.telegram.recovery``), so its user need not ask again."""
+    async def inbox_progress(self, source: str, lane: str, subject: str) -> InboxProgress | None:
+        """How far the newest item of ``lane`` about ``subject`` got; None when none is stored
+        (never, or pruned). After a crash: whether the update a reply was cut off in will run
+        again, or already ran (``adapters.telegram.recovery``), so its user need not ask again."""
         ...
 
     async def inbox_prune(self, older_than_seconds: float) -> int:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.storage import Storage
-from bot.values import InboxItem
+from bot.values import InboxItem, InboxProgress
 from tests.conformance.conftest import Backend
 
 SHORT = 0.2  # a lease meant to run out
@@ -450,20 +450,26 @@ async def test_the_head_owner_may_fold_what_waits_behind_it(pair: tuple[Storage,
     assert await a.inbox_pending("telegram") == 2  # 3 and 5
 
 
-async def test_an_unfinished_items_attempts_are_read_by_its_subject(
-    pair: tuple[Storage, Storage],
-) -> None:
-    """After a crash the adapter asks whether the message a reply was cut off in waits to run
-    again, and how often it ran (``inbox_attempts``): by lane and subject, unfinished only."""
+async def test_an_items_progress_is_read_by_its_subject(pair: tuple[Storage, Storage]) -> None:
+    """After a crash the adapter asks how far the message a reply was cut off in got
+    (``inbox_progress``), by lane and subject: waiting (and how often it was claimed), or
+    finished, answered or not (given up; folded into a burst's turn counts as answered)."""
     a, b = pair
-    assert await a.inbox_put("telegram", 1, "c", '{"update_id": 1}', subject="message:10")
-    assert await a.inbox_put("telegram", 2, "c", '{"update_id": 2}', subject="message:11")
-    assert await b.inbox_attempts("telegram", "c", "message:10") == 0
-    assert await b.inbox_attempts("telegram", "other", "message:10") is None  # another chat
-    assert await b.inbox_attempts("telegram.quiz", "c", "message:10") is None  # another bot
+    for update_id, message in ((1, 10), (2, 11), (3, 12), (4, 13)):
+        stored = f'{{"update_id": {update_id}}}'
+        assert await a.inbox_put("telegram", update_id, "c", stored, subject=f"message:{message}")
+    assert await b.inbox_progress("telegram", "c", "message:10") == InboxProgress(0, False, False)
+    assert await b.inbox_progress("telegram", "other", "message:10") is None  # another chat
+    assert await b.inbox_progress("telegram.quiz", "c", "message:10") is None  # another bot
+    assert await b.inbox_progress("telegram", "c", "message:99") is None
     (head,) = await a.inbox_claim("telegram", "a", LONG, 10)
-    assert await b.inbox_attempts("telegram", "c", "message:10") == 1  # claimed once
+    assert await b.inbox_progress("telegram", "c", "message:10") == InboxProgress(1, False, False)
+    behind = await a.inbox_following("telegram", "c", head.update_id, 1)
+    assert await a.inbox_fold(behind[0].id, head.id)  # message 11: taken into 10's turn
     assert await a.inbox_done(head.id, "a")
-    assert await b.inbox_attempts("telegram", "c", "message:10") is None  # finished
-    assert await b.inbox_attempts("telegram", "c", "message:11") == 0
-    assert await b.inbox_attempts("telegram", "c", "message:99") is None
+    assert await b.inbox_progress("telegram", "c", "message:10") == InboxProgress(1, True, True)
+    assert await b.inbox_progress("telegram", "c", "message:11") == InboxProgress(0, True, True)
+    (given_up,) = await a.inbox_claim("telegram", "a", LONG, 10)
+    assert await a.inbox_done(given_up.id, "a", error="given up after 5 attempts")
+    assert await b.inbox_progress("telegram", "c", "message:12") == InboxProgress(1, True, False)
+    assert await b.inbox_progress("telegram", "c", "message:13") == InboxProgress(0, False, False)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from bot.storage.coordination import bucket_decision
+from bot.storage.coordination import INBOX_FOLDED, bucket_decision
 from bot.storage.sql.seam import Database, fetchval
-from bot.values import BreakerState, InboxItem, RateDecision
+from bot.values import BreakerState, InboxItem, InboxProgress, RateDecision
 
 __all__ = ["CoordinationRows"]
 
@@ -122,19 +122,24 @@ class CoordinationRows:
                 f"UPDATE inbox SET done_at = {self.now}, error = $2"
                 " WHERE id = $1 AND done_at IS NULL AND lease_until IS NULL",
                 item_id,
-                f"answered with inbox item {into}",
+                f"{INBOX_FOLDED} {into}",
             )
         )
 
-    async def inbox_attempts(self, source: str, lane: str, subject: str) -> int | None:
+    async def inbox_progress(self, source: str, lane: str, subject: str) -> InboxProgress | None:
         rows = await self.db.fetch(
-            "SELECT attempts FROM inbox WHERE source = $1 AND lane = $2 AND subject = $3"
-            " AND done_at IS NULL ORDER BY update_id LIMIT 1",
+            "SELECT attempts, done_at, error FROM inbox WHERE source = $1 AND lane = $2"
+            " AND subject = $3 ORDER BY update_id DESC LIMIT 1",
             source,
             lane,
             subject,
         )
-        return int(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        attempts, done_at, error = rows[0]
+        done = done_at is not None
+        answered = done and (error is None or str(error).startswith(INBOX_FOLDED))
+        return InboxProgress(int(attempts), done, answered)
 
     async def inbox_prune(self, older_than_seconds: float) -> int:
         return await self.db.execute(

@@ -218,7 +218,7 @@ class SQLStore:
     inbox_pending = via("coordination", Coordination.inbox_pending)
     inbox_following = via("coordination", Coordination.inbox_following)
     inbox_fold = via("coordination", Coordination.inbox_fold)
-    inbox_attempts = via("coordination", Coordination.inbox_attempts)
+    inbox_progress = via("coordination", Coordination.inbox_progress)
     inbox_prune = via("coordination", Coordination.inbox_prune)
     acquire_lease = via("coordination", Coordination.acquire_lease)
     release_lease = via("coordination", Coordination.release_lease)

@@ -266,12 +266,25 @@ async def test_a_refused_message_writes_no_delivery_record(
     assert len(stored_turns(tmp_path)) == 1
 
 
-@pytest.mark.parametrize(("claims", "again"), [(1, True), (INBOX_MAX_ATTEMPTS, False)])
-async def test_a_preview_whose_question_runs_again_says_so_not_ask_again(
-    fake_telegram: FakeTelegram, tmp_path: Path, claims: int, again: bool
+@pytest.mark.parametrize(
+    ("claims", "finished", "again"),
+    [
+        (1, None, True),  # waits to run again
+        (INBOX_MAX_ATTEMPTS, None, False),  # its next claim gives it up
+        (2, "", True),  # another replica ran it again and answered
+        (2, "given up after 5 attempts", False),
+    ],
+    ids=["waiting", "last-attempt", "answered-elsewhere", "given-up"],
+)
+async def test_a_preview_whose_question_is_answered_anyway_says_so_not_ask_again(
+    fake_telegram: FakeTelegram,
+    tmp_path: Path,
+    claims: int,
+    finished: str | None,
+    again: bool,
 ) -> None:
-    """Webhook mode: a question whose update waits in the inbox with an attempt to spare will
-    be answered anyway; one given up after its last attempt will not."""
+    """Webhook mode: the question a crash cut a reply off in is answered anyway when its update
+    waits in the inbox with an attempt to spare, or ran again and was answered."""
     tg = fake_telegram
     alice = tg.user(7, "Alice")
     group = tg.group(-100, "Team", supergroup=True)
@@ -285,8 +298,11 @@ async def test_a_preview_whose_question_runs_again_says_so_not_ask_again(
             await log.showing(row, str(preview.message_id), "The first half …")
             assert await store.inbox_put("src", 1, "-100", "{}", subject=f"message:{asked}")
             for _ in range(claims):  # claimed and cut off this often
-                assert await store.inbox_claim("src", "dead", 60, 10)
+                (item,) = await store.inbox_claim("src", "dead", 60, 10)
                 await store.inbox_release("dead")
+            if finished is not None:  # then claimed once more, and finished
+                (item,) = await store.inbox_claim("src", "other", 60, 10)
+                assert await store.inbox_done(item.id, "other", error=finished or None)
         async with SQLiteStore(tmp_path / "p.db") as store:  # the next start
             runs_again = inbox_reruns(store, "src")
             assert await recover(bot, DeliveryLog(store), 10, runs_again=runs_again) == 1
