@@ -118,12 +118,14 @@ class ServerConnection:
 
     async def list_once(self, seconds: float) -> tuple[str, list[types.Tool]]:
         """Connect, list the tools, disconnect (``doctor``): the bot's own client code, bounded
-        by ``seconds``. Leaving the stack stops a stdio child, also after a timeout."""
-        async with AsyncExitStack() as stack:
-            async with asyncio.timeout(seconds):
+        by ``seconds``. Leaving the stack stops a stdio child, also after a timeout (an anyio
+        deadline enclosing it, not ``asyncio.timeout``: see :meth:`aclose`)."""
+        with anyio.CancelScope(deadline=anyio.current_time() + seconds):
+            async with AsyncExitStack() as stack:
                 client = await stack.enter_async_context(self._client_for(stack))
                 tools = await self._list(client)
-            return client.protocol_version, tools
+                return client.protocol_version, tools
+        raise TimeoutError
 
     # -- the owner task ----------------------------------------------------------------------
 
