@@ -104,16 +104,20 @@ client.close()`` and await the ``client.start`` task before the fake stops. Unde
 ignoring "'audioop' is deprecated" (discord.py imports it for voice).
 
 Run standalone with ``python -m bot.testing.fake_discord --port 8090 --token T``; it prints
-the API base and gateway URL. Its HTTP control API, for tests in another process:
+the API base and gateway URL. ``--bot NAME=TOKEN`` (repeatable) adds a bot application, for a
+bot with ``discord.bots``. Its HTTP control API, for tests in another process (with several
+bots, ``bot``, a name or id, says which one; the first when left out):
 
 * ``POST /_fake/message`` JSON ``{channel_id, user_id, content, guild_id?, username?}``: a
   user writes (the user, guild, text channel, or a DM channel when no ``guild_id`` is given
-  and the channel is unknown, are created on first use). Answers the Message. Optional
-  ``attachments``: ``[{filename, data (base64), content_type?, width?, height?}]``; or
-  ``voice_message``: ``{data (base64), duration_secs?}`` instead of ``content``.
-* ``POST /_fake/slash`` JSON ``{channel_id, user_id, name, options?}``: answers the
+  and the channel is unknown, are created on first use; every bot is a member of a new guild).
+  Answers the Message. Optional ``attachments``:
+  ``[{filename, data (base64), content_type?, width?, height?}]``; or ``voice_message``:
+  ``{data (base64), duration_secs?}`` instead of ``content``.
+* ``POST /_fake/slash`` JSON ``{channel_id, user_id, name, options?, bot?}``: answers the
   interaction, or 400 ``{"message", "code": 0}`` if the command is not registered.
-* ``GET /_fake/sent`` (the bot's messages), ``GET /_fake/requests``, ``GET /_fake/callbacks``.
+* ``GET /_fake/sent`` (the bot's messages; ``?bot=NAME``), ``GET /_fake/requests``,
+  ``GET /_fake/callbacks`` (every bot's).
 """
 
 # The public path of the kit; the code lives in :mod:`bot.testing.discord`.

@@ -606,6 +606,35 @@ async def test_http_control_api(fake_discord: FakeDiscord) -> None:
     assert fake.guild_state(7).members.keys() == {fake.application_id, 5}
 
 
+async def test_http_control_api_names_the_bot_of_several(fake_discord: FakeDiscord) -> None:
+    """With ``discord.bots`` (``--bot`` on the command line) a control request may name the
+    bot: a guild made by a message has them all; a slash command is the named bot's."""
+    fake = fake_discord
+    quiz = fake.add_bot("quiz-token.abc.def", fake.application_id + 1, "quiz")
+    async with aiohttp.ClientSession() as http:
+        base = fake.api_base.removesuffix("/api/v10")
+        payload = {"channel_id": 77, "user_id": 5, "content": "hello", "guild_id": 7}
+        async with http.post(f"{base}/_fake/message", json=payload) as response:
+            assert response.status == 200
+        commands = f"{fake.api_base}/applications/{quiz.application_id}/commands"
+        hi = [{"name": "hi", "description": "Say hi", "type": 1}]
+        auth = {"Authorization": f"Bot {quiz.token}"}
+        async with http.put(commands, json=hi, headers=auth) as response:
+            assert response.status == 200
+        slash = {"channel_id": 77, "user_id": 5, "name": "hi"}
+        async with http.post(f"{base}/_fake/slash", json=slash) as r:  # the first bot's: none
+            assert r.status == 400 and "not registered" in (await r.json())["message"]
+        async with http.post(f"{base}/_fake/slash", json={**slash, "bot": "quiz"}) as r:
+            assert (await r.json())["application_id"] == str(quiz.application_id)
+        async with http.post(f"{base}/_fake/slash", json={**slash, "bot": "nobody"}) as r:
+            assert r.status == 400 and "no bot named 'nobody'" in (await r.json())["message"]
+        async with http.get(f"{base}/_fake/sent", params={"bot": "quiz"}) as response:
+            assert await response.json() == []
+        async with http.get(f"{base}/_fake/sent", params={"bot": "nobody"}) as response:
+            assert response.status == 400
+    assert fake.guild_state(7).members.keys() == {fake.application_id, quiz.application_id, 5}
+
+
 async def test_module_docstring_example_runs() -> None:
     import bot.testing.fake_discord as module
 
@@ -640,6 +669,8 @@ async def test_cli_serves_until_sigterm() -> None:
         "0",
         "--token",
         "cli-token",
+        "--bot",
+        "quiz=quiz-cli-token",
         cwd=ROOT,
         stdout=subprocess.PIPE,
     )
@@ -649,11 +680,12 @@ async def test_cli_serves_until_sigterm() -> None:
         assert line.startswith("DISCORD_API_BASE=http://127.0.0.1:")
         base = line.partition("=")[2]
         headers = {"Authorization": "Bot cli-token"}
-        async with (
-            aiohttp.ClientSession() as http,
-            http.get(f"{base}/users/@me", headers=headers) as r,
-        ):
-            assert (await r.json())["bot"] is True
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/users/@me", headers=headers) as r:
+                assert (await r.json())["bot"] is True
+            quiz = {"Authorization": "Bot quiz-cli-token"}  # --bot: a second application
+            async with http.get(f"{base}/users/@me", headers=quiz) as r:
+                assert (await r.json())["username"] == "quiz"
     finally:
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 10) == 0

@@ -20,6 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.testing.discord.apps import BotApp, acting
 from bot.testing.discord.cdn import Upload
 from bot.testing.discord.limits import RATE_LIMITED, Injection
 from bot.testing.discord.rest import ROUTES, DiscordRest
@@ -189,12 +190,35 @@ class FakeDiscord(DiscordRest, WatchedFake):
 
     def _control_list(self, name: str) -> Callable[[web.Request], Any]:
         async def handler(request: web.Request) -> web.Response:
-            items = getattr(self, name)
-            return json_response(
-                [i.as_json() if isinstance(i, RecordedRequest) else i for i in items]
-            )
+            bot = self._control_bot(request.query.get("bot"))
+            if isinstance(bot, web.Response):
+                return bot
+            with acting(bot):
+                items = getattr(self, name)
+                return json_response(
+                    [i.as_json() if isinstance(i, RecordedRequest) else i for i in items]
+                )
 
         return handler
+
+    def _control_bot(self, named: object) -> BotApp | web.Response | None:
+        """The bot application a control request names (``bot``: its name or id; None: the
+        first), or the 400 that says no such bot runs here."""
+        if named is None or named == "":
+            return None
+        for app in self._apps.values():
+            if str(named) in (app.name, str(app.application_id)):
+                return app
+        known = ", ".join(app.name for app in self._apps.values())
+        return _bad_request(f"no bot named {named!r} here (bots: {known})")
+
+    def _new_guild(self, guild_id: int) -> JSONDict:
+        """A guild a control request names first: every bot application is a member (the
+        first is a member of every guild; the others are invited)."""
+        guild = self.guild(guild_id, f"Guild {guild_id}")
+        for bot in self.bots[1:]:
+            bot.join(guild)
+        return guild
 
     async def _control_message(self, request: web.Request) -> web.Response:
         try:
@@ -206,7 +230,7 @@ class FakeDiscord(DiscordRest, WatchedFake):
             channel = self._channels.get(channel_id)
             if channel is None and guild_id is not None:
                 state = self._guilds.get(guild_id)
-                guild = state.guild if state else self.guild(guild_id, f"Guild {guild_id}")
+                guild = state.guild if state else self._new_guild(guild_id)
                 channel = self.channel(guild, channel_id, f"channel-{channel_id}")
             elif channel is None:
                 channel = self.dm(user, channel_id)
@@ -225,9 +249,13 @@ class FakeDiscord(DiscordRest, WatchedFake):
     async def _control_slash(self, request: web.Request) -> web.Response:
         try:
             body = await request.json()
+            bot = self._control_bot(body.get("bot"))
+            if isinstance(bot, web.Response):
+                return bot
             channel = self._known_channel(int(body["channel_id"]))
             user = self._control_user(int(body["user_id"]), body.get("username"))
-            interaction = self.slash(channel, user, str(body["name"]), body.get("options"))
+            with acting(bot):  # the application whose command it is
+                interaction = self.slash(channel, user, str(body["name"]), body.get("options"))
             return json_response(interaction)
         except (ValueError, KeyError, TypeError) as exc:
             return _bad_request(str(exc))
@@ -276,6 +304,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-privileged-intents", action="store_true", help="refuse privileged intents (4014)"
     )
+    parser.add_argument(
+        "--bot",
+        action="append",
+        default=[],
+        metavar="NAME=TOKEN",
+        help="one more bot application (repeatable; ids follow --app-id): discord.bots",
+    )
     args = parser.parse_args(argv)
     fake = FakeDiscord(
         args.token,
@@ -285,6 +320,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         host=args.host,
         port=args.port,
     )
+    for number, spec in enumerate(args.bot, start=1):
+        name, _, token = spec.partition("=")
+        if not name or not token:
+            parser.error(f"--bot {spec!r}: expected NAME=TOKEN")
+        try:
+            fake.add_bot(token, args.app_id + number, name)
+        except ValueError as exc:
+            parser.error(f"--bot {name}: {exc}")
     asyncio.run(_serve(fake))
     return 0
 
