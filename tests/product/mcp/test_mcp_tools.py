@@ -181,7 +181,7 @@ async def test_a_server_that_never_answers_is_stopped_with_the_bot_not_waited_fo
     pids = tmp_path / "pids"
     hung = "import os, sys, time; print(os.getpid(), file=open(sys.argv[1], 'a'), flush=True)"
     command = [sys.executable, "-c", hung + "; time.sleep(120)", str(pids)]
-    servers = {"hung": {"command": command, "connect_timeout": 1}}
+    servers = {"hung": {"command": command, "connect_timeout": 2}}  # time to write its pid
     async with asyncio.timeout(60):  # far below the child's own 120 s
         async with make_app(plugins=[], mcp={"servers": servers}) as app:
             while not pids.exists() or len(pids.read_text().split()) < 2:
