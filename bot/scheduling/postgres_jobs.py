@@ -45,13 +45,20 @@ class PostgresJobStore(SQLAlchemyJobStore):  # type: ignore[misc]
         return bool(result.rowcount == 1)
 
 
+CONNECT_SECONDS = 10  # a connection attempt of the job store
+LOCK_SECONDS = 30.0  # waiting for the job table's creation lock at start (replicas)
+
+
 def open_postgres_store(where: StorageURL) -> PostgresJobStore:
     """The store in ``where``'s database, its table created (under a lock: replicas start
     together)."""
     options: dict[str, Any] = {"pool_pre_ping": True, "pool_size": 2, "max_overflow": 2}
+    # Its calls block the event loop (apscheduler 3 is synchronous): bounded, never a hang.
+    connect: dict[str, Any] = {"connect_timeout": CONNECT_SECONDS}
     if where.schema:
         # The table is named with its schema; the search_path keeps anything else there too.
-        options["connect_args"] = {"options": f"-csearch_path={where.schema}"}
+        connect["options"] = f"-csearch_path={where.schema}"
+    options["connect_args"] = connect
     engine = create_engine(where.sqlalchemy_url(), **options)
     store = PostgresJobStore(engine=engine, tablename=TABLE, tableschema=where.schema)
     try:
@@ -59,6 +66,8 @@ def open_postgres_store(where: StorageURL) -> PostgresJobStore:
         # pass the check, and the second fails on pg_type), so one at a time, under a lock.
         with job_store_errors(where), engine.begin() as conn:
             lock = f"{where.schema or ''}:apscheduler_jobs"
+            # a replica that cannot take the lock says so, instead of hanging its start
+            conn.execute(text(f"SET LOCAL lock_timeout = '{int(LOCK_SECONDS * 1000)}ms'"))
             conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:lock))"), {"lock": lock})
             if where.schema:  # validated by parse_storage_url: a plain name
                 conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{where.schema}"'))

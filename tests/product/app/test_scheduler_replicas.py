@@ -427,3 +427,20 @@ async def test_a_job_store_error_names_the_database_without_its_password(
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
     assert PASSWORD not in message and PASSWORD not in caplog.text
     await sched.shutdown()
+
+
+def test_a_replica_that_cannot_take_the_job_tables_lock_says_so_instead_of_hanging(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The job table is created under a lock at start; its calls block the event loop, so a
+    lock held elsewhere (a stuck replica) ends in a clear error after ``LOCK_SECONDS``."""
+    from bot.scheduling import postgres_jobs
+
+    monkeypatch.setattr(postgres_jobs, "LOCK_SECONDS", 0.5)
+    where = parse_storage_url(fresh_pg_url())
+    assert where.dsn is not None
+    with psycopg.connect(where.dsn) as holder:  # in a transaction until the block ends
+        key = f"{where.schema}:apscheduler_jobs"
+        holder.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+        with pytest.raises(StoreError, match="lock timeout"):  # without it: waits forever
+            postgres_jobs.open_postgres_store(where)
