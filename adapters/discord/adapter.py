@@ -291,7 +291,10 @@ class DiscordAdapter:
             self._track(self._answer_message(message, media, incoming, decision.text))
         elif decision.action is Action.OVERHEAR:
             text = with_references(decision.text, message)
-            self._track(self.platform.conversation.overhear(incoming.ctx, text))
+            follow_up = not incoming.to_others
+            self._track(
+                self.platform.conversation.overhear(incoming.ctx, text, follow_up=follow_up)
+            )
 
     async def _unaddressed(
         self, message: discord.Message, incoming: Incoming, kept: Action
@@ -306,7 +309,8 @@ class DiscordAdapter:
             media = media_source(message, me.id)
             await self._answer_message(message, media, incoming, text)
         elif kept is Action.OVERHEAR:
-            await conversation.overhear(incoming.ctx, with_references(incoming.text, message))
+            text = with_references(incoming.text, message)
+            await conversation.overhear(incoming.ctx, text, follow_up=not incoming.to_others)
 
     def _track(self, work: Any) -> None:
         # ensure_future runs the coroutine's first step in this loop iteration's order, so

@@ -25,6 +25,7 @@ ADMIN_PERMISSIONS = discord.Permissions(manage_messages=True)
 default permissions. Whether an admin may do something is :mod:`bot.guardrails.admins`' call."""
 _SPACES = re.compile(r"[ \t]{2,}")
 _TOKEN = re.compile(r"<(@!?|@&|#)(\d+)>")
+_USER_TOKEN = re.compile(r"<@!?(\d+)>")  # a user mention written in the text
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,7 @@ class Incoming:
     from_bot: bool
     quoted: str | None
     quoted_author: str
+    to_others: bool = False  # @mentions someone else: theirs, never a follow-up of our burst
 
 
 def context_for(
@@ -110,6 +112,9 @@ def normalise(
         if token:
             text = text.replace(token, " ")
     reply_to_bot = replied_message is not None and replied_message.author.id == me.id
+    # written in the text (a reply's ping to its author is not: it is in mentions only)
+    others = {int(i) for i in _USER_TOKEN.findall(message.content)} - {me.id}
+    other_roles = {r.id for r in message.role_mentions} - ({own_role.id} if own_role else set())
     quoted, author = None, ""
     if replied_message is not None and not reply_to_bot and replied_message.content:
         quoted = clean_text(replied_message.content)
@@ -122,6 +127,7 @@ def normalise(
         from_bot=message.author.bot or message.author.id == me.id,
         quoted=quoted,
         quoted_author=author,
+        to_others=bool(others or other_roles or message.mention_everyone),
     )
 
 

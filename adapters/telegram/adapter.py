@@ -367,7 +367,9 @@ class TelegramAdapter:
             else:
                 await self.command_handler.run(message, incoming, decision)
         elif decision.action is Action.OVERHEAR:
-            await self.platform.conversation.overhear(incoming.ctx, decision.text)
+            await self.platform.conversation.overhear(
+                incoming.ctx, decision.text, follow_up=not incoming.to_others
+            )
 
     async def _ambient(self, message: Message, incoming: Incoming) -> bool:
         """Ambient mode: answer this unaddressed message? The chat's later messages wait

@@ -63,8 +63,8 @@ class InboxFollowers:
             if message is None or not self._same_sender(message):
                 continue  # someone else's, or not a message: its own turn
             text = self._plain_text(message)
-            if text is None:  # a photo, a voice note, a command: the burst ends before it
-                self._ended = True
+            if text is None:  # a photo, a voice note, a command, words to someone else:
+                self._ended = True  # the burst ends before it
                 break
             if not text:  # a bare @mention: nothing to add
                 continue
@@ -110,7 +110,9 @@ class InboxFollowers:
         )
 
     def _plain_text(self, message: Message) -> str | None:
-        """Its words (the bot's @mention removed), or None when it is more than text."""
+        """Its words (the bot's @mention removed), or None when it is more than text or
+        @mentions someone else (theirs, not a follow-up)."""
         if message.text is None or message.text.startswith("/"):
             return None
-        return normalise(message, self.me, self.name).text
+        incoming = normalise(message, self.me, self.name)
+        return None if incoming.to_others else incoming.text

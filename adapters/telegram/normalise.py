@@ -46,6 +46,7 @@ class Incoming:
     from_bot: bool  # sent by another bot: never answered
     quoted: str | None  # the replied-to message's text, when it is someone else's
     quoted_author: str
+    to_others: bool = False  # @mentions someone else: theirs, never a follow-up of our burst
 
 
 def chat_key(chat_id: int | str, platform: str = PLATFORM) -> str:
@@ -74,6 +75,7 @@ def normalise(message: Message, me: User, platform: str = PLATFORM) -> Incoming:
     raw = clean_text(message.text if message.text is not None else (message.caption or ""))
     entities = list(message.entities or message.caption_entities or []) or _detect(raw)
     mentions = [e for e in entities if _mentions(e, raw, me)]
+    others = [e for e in entities if e.type in _MENTIONS and not _mentions(e, raw, me)]
     command, args, other_bot = _command(raw, entities, me)
     reply_to_bot = bool(reply and reply.from_user and reply.from_user.id == me.id)
     quoted, quoted_author = _quote(reply, me)
@@ -90,6 +92,7 @@ def normalise(message: Message, me: User, platform: str = PLATFORM) -> Incoming:
         from_bot=from_bot and sender is not None and sender.id != me.id,
         quoted=quoted,
         quoted_author=quoted_author,
+        to_others=bool(others),
     )
 
 
@@ -115,6 +118,9 @@ def _title_of(chat: Chat) -> str:
 def _chat_title(chat: Chat, anonymous_admin: bool) -> str:
     title = clean_text(chat.title or chat.username or str(chat.id))
     return f"{title} (admin)" if anonymous_admin else title
+
+
+_MENTIONS = frozenset({"mention", "text_mention"})
 
 
 def _mentions(entity: MessageEntity, text: str, me: User) -> bool:

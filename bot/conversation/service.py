@@ -365,11 +365,14 @@ class ChatService(ChatOps):
         (:mod:`bot.conversation.ambient`)."""
         return await self.ambient_mode.decide(ctx, text, names)
 
-    async def overhear(self, ctx: ChatContext, text: str) -> bool:
+    async def overhear(self, ctx: ChatContext, text: str, *, follow_up: bool = True) -> bool:
         """Keep an unaddressed group message as context for the next answer (bounded); False
-        when nothing was kept (private chat, feature off, empty or huge text)."""
+        when nothing was kept (private chat, feature off, empty or huge text). It joins its
+        sender's burst being gathered, unless ``follow_up`` is False: it @mentions someone
+        else, so it is theirs."""
         key = self.conversation_key(ctx)
-        if self.bursts.joins(key, ctx.user_id, alone=False) and self.access.allows(ctx):
+        joins = follow_up and self.bursts.joins(key, ctx.user_id, alone=False)
+        if joins and self.access.allows(ctx):
             said = clean_text(text.strip())  # a follow-up of a burst being gathered: its turn's
             if said and await self.bursts.join(key, ctx, said):
                 return True

@@ -106,8 +106,9 @@ class Conversation(Protocol):
         ``ambient.classifier_model`` is set: hold the chat's later messages meanwhile."""
         ...
 
-    async def overhear(self, ctx: ChatContext, text: str) -> bool:
-        """Keep a group message not addressed to the bot as context."""
+    async def overhear(self, ctx: ChatContext, text: str, *, follow_up: bool = True) -> bool:
+        """Keep a group message not addressed to the bot as context; ``follow_up=False``: it
+        @mentions someone else, so it never joins its sender's burst."""
         ...
 
     async def edited(self, ctx: ChatContext, text: str, *, context: bool = True) -> str:

@@ -332,3 +332,39 @@ async def test_webhook_mode_answers_a_burst_waiting_in_the_inbox_once(
         "summarise this thing",
     ]
     assert pending == 0  # the folded updates are finished, never run again
+
+
+@pytest.mark.parametrize("mode", ["polling", "webhook"])
+async def test_a_follow_up_that_mentions_someone_else_is_not_the_bursts(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_telegram: FakeTelegram, mode: str
+) -> None:
+    """ "@bot what time is it" / "@bob can you check the door" / "in Berlin": the second is for
+    Bob (or another bot), so it stays chatter. Polling: the unaddressed third still joins;
+    webhook mode (the burst's messages read from the inbox, in order) ends the burst there."""
+    tg = fake_telegram
+    tg.privacy_mode = False  # the bot reads the whole group
+    alice, _bob = tg.user(7, "Alice"), tg.user(8, "Bob", username="bob")
+    team = tg.group(-100, "Team", supergroup=True)
+    port = free_port()
+    webhook = {
+        "url": f"http://127.0.0.1:{port}/hook",
+        "path": "/hook",
+        "listen_host": "127.0.0.1",
+        "listen_port": port,
+    }
+    telegram: dict[str, Any] = {"mode": "webhook", "webhook": webhook} if mode == "webhook" else {}
+    async with running_bot(
+        make_app, tg, telegram=telegram, chat={"burst_window": 0.8}, limits=NO_RATE
+    ):
+        tg.send(team, alice, "@parlour_bot what time is it")
+        await asyncio.sleep(0.2)
+        tg.send(team, alice, "@bob can you check the door")
+        await asyncio.sleep(0.2)
+        tg.send(team, alice, "in Berlin")
+        await tg.wait_for_message(-100, timeout=10)
+        await tg.wait_idle(quiet=1.0)
+    [request] = fake_llm.chat_requests
+    users = user_contents(request)
+    joined = ["[Alice] in Berlin"] if mode == "polling" else []
+    assert users[-1 - len(joined) :] == ["[Alice] what time is it", *joined]
+    assert not any("check the door" in text for text in users)

@@ -41,3 +41,27 @@ async def test_slash_commands_are_never_gathered(
         one, two = await answered(dc, first), await answered(dc, second)
     assert (one["content"], two["content"]) == ("echo: [Alice] one?", "echo: [Alice] two?")
     assert len(fake_llm.chat_requests) == 2
+
+
+async def test_a_follow_up_that_mentions_someone_else_is_theirs_not_the_bursts(
+    make_app: AppFactory, fake_llm: FakeLLM, fake_discord: FakeDiscord
+) -> None:
+    """ "@bot what time is it", then "@Alice can you check the door": the second is for Alice
+    (or another bot), so it is kept as context, never answered as part of the bot's turn;
+    an unaddressed follow-up still joins."""
+    dc = fake_discord
+    w = world(dc)
+    bot, alice = dc.application_id, w.admin["id"]
+    async with running_discord(make_app, dc, chat={"burst_window": 0.8}, limits=NO_RATE):
+        dc.message(w.general, w.member, f"<@{bot}> what time is it")
+        await asyncio.sleep(0.2)
+        dc.message(w.general, w.member, f"<@{alice}> can you check the door")
+        await asyncio.sleep(0.2)
+        dc.message(w.general, w.member, "in Berlin")
+        [answer] = await settled(dc, GENERAL)
+    [request] = fake_llm.chat_requests
+    asked = user_texts(fake_llm)
+    assert asked[-2:] == ["[Bobby] what time is it", "[Bobby] in Berlin"]
+    assert not any("check the door" in text for text in asked)
+    assert answer["content"] == "echo: [Bobby] in Berlin"
+    assert request.json["messages"][-1]["content"] == "[Bobby] in Berlin"
