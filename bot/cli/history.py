@@ -2,8 +2,9 @@
 deletes in, the stored history.
 
 ``export`` writes JSON lines (one conversation by key, every conversation of a chat with
-``--chat``, or the whole store with ``--all``); ``audit`` lists clears, resets, persona and
-scope changes with who and when; ``delete --user PLATFORM:ID`` answers a data-subject request.
+``--chat``, or the whole store with ``--all``); ``audit`` lists clears, resets, persona,
+scope, ambient and schedule changes with who and when; ``delete --user PLATFORM:ID`` answers
+a data-subject request.
 Every string written passes through the config's :class:`~bot.guardrails.redact.Redactor`,
 so a key someone pasted into a chat leaves masked. Counts go to stderr, so stdout stays the
 data itself (pipe it into ``jq``).

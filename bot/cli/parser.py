@@ -140,7 +140,9 @@ def _add_history_parser(sub: SubCommands) -> None:
     export.add_argument("--all", action="store_true", help="every conversation stored")
     export.add_argument("-o", "--output", help="file to write (default: stdout)")
     audit = history_sub.add_parser(
-        "audit", help="clears, resets, persona and scope changes, memory deletions: who, when, what"
+        "audit",
+        help="clears, resets, persona, scope, ambient and schedule changes, memory deletions:"
+        " who, when, what",
     )
     audit.add_argument("--chat", metavar="KEY", help="one chat, e.g. telegram:-100123")
     audit.add_argument("--json", action="store_true", help="JSON lines instead of a table")

@@ -6,6 +6,8 @@ chat's budgets; ``max_per_chat`` bounds how many a chat's admins can set up.
 
 from __future__ import annotations
 
+import difflib
+import zoneinfo
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -37,7 +39,13 @@ class ScheduleSettings(Section):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError, OSError):
-            raise ShownValueError(
-                f"unknown time zone {value!r} (an IANA name: Europe/Berlin)"
+            close = difflib.get_close_matches(value, zoneinfo.available_timezones(), n=1)
+            if close:  # a typo of a zone's name, never a secret: quoted, with the fix
+                raise ShownValueError(
+                    f"unknown time zone {value!r} (did you mean {close[0]}?)"
+                ) from None
+            raise ValueError(  # masked: it may be anything pasted on the wrong line
+                f"unknown time zone {value!r} (use an IANA name like Europe/Berlin or"
+                " America/New_York, or UTC)"
             ) from None
         return value
