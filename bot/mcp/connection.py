@@ -137,6 +137,7 @@ class ServerConnection:
         backoff = FIRST_BACKOFF
         while not self._closing:
             began = time.monotonic()
+            self.retry_at = None  # an attempt under way (a retry shows "retrying now")
             try:
                 await self._connection()
                 reason = "the server closed the connection"

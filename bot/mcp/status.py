@@ -43,6 +43,7 @@ class ServerStatus:
                 text += f", {len(self.skipped)} skipped"
             return text
         if self.state is ServerState.RETRYING:
-            wait = f" in {self.retry_in:.0f} s" if self.retry_in is not None else ""
+            # retry_in None: the next attempt is under way
+            wait = f" in {self.retry_in:.0f} s" if self.retry_in is not None else " now"
             return f"{self.name}: retrying{wait} ({self.error or 'failed'})"
         return f"{self.name}: {self.state.value}"

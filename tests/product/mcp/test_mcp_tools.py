@@ -17,7 +17,7 @@ import pytest
 from adapters.console import ConsoleAdapter
 from bot.app import App
 from bot.mcp.connection import ServerConnection
-from bot.mcp.status import ServerState
+from bot.mcp.status import ServerState, ServerStatus
 from bot.testing.fake_llm import FakeLLM, reply, tool_calls
 from tests.conftest import AppFactory, group
 from tests.mcp_harness import http_demo, recording_proxy, stdio_server
@@ -428,3 +428,11 @@ async def test_slash_tools_names_a_server_that_is_not_ready_and_why(
     assert result.text.startswith("No tools are offered here.")
     assert "MCP servers not ready:\n- broken: retrying in " in result.text
     assert "cannot start '/nonexistent/mcp-server'" in result.text
+
+
+def test_a_retry_under_way_is_shown_as_such_not_as_due_in_0_s() -> None:
+    failed = "no answer within connect_timeout=2 s"
+    waiting = ServerStatus("sleepy", "stdio", ServerState.RETRYING, error=failed, retry_in=7.6)
+    trying = ServerStatus("sleepy", "stdio", ServerState.RETRYING, error=failed)
+    assert waiting.line() == f"sleepy: retrying in 8 s ({failed})"
+    assert trying.line() == f"sleepy: retrying now ({failed})"
