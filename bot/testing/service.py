@@ -5,10 +5,12 @@ that tests drive the bot with."""
 from __future__ import annotations
 
 import asyncio
+import errno
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -28,6 +30,19 @@ async def serve(
     bound = int(runner.addresses[0][1])
     shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
     return runner, bound, f"[{shown}]" if ":" in shown else shown
+
+
+def run_cli(serving: Coroutine[Any, Any, None], name: str, host: str, port: int) -> int:
+    """A fake's command line: serve until Ctrl-C or SIGTERM (0); a port it cannot listen on
+    (taken, say by a fake already running) is one line on stderr and 1, not a traceback."""
+    try:
+        asyncio.run(serving)
+    except OSError as exc:
+        taken = exc.errno == errno.EADDRINUSE
+        why = "the port is taken (is one running already?)" if taken else str(exc)
+        sys.stderr.write(f"{name}: cannot listen on {host}:{port}: {why}\n")
+        return 1
+    return 0
 
 
 class FakeService:

@@ -26,7 +26,7 @@ from bot.testing.discord.limits import RATE_LIMITED, Injection
 from bot.testing.discord.rest import ROUTES, DiscordRest
 from bot.testing.discord.state import GuildState
 from bot.testing.discord.wire import DiscordError, JSONDict, RecordedRequest, json_response
-from bot.testing.service import WatchedFake, serve
+from bot.testing.service import WatchedFake, run_cli, serve
 
 __all__ = ["ROUTES", "FakeDiscord", "RecordedRequest", "main"]
 
@@ -328,8 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             fake.add_bot(token, args.app_id + number, name)
         except ValueError as exc:
             parser.error(f"--bot {name}: {exc}")
-    asyncio.run(_serve(fake))
-    return 0
+    return run_cli(_serve(fake), "fake_discord", args.host, args.port)
 
 
 async def _serve(fake: FakeDiscord) -> None:

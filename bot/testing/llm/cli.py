@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from bot.testing.llm.server import FakeLLM
+from bot.testing.service import run_cli
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,8 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ignore_max_tokens=args.ignore_max_tokens,
         reveal=args.reveal,
     )
-    asyncio.run(_serve(fake, args.host, args.port))
-    return 0
+    return run_cli(_serve(fake, args.host, args.port), "fake_llm", args.host, args.port)
 
 
 async def _serve(fake: FakeLLM, host: str, port: int) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import aiohttp
 from aiohttp import web
 
-from bot.testing.service import WatchedFake, serve
+from bot.testing.service import WatchedFake, run_cli, serve
 from bot.testing.telegram.delivery import UpdateDelivery, WebhookDelivery
 from bot.testing.telegram.state import ChatAction
 from bot.testing.telegram.wire import (
@@ -202,8 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--username", default="parlour_bot", help="the bot's username")
     args = parser.parse_args(argv)
     fake = FakeTelegram(args.token, args.username, host=args.host, port=args.port)
-    asyncio.run(_serve(fake))
-    return 0
+    return run_cli(_serve(fake), "fake_telegram", args.host, args.port)
 
 
 async def _serve(fake: FakeTelegram) -> None:
