@@ -105,8 +105,9 @@ ignoring "'audioop' is deprecated" (discord.py imports it for voice).
 
 Run standalone with ``python -m bot.testing.fake_discord --port 8090 --token T``; it prints
 the API base and gateway URL. ``--bot NAME=TOKEN`` (repeatable) adds a bot application, for a
-bot with ``discord.bots``. Its HTTP control API, for tests in another process (with several
-bots, ``bot``, a name or id, says which one; the first when left out):
+bot with ``discord.bots``. Its HTTP control API, for tests in another process (a slash
+command and ``sent`` are one bot's: ``bot``, its name or id, says which; the first when left
+out; a user's message reaches every bot in the channel):
 
 * ``POST /_fake/message`` JSON ``{channel_id, user_id, content, guild_id?, username?}``: a
   user writes (the user, guild, text channel, or a DM channel when no ``guild_id`` is given

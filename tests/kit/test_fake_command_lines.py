@@ -22,3 +22,12 @@ def test_a_fakes_command_line_on_a_taken_port_says_so_in_one_line(
     said = capsys.readouterr().err
     taken_port = "the port is taken (is one running already?)"
     assert said == f"{fake}: cannot listen on 127.0.0.1:{port}: {taken_port}\n"
+
+
+def test_two_bots_of_one_name_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.testing.fake_discord import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--port", "0", "--bot", "quiz=T2", "--bot", "quiz=T3"])
+    assert stopped.value.code == 2
+    assert "--bot quiz: that name is taken" in capsys.readouterr().err

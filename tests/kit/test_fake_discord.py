@@ -623,7 +623,16 @@ async def test_http_control_api_names_the_bot_of_several(fake_discord: FakeDisco
             assert response.status == 200
         slash = {"channel_id": 77, "user_id": 5, "name": "hi"}
         async with http.post(f"{base}/_fake/slash", json=slash) as r:  # the first bot's: none
-            assert r.status == 400 and "not registered" in (await r.json())["message"]
+            said = (await r.json())["message"]
+            assert r.status == 400 and "/hi is not registered in guild 7 or globally by " in said
+        async with http.post(f"{base}/_fake/slash", json={"user_id": 5, "name": "hi"}) as r:
+            said = (await r.json())["message"]
+            assert said == "expected JSON with channel_id, user_id, name: no 'channel_id'"
+        dm = {"channel_id": 900, "user_id": 5, "content": "psst"}
+        async with http.post(f"{base}/_fake/message", json=dm) as response:
+            assert response.status == 200
+        async with http.post(f"{base}/_fake/message", json={**dm, "channel_id": 901}) as r:
+            assert r.status == 400 and "DM channel is 900, not 901" in (await r.json())["message"]
         async with http.post(f"{base}/_fake/slash", json={**slash, "bot": "quiz"}) as r:
             assert (await r.json())["application_id"] == str(quiz.application_id)
         async with http.post(f"{base}/_fake/slash", json={**slash, "bot": "nobody"}) as r:

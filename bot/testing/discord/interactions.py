@@ -264,8 +264,10 @@ class DiscordInteractions(DiscordGateway):
                 if command["name"] == name and command.get("type", 1) == 1:
                     self._check_usable(command, guild, user_id, channel_id)
                     return command
-        where = f"guild {guild.id} or globally" if guild is not None else "globally (DMs)"
-        raise ValueError(f"/{name} is not registered {where}; sync the command tree first")
+        where = f"in guild {guild.id} or globally" if guild is not None else "globally (DMs)"
+        raise ValueError(
+            f"/{name} is not registered {where} by {self._app.name}; sync the command tree first"
+        )
 
     def _check_usable(
         self, command: JSONDict, guild: GuildState | None, user_id: int, channel_id: int

@@ -234,6 +234,11 @@ class FakeDiscord(DiscordRest, WatchedFake):
                 channel = self.channel(guild, channel_id, f"channel-{channel_id}")
             elif channel is None:
                 channel = self.dm(user, channel_id)
+                if int(channel["id"]) != channel_id:  # one DM channel per user and bot
+                    raise ValueError(
+                        f"user {user_id}'s DM channel is {channel['id']}, not {channel_id}"
+                        " (give guild_id for a server channel)"
+                    )
             uploads = [_upload(item) for item in body.get("attachments") or []]
             voice = body.get("voice_message")
             if voice is not None:
@@ -257,7 +262,9 @@ class FakeDiscord(DiscordRest, WatchedFake):
             with acting(bot):  # the application whose command it is
                 interaction = self.slash(channel, user, str(body["name"]), body.get("options"))
             return json_response(interaction)
-        except (ValueError, KeyError, TypeError) as exc:
+        except KeyError as exc:
+            return _bad_request(f"expected JSON with channel_id, user_id, name: no {exc}")
+        except (ValueError, TypeError) as exc:
             return _bad_request(str(exc))
 
     def _control_user(self, user_id: int, username: Any) -> JSONDict:
@@ -320,10 +327,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         host=args.host,
         port=args.port,
     )
+    names = {args.bot_name}
     for number, spec in enumerate(args.bot, start=1):
         name, _, token = spec.partition("=")
         if not name or not token:
             parser.error(f"--bot {spec!r}: expected NAME=TOKEN")
+        if name in names:
+            parser.error(f"--bot {name}: that name is taken (control requests name the bot)")
+        names.add(name)
         try:
             fake.add_bot(token, args.app_id + number, name)
         except ValueError as exc:
