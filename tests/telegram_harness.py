@@ -35,6 +35,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def webhook_on(port: int, **extra: Any) -> dict[str, Any]:
+    """A ``telegram.webhook`` section: the bot listens on ``port`` and Telegram posts there."""
+    return {
+        "url": f"http://127.0.0.1:{port}/hook",
+        "path": "/hook",
+        "listen_host": "127.0.0.1",
+        "listen_port": port,
+        **extra,
+    }
+
+
 def telegram_section(tg: FakeTelegram, **overrides: Any) -> dict[str, Any]:
     return {
         "enabled": True,

@@ -15,7 +15,7 @@ from bot.testing.fake_llm import FakeLLM
 from bot.testing.fake_telegram import FakeTelegram
 from bot.values import TurnStatus
 from tests.conftest import AppFactory, group
-from tests.telegram_harness import free_port, running_bot
+from tests.telegram_harness import free_port, running_bot, webhook_on
 
 KEY = "telegram:-100"
 NO_RATE = {"messages_per_minute": None, "one_in_flight": True}
@@ -298,13 +298,7 @@ async def test_webhook_mode_answers_a_burst_waiting_in_the_inbox_once(
     tg.privacy_mode = False  # the unaddressed follow-up reaches the bot too
     alice, bob = tg.user(7, "Alice"), tg.user(8, "Bob")
     team = tg.group(-100, "Team", supergroup=True)
-    port = free_port()
-    webhook = {
-        "url": f"http://127.0.0.1:{port}/hook",
-        "path": "/hook",
-        "listen_host": "127.0.0.1",
-        "listen_port": port,
-    }
+    webhook = webhook_on(free_port())
     telegram = {"mode": "webhook", "webhook": webhook, "stream": False}
     async with running_bot(
         make_app, tg, telegram=telegram, chat={"burst_window": 1.0}, limits=NO_RATE
@@ -345,13 +339,7 @@ async def test_a_follow_up_that_mentions_someone_else_is_not_the_bursts(
     tg.privacy_mode = False  # the bot reads the whole group
     alice, _bob = tg.user(7, "Alice"), tg.user(8, "Bob", username="bob")
     team = tg.group(-100, "Team", supergroup=True)
-    port = free_port()
-    webhook = {
-        "url": f"http://127.0.0.1:{port}/hook",
-        "path": "/hook",
-        "listen_host": "127.0.0.1",
-        "listen_port": port,
-    }
+    webhook = webhook_on(free_port())
     telegram: dict[str, Any] = {"mode": "webhook", "webhook": webhook} if mode == "webhook" else {}
     async with running_bot(
         make_app, tg, telegram=telegram, chat={"burst_window": 0.8}, limits=NO_RATE

@@ -16,7 +16,7 @@ from adapters.telegram.split import utf16_len
 from bot.testing.fake_llm import FakeLLM, reply
 from bot.testing.fake_telegram import FakeTelegram
 from tests.conftest import AppFactory, Sleeps
-from tests.telegram_harness import fed_bot, free_port, running_bot
+from tests.telegram_harness import fed_bot, free_port, running_bot, webhook_on
 
 
 def user_texts(fake: FakeLLM, index: int = -1) -> list[str]:
@@ -231,13 +231,7 @@ async def test_webhook_mode_checks_the_secret_and_ignores_duplicates(
     alice = tg.user(7, "Alice")
     chat = tg.private_chat(alice)
     port = free_port()
-    webhook = {
-        "url": f"http://127.0.0.1:{port}/hook",
-        "path": "/hook",
-        "listen_host": "127.0.0.1",
-        "listen_port": port,
-        "secret_token": "s3cret-value",
-    }
+    webhook = webhook_on(port, secret_token="s3cret-value")
     async with running_bot(make_app, tg, telegram={"mode": "webhook", "webhook": webhook}):
         message = tg.send(chat, alice, "via webhook")
         await replies(tg, chat["id"])
