@@ -22,8 +22,9 @@ class FixableValueError(ValueError):
 
 
 class ShownValueError(ValueError):
-    """A validator's complaint about a value that is never a secret (a time zone's name): the
-    error may quote it, where other complaints have what was given masked."""
+    """A validator's complaint about a value it has checked is not a secret (a typo close to a
+    real time zone's name): the error may quote it, where other complaints have what was given
+    masked. Raise it only after such a check; anything else is a plain ``ValueError``."""
 
 
 def env_secret(name: str) -> SecretStr | None:

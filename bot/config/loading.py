@@ -65,11 +65,6 @@ def interpolate(value: Any, path: str = "", *, unset: list[UnsetVariable] | None
     return _LEFT_OUT
 
 
-# What a ShownValueError's value may look like to be quoted (a zone's name): anything else, a
-# token pasted on the wrong line say, is masked like any other value.
-_NAME_LIKE = re.compile(r"[A-Za-z0-9_+\-/]{1,64}")
-
-
 def describe_errors(
     error: ValidationError,
     prefix: tuple[str, ...] = (),
@@ -93,8 +88,7 @@ def describe_errors(
         message, given = item["msg"], item.get("input")
         if item["type"] == "value_error":  # our validators' own words, without pydantic's tag
             message = message.removeprefix("Value error, ")
-        shown = isinstance(item.get("ctx", {}).get("error"), ShownValueError)
-        if shown and isinstance(given, str) and _NAME_LIKE.fullmatch(given):
+        if isinstance(item.get("ctx", {}).get("error"), ShownValueError):
             lines.append(f"{where}: {message}")
             continue
         keys = _keys(given) | names  # a value that is also a key's name ("mode: webhook")
